@@ -1,0 +1,35 @@
+// Which cgroup hierarchies a host mounts, and which one the kernel side keys on.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "cgroup_key.h"
+
+namespace stagewatch {
+
+enum class CgroupMode { kV1, kHybrid, kV2 };
+std::string_view CgroupModeName(CgroupMode mode);  // "v1" | "hybrid" | "v2"
+
+struct CgroupLayout {
+  CgroupMode mode = CgroupMode::kV2;
+  // The hierarchy whose directory inode numbers are the ids in BPF maps and events.
+  cgroup_key_hierarchy key = CGROUP_KEY_DEFAULT;
+  std::string key_root;        // mount point of that hierarchy
+  std::string v2_root;         // cgroup2 mount point, empty if none (PSI, cpu.stat)
+  std::string v1_memory_root;  // v1 memory controller mount point, empty if none
+  bool v2_has_memory = false;  // cgroup2 root lists the memory controller
+};
+
+// Decides the layout from /proc/self/mountinfo text. Mount points are absolute; `fs_prefix`
+// is prepended when reading files below them (fixture trees in tests, "" on a real host).
+// Keys on v2 when its root enables the memory controller, else on the v1 memory hierarchy,
+// else on v2. Errors when no cgroup filesystem is mounted.
+absl::StatusOr<CgroupLayout> DetectCgroupLayout(std::string_view mountinfo_text,
+                                                std::string_view fs_prefix = "");
+
+// Reads /proc/self/mountinfo and detects the running host's layout.
+absl::StatusOr<CgroupLayout> DetectHostCgroupLayout();
+
+}  // namespace stagewatch

@@ -1,0 +1,75 @@
+// The agent's configuration: YAML, from --config.file or the embedded default.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace stagewatch {
+
+// A stage: a name, an optional pipeline, and the cgroups it owns. A cgroup belongs to the
+// stage if it or one of its ancestors matches (see agent/stages/stage_resolver.h).
+struct StageConfig {
+  std::string name;
+  std::string pipeline;                    // optional; empty when not set
+  std::vector<std::string> cgroup_paths;   // globs over the path from the hierarchy root
+  std::vector<std::string> systemd_units;  // globs over one path component, e.g. "train*.service"
+  int line = 0;                            // where it was defined, for messages
+};
+
+// Stages named by the `.../<directory>/<stage>/...` convention that `stagewatch run` creates.
+struct DiscoveryConfig {
+  bool enabled = true;
+  std::string directory = "stagewatch";
+  std::string pipeline;  // optional pipeline label for discovered stages
+  int max_stages = 32;   // more distinct names fold into `unattributed`, counted
+};
+
+struct WebConfig {
+  std::string listen_address = ":9617";
+  std::string telemetry_path = "/metrics";
+};
+
+struct LogConfig {
+  std::string level = "info";    // debug | info | warn | error
+  std::string format = "logfmt";  // logfmt | json
+};
+
+struct CgroupConfig {
+  std::string root = "/sys/fs/cgroup";                    // where cgroupfs is mounted
+  absl::Duration rescan_min_interval = absl::Milliseconds(200);  // rate limit on cache misses
+  int cache_max_entries = 65536;
+};
+
+struct OomConfig {
+  // Processes whose SIGKILLs count as user-space OOM kills (kind="userspace").
+  std::vector<std::string> userspace_killers = {"systemd-oomd", "earlyoom", "oomd"};
+};
+
+struct Config {
+  WebConfig web;
+  LogConfig log;
+  CgroupConfig cgroup;
+  DiscoveryConfig discovery;
+  OomConfig oom;
+  std::vector<StageConfig> stages;
+  std::map<std::string, bool> collectors;  // every known collector, on or off
+};
+
+// Names of the collectors a configuration may switch (`collectors:` and --collector.<name>).
+const std::vector<std::string>& KnownCollectors();
+
+// Parses YAML text. `source_name` prefixes every error ("file:line:col: message"); all errors
+// found are reported together, one per line.
+absl::StatusOr<Config> ParseConfig(std::string_view yaml_text, std::string_view source_name);
+absl::StatusOr<Config> LoadConfigFile(const std::string& path);
+
+// The configuration used when no --config.file is given.
+std::string_view DefaultConfigYaml();
+absl::StatusOr<Config> DefaultConfig();
+
+}  // namespace stagewatch

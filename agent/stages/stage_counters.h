@@ -1,0 +1,54 @@
+// Folds per-cgroup cumulative counters into per-stage totals that never go backwards.
+//
+// The kernel side (and cgroupfs) count per cgroup. Cgroups die, their map entries are
+// evicted, and a stage's cgroup is recreated under a new id. Each Update() takes a full
+// snapshot of the live cgroups; a cgroup missing from it is retired: its last values move
+// into its stage's retired totals. A cgroup whose value drops (its counter restarted) is
+// retired and counted again from zero.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+
+namespace stagewatch {
+
+struct CgroupCounterSample {
+  uint64_t cgroup_id = 0;
+  std::string stage;
+  std::vector<uint64_t> values;  // cumulative, `width` entries
+};
+
+class StageCounters {
+ public:
+  // `width`: values per cgroup. With `count_from_first_snapshot`, what cgroups in the very
+  // first snapshot had already counted is subtracted, so totals start at zero when the
+  // agent starts (used for kernel counters that predate the agent).
+  explicit StageCounters(size_t width, bool count_from_first_snapshot = false);
+
+  // Not thread-safe; callers serialise.
+  void Update(const std::vector<CgroupCounterSample>& live);
+
+  // stage → totals (`width` values). Stages stay once seen.
+  std::map<std::string, std::vector<uint64_t>> Totals() const;
+
+  size_t live_cgroups() const { return live_.size(); }
+
+ private:
+  struct Live {
+    std::string stage;
+    std::vector<uint64_t> last;      // last raw values seen
+    std::vector<uint64_t> baseline;  // subtracted (first-snapshot baseline)
+  };
+  void Retire(const Live& cgroup);
+
+  const size_t width_;
+  bool skip_baseline_;
+  absl::flat_hash_map<uint64_t, Live> live_;
+  std::map<std::string, std::vector<uint64_t>> retired_;
+};
+
+}  // namespace stagewatch

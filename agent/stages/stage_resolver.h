@@ -1,0 +1,51 @@
+// Names cgroups as pipeline stages.
+//
+// A cgroup gets the stage of the deepest of its ancestors (itself included) that a stage
+// matches: a configured stage by path glob or systemd unit, or the `.../stagewatch/<name>/...`
+// discovery convention. At the same depth configured stages win over discovery, and among
+// configured stages the first in the file wins. Anything else is `unattributed`.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "config.h"
+
+namespace stagewatch {
+
+inline constexpr std::string_view kUnattributedStage = "unattributed";
+
+struct Stage {
+  std::string name;
+  std::string pipeline;
+};
+
+// Thread-safe. The set of stages is bounded by the configuration: configured stages plus at
+// most discovery.max_stages discovered names; further names resolve to `unattributed` and
+// are counted in discovery_overflows().
+class StageResolver {
+ public:
+  StageResolver(std::vector<StageConfig> stages, DiscoveryConfig discovery);
+
+  // `cgroup_path` is relative to the hierarchy root and starts with "/".
+  Stage Resolve(std::string_view cgroup_path);
+
+  // Every stage that can appear in metrics so far: configured, discovered, and unattributed.
+  std::vector<Stage> KnownStages() const;
+
+  uint64_t discovery_overflows() const;
+
+ private:
+  const std::vector<StageConfig> stages_;
+  const DiscoveryConfig discovery_;
+  mutable absl::Mutex mu_;
+  std::vector<std::string> discovered_ ABSL_GUARDED_BY(mu_);
+  uint64_t overflows_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace stagewatch

@@ -1,0 +1,3 @@
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+char LICENSE[] SEC("license") = "GPL";

@@ -1,6 +1,7 @@
 // Structured logging: one line per event, logfmt or JSON, to stderr.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <initializer_list>
 #include <iosfwd>
@@ -8,6 +9,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace stagewatch {
 
@@ -22,10 +24,11 @@ struct LogField {
   LogField(std::string_view k, std::string_view v) : key(k), value(v), quoted(true) {}
   LogField(std::string_view k, const char* v) : key(k), value(v), quoted(true) {}
   LogField(std::string_view k, const std::string& v) : key(k), value(v), quoted(true) {}
-  LogField(std::string_view k, int64_t v) : key(k), value(std::to_string(v)), quoted(false) {}
-  LogField(std::string_view k, uint64_t v) : key(k), value(std::to_string(v)), quoted(false) {}
-  LogField(std::string_view k, int v) : key(k), value(std::to_string(v)), quoted(false) {}
-  LogField(std::string_view k, unsigned v) : key(k), value(std::to_string(v)), quoted(false) {}
+  // Debian's abseil has its own string_view (Status::message() returns one).
+  LogField(std::string_view k, absl::string_view v) : key(k), value(v), quoted(true) {}
+  template <std::integral T>
+    requires(!std::same_as<T, bool>)
+  LogField(std::string_view k, T v) : key(k), value(std::to_string(v)), quoted(false) {}
   LogField(std::string_view k, double v);
   LogField(std::string_view k, bool v) : key(k), value(v ? "true" : "false"), quoted(false) {}
 

@@ -1,1 +1,105 @@
-int main() { return 0; }
+// stagewatch: the command line. Parses flags, loads the configuration and hands over to the
+// agent, `check-config` or `features`. Everything else lives in the libraries.
+#include <iostream>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "app/agent_app.h"
+#include "app/features_report.h"
+#include "config.h"
+#include "log.h"
+#include "version.h"
+
+namespace {
+
+// Flags that override the configuration file; unset ones leave it alone.
+struct Overrides {
+  std::optional<std::string> listen_address, telemetry_path, log_level, log_format;
+  std::map<std::string, CLI::Option*> collector_flags;
+  std::map<std::string, bool> collector_values;
+};
+
+absl::Status ApplyOverrides(const Overrides& o, stagewatch::Config* config) {
+  if (o.listen_address) config->web.listen_address = *o.listen_address;
+  if (o.telemetry_path) config->web.telemetry_path = *o.telemetry_path;
+  if (o.log_level) config->log.level = *o.log_level;
+  if (o.log_format) config->log.format = *o.log_format;
+  for (const auto& [name, flag] : o.collector_flags) {
+    if (flag->count() > 0) config->collectors[name] = o.collector_values.at(name);
+  }
+  absl::StatusOr<stagewatch::LogLevel> level = stagewatch::ParseLogLevel(config->log.level);
+  if (!level.ok()) return level.status();
+  absl::StatusOr<stagewatch::LogFormat> format = stagewatch::ParseLogFormat(config->log.format);
+  if (!format.ok()) return format.status();
+  stagewatch::Log::Configure(*level, *format);
+  return absl::OkStatus();
+}
+
+int CheckConfig(const std::string& path) {
+  absl::StatusOr<stagewatch::Config> config = stagewatch::LoadConfigFile(path);
+  if (!config.ok()) {
+    std::cerr << config.status().message() << "\n";
+    return 1;
+  }
+  std::cout << path << ": valid (" << config->stages.size() << " configured stages)\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"stagewatch: per-pipeline-stage OOM, memory and CPU contention metrics from eBPF"};
+  app.set_version_flag("--version",
+                       std::string("stagewatch ") + stagewatch::kVersion + " (" +
+                           stagewatch::kRevision + ")");
+  app.require_subcommand(0, 1);
+
+  std::string config_file, btf_path;
+  Overrides overrides;
+  app.add_option("--config.file", config_file, "YAML configuration file (default: embedded)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--web.listen-address", overrides.listen_address,
+                 "Address to serve metrics on (default :9617)");
+  app.add_option("--web.telemetry-path", overrides.telemetry_path,
+                 "Path of the metrics (default /metrics)");
+  app.add_option("--log.level", overrides.log_level, "debug, info, warn or error");
+  app.add_option("--log.format", overrides.log_format, "logfmt or json");
+  app.add_option("--bpf.btf-path", btf_path,
+                 "BTF of the running kernel, when it has none at /sys/kernel/btf/vmlinux");
+  for (const std::string& name : stagewatch::KnownCollectors()) {
+    overrides.collector_values[name] = true;
+    overrides.collector_flags[name] = app.add_flag(
+        "--collector." + name + ",!--no-collector." + name, overrides.collector_values[name],
+        "Enable the " + name + " collector (--no-collector." + name + " disables it)");
+  }
+
+  CLI::App* agent = app.add_subcommand("agent", "Run the exporter (the default)")->fallthrough();
+  std::string check_file;
+  CLI::App* check = app.add_subcommand("check-config", "Validate a configuration file");
+  check->add_option("file", check_file, "The YAML file")->required();
+  bool json = false;
+  CLI::App* features = app.add_subcommand("features", "What this kernel supports, which probes attach")
+                           ->fallthrough();
+  features->add_flag("--json", json, "Print JSON");
+
+  CLI11_PARSE(app, argc, argv);
+
+  if (*check) return CheckConfig(check_file);
+
+  absl::StatusOr<stagewatch::Config> config = config_file.empty()
+                                                  ? stagewatch::DefaultConfig()
+                                                  : stagewatch::LoadConfigFile(config_file);
+  if (!config.ok()) {
+    std::cerr << config.status().message() << "\n";
+    return 1;
+  }
+  if (absl::Status s = ApplyOverrides(overrides, &*config); !s.ok()) {
+    std::cerr << "stagewatch: " << s.message() << "\n";
+    return 1;
+  }
+  if (*features) return stagewatch::RunFeaturesReport(json, btf_path, std::cout);
+  (void)agent;  // no subcommand and `agent` both run the exporter
+  return stagewatch::RunAgent({.config = *std::move(config), .btf_path = btf_path});
+}

@@ -1,1 +1,168 @@
-// placeholder: being written
+#include "app/agent_app.h"
+
+#include <signal.h>
+
+#include <atomic>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "cgroup/layout.h"
+#include "cgroup/path_cache.h"
+#include "exporters/agent_collector.h"
+#include "exporters/collector.h"
+#include "exporters/http_server.h"
+#include "exporters/metric_builders.h"
+#include "exporters/oom_collector.h"
+#include "log.h"
+#include "oom/oom_tracker.h"
+#include "probes/libbpf_log.h"
+#include "probes/oom_probe.h"
+#include "stages/stage_resolver.h"
+#include "version.h"
+
+namespace stagewatch {
+namespace {
+
+constexpr int kPollTimeoutMs = 100;
+
+// Blocks the shutdown signals in every thread (threads inherit the mask), so that only the
+// main thread's sigwait() sees them.
+sigset_t BlockShutdownSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+void LogProbe(const ProbeStatus& p) {
+  if (p.attached) {
+    Log::Info("probe attached", {{"probe", p.name}, {"attach_type", p.attach_type}});
+  } else {
+    Log::Warn("probe not attached", {{"probe", p.name}, {"err", p.error}});
+  }
+}
+
+}  // namespace
+
+absl::Status CheckCanLoadBpf(const KernelFeatures& f, const std::string& btf_path) {
+  if (!f.privileged) {
+    return absl::PermissionDeniedError(
+        "stagewatch needs root (CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN) to load its BPF "
+        "programs; run it as root, for example with sudo");
+  }
+  if (!f.btf) {
+    if (!btf_path.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "cannot read BTF from ", btf_path, " (--bpf.btf-path); give a BTF file that "
+          "matches this kernel (", f.kernel_release, ")"));
+    }
+    return absl::FailedPreconditionError(absl::StrCat(
+        "this kernel (", f.kernel_release, ") has no BTF at /sys/kernel/btf/vmlinux, which "
+        "stagewatch needs to relocate its BPF programs (CONFIG_DEBUG_INFO_BTF=y); pass "
+        "--bpf.btf-path=FILE with a BTF file for this kernel, for example from BTFHub"));
+  }
+  return absl::OkStatus();
+}
+
+int RunAgent(const AgentOptions& options) {
+  const Config& config = options.config;
+  const sigset_t shutdown_signals = BlockShutdownSignals();
+  RouteLibbpfLogs();
+  Log::Info("starting stagewatch", {{"version", kVersion}, {"revision", kRevision}});
+
+  const KernelFeatures features = ProbeKernelFeatures(options.btf_path);
+  if (absl::Status s = CheckCanLoadBpf(features, options.btf_path); !s.ok()) {
+    Log::Error("cannot start", {{"err", s.message()}});
+    return 1;
+  }
+  absl::StatusOr<CgroupLayout> layout = DetectHostCgroupLayout();
+  if (!layout.ok()) {
+    Log::Error("cannot start", {{"err", layout.status().message()}});
+    return 1;
+  }
+  Log::Info("cgroups", {{"mode", CgroupModeName(layout->mode)}, {"keyed_on", layout->key_root}});
+
+  CgroupPathCache paths(layout->key_root,
+                        {.min_rescan_interval = config.cgroup.rescan_min_interval,
+                         .max_entries = static_cast<size_t>(config.cgroup.cache_max_entries)});
+  StageResolver stages(config.stages, config.discovery);
+  OomTracker oom(&paths, &stages, layout->key);
+
+  exporters::CollectorRegistry registry;
+  exporters::HttpServerOptions http_options{
+      .listen_address = config.web.listen_address,
+      .telemetry_path = config.web.telemetry_path,
+      .render_metrics = [&registry] { return exporters::SerializeText(registry.CollectAll()); }};
+  absl::StatusOr<std::unique_ptr<exporters::HttpServer>> http =
+      exporters::HttpServer::Start(std::move(http_options));
+  if (!http.ok()) {
+    Log::Error("cannot start", {{"err", http.status().message()}});
+    return 1;
+  }
+
+  std::unique_ptr<OomProbe> oom_probe;
+  std::vector<ProbeStatus> oom_not_started;
+  if (config.collectors.at("oom")) {
+    // Kills the kernel counted before the agent started are the baseline, not news.
+    (void)oom.RefreshKernelCounts();
+    auto started = OomProbe::Start(
+        {.key = layout->key, .userspace_killers = config.oom.userspace_killers,
+         .features = features},
+        [&oom](const oom_event& e) { oom.OnEvent(e); });
+    if (started.ok()) {
+      oom_probe = std::move(*started);
+      for (const ProbeStatus& p : oom_probe->statuses()) LogProbe(p);
+    } else {
+      oom_not_started = OomProbe::NotStarted(std::string(started.status().message()));
+      for (const ProbeStatus& p : oom_not_started) LogProbe(p);
+    }
+    registry.Add(std::make_unique<exporters::OomCollector>(&oom, &stages));
+  }
+
+  registry.Add(std::make_unique<exporters::AgentCollector>(exporters::AgentHealthSources{
+      .probes =
+          [&] {
+            if (!oom_probe) return oom_not_started;
+            std::vector<ProbeStatus> all = oom_probe->statuses();
+            std::vector<uint64_t> lost = oom_probe->lost_events();
+            for (size_t i = 0; i < all.size(); i++) all[i].lost_events = lost[i];
+            return all;
+          },
+      .unknown_cgroup_events = [&oom] { return oom.unknown_cgroups(); },
+      .path_cache = &paths,
+      .stages = &stages}));
+  registry.SetErrorHandler([](std::string_view collector, const absl::Status& s) {
+    Log::Warn("collector failed", {{"collector", collector}, {"err", s.message()}});
+  });
+
+  std::atomic<bool> stopping = false;
+  std::thread poller([&] {
+    while (oom_probe && !stopping.load()) {
+      int rc = oom_probe->Poll(kPollTimeoutMs);
+      if (rc < 0 && rc != -EINTR) {
+        Log::Error("polling the oom ring buffer failed", {{"err", strerror(-rc)}});
+        break;
+      }
+    }
+  });
+
+  Log::Info("listening", {{"address", (*http)->address()},
+                          {"telemetry_path", config.web.telemetry_path}});
+  int signal = 0;
+  sigwait(&shutdown_signals, &signal);
+  Log::Info("shutting down", {{"signal", strsignal(signal)}});
+
+  http->reset();  // stop serving before the collectors' sources go away
+  stopping = true;
+  poller.join();
+  oom_probe.reset();  // detaches the BPF programs
+  Log::Info("stopped");
+  return 0;
+}
+
+}  // namespace stagewatch

@@ -1,1 +1,94 @@
-// placeholder: being written
+#include "app/features_report.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "app/agent_app.h"
+#include "cgroup/layout.h"
+#include "log.h"
+#include "probes/features.h"
+#include "probes/libbpf_log.h"
+#include "probes/oom_probe.h"
+
+namespace stagewatch {
+namespace {
+
+std::string JsonString(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += absl::StrFormat("\\u%04x", c);
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::vector<ProbeStatus> TryProbes(const KernelFeatures& f, const std::string& btf_path,
+                                   cgroup_key_hierarchy key) {
+  if (absl::Status s = CheckCanLoadBpf(f, btf_path); !s.ok()) {
+    return OomProbe::NotStarted(std::string(s.message()));
+  }
+  auto probe = OomProbe::Start({.key = key, .features = f}, [](const oom_event&) {});
+  if (!probe.ok()) return OomProbe::NotStarted(std::string(probe.status().message()));
+  return (*probe)->statuses();
+}
+
+}  // namespace
+
+int RunFeaturesReport(bool json, const std::string& btf_path, std::ostream& out) {
+  RouteLibbpfLogs();
+  const KernelFeatures f = ProbeKernelFeatures(btf_path);
+  absl::StatusOr<CgroupLayout> layout = DetectHostCgroupLayout();
+  const std::vector<ProbeStatus> probes =
+      TryProbes(f, btf_path, layout.ok() ? layout->key : CGROUP_KEY_DEFAULT);
+
+  const std::vector<std::pair<const char*, bool>> flags = {
+      {"privileged", f.privileged},       {"btf", f.btf},
+      {"ringbuf", f.ringbuf},             {"raw_tracepoint", f.raw_tracepoint},
+      {"tracing", f.tracing},             {"kprobe_events", f.kprobe_events},
+      {"tracefs", f.tracefs},             {"bpf_stats_enabled", f.bpf_stats_enabled}};
+  const std::string mode = layout.ok() ? std::string(CgroupModeName(layout->mode)) : "none";
+  const std::string key_root = layout.ok() ? layout->key_root : layout.status().ToString();
+
+  if (json) {
+    out << "{\"kernel\":" << JsonString(f.kernel_release)
+        << ",\"btf_path\":" << JsonString(f.btf_path) << ",\"features\":{";
+    for (size_t i = 0; i < flags.size(); i++) {
+      out << (i ? "," : "") << JsonString(flags[i].first) << ":"
+          << (flags[i].second ? "true" : "false");
+    }
+    out << "},\"cgroup\":{\"mode\":" << JsonString(mode) << ",\"keyed_on\":" << JsonString(key_root)
+        << "},\"probes\":[";
+    for (size_t i = 0; i < probes.size(); i++) {
+      const ProbeStatus& p = probes[i];
+      out << (i ? "," : "") << "{\"name\":" << JsonString(p.name)
+          << ",\"attach_type\":" << JsonString(p.attach_type)
+          << ",\"attached\":" << (p.attached ? "true" : "false")
+          << ",\"error\":" << JsonString(p.error) << "}";
+    }
+    out << "]}\n";
+  } else {
+    out << "kernel      " << f.kernel_release << "\n";
+    out << "btf         " << (f.btf ? f.btf_path : "missing") << "\n";
+    for (const auto& [name, on] : flags) {
+      out << absl::StrFormat("%-19s %s\n", name, on ? "yes" : "no");
+    }
+    out << "cgroup mode " << mode << " (keyed on " << key_root << ")\n\nprobes:\n";
+    for (const ProbeStatus& p : probes) {
+      out << absl::StrFormat("  %-20s %-15s %s\n", p.name,
+                             p.attach_type.empty() ? "-" : p.attach_type,
+                             p.attached ? "attached" : absl::StrCat("NOT attached: ", p.error));
+    }
+  }
+  bool all_attached = true;
+  for (const ProbeStatus& p : probes) all_attached &= p.attached;
+  return all_attached ? 0 : 1;
+}
+
+}  // namespace stagewatch

@@ -1,1 +1,109 @@
-// placeholder: being written
+#include "oom/oom_tracker.h"
+
+#include <time.h>
+#include <unistd.h>
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "cgroup/memcg_counters.h"
+#include "cgroup/proc_cgroup.h"
+#include "log.h"
+
+namespace stagewatch {
+namespace {
+
+std::string_view Comm(const char (&comm)[OOM_COMM_LEN]) {
+  return std::string_view(comm, strnlen(comm, OOM_COMM_LEN));
+}
+
+// bpf_ktime_get_ns() is CLOCK_MONOTONIC; turn it into wall-clock seconds.
+double EventUnixSeconds(uint64_t monotonic_ns) {
+  timespec mono{}, real{};
+  clock_gettime(CLOCK_MONOTONIC, &mono);
+  clock_gettime(CLOCK_REALTIME, &real);
+  const double now_mono = mono.tv_sec + mono.tv_nsec * 1e-9;
+  const double now_real = real.tv_sec + real.tv_nsec * 1e-9;
+  return now_real - (now_mono - monotonic_ns * 1e-9);
+}
+
+const char* KindName(uint16_t kind) { return kind == OOM_KIND_USERSPACE ? "userspace" : "kernel"; }
+
+}  // namespace
+
+OomTracker::OomTracker(CgroupPathCache* paths, StageResolver* stages, cgroup_key_hierarchy key)
+    : paths_(paths), stages_(stages), key_(key) {}
+
+std::string OomTracker::VictimCgroupPath(const oom_event& event) {
+  if (event.flags & OOM_FLAG_VICTIM_CGROUP_UNKNOWN) {
+    absl::StatusOr<std::string> path = ReadProcCgroup(event.victim_pid, key_);
+    return path.ok() ? *path : "";
+  }
+  std::optional<std::string> path = paths_->Lookup(event.victim_cgroup_id);
+  return path.value_or("");
+}
+
+void OomTracker::OnEvent(const oom_event& event) {
+  const std::string cgroup = VictimCgroupPath(event);
+  const Stage stage = cgroup.empty() ? Stage{std::string(kUnattributedStage), ""}
+                                     : stages_->Resolve(cgroup);
+  const double when = EventUnixSeconds(event.timestamp_ns);
+  {
+    absl::MutexLock lock(&mu_);
+    OomStageTotals& t = totals_[stage.name];
+    t.pipeline = stage.pipeline;
+    (event.kind == OOM_KIND_USERSPACE ? t.userspace_kills : t.kernel_kills)++;
+    t.last_kill_unix_seconds = std::max(t.last_kill_unix_seconds, when);
+    if (cgroup.empty()) unknown_cgroups_++;
+  }
+
+  static const uint64_t page = sysconf(_SC_PAGESIZE);
+  const bool figures = !(event.flags & OOM_FLAG_NO_MEMORY_FIGURES);
+  Log::Warn("oom kill", {
+      {"pipeline_stage", stage.name},
+      {"kind", KindName(event.kind)},
+      {"victim_pid", event.victim_pid},
+      {"victim_comm", Comm(event.victim_comm)},
+      {"victim_cgroup", cgroup.empty() ? std::string("unknown") : cgroup},
+      {"anon_rss_bytes", figures ? event.anon_rss_pages * page : 0},
+      {"file_rss_bytes", figures ? event.file_rss_pages * page : 0},
+      {"shmem_rss_bytes", figures ? event.shmem_rss_pages * page : 0},
+      {"total_vm_bytes", figures ? event.total_vm_pages * page : 0},
+      {"oom_score_adj", event.oom_score_adj},
+      {"trigger_pid", event.trigger_pid},
+      {"trigger_comm", Comm(event.trigger_comm)},
+  });
+}
+
+std::map<std::string, OomStageTotals> OomTracker::Totals() const {
+  absl::MutexLock lock(&mu_);
+  return totals_;
+}
+
+absl::Status OomTracker::RefreshKernelCounts() {
+  std::vector<CgroupCounterSample> samples;
+  for (const auto& [id, path] : paths_->RescanAll()) {
+    absl::StatusOr<uint64_t> kills = ReadOomKillCount(paths_->root() + path, key_);
+    if (!kills.ok()) continue;  // removed since the walk, or no memory controller here
+    samples.push_back({id, stages_->Resolve(path).name, {*kills}});
+  }
+  absl::MutexLock lock(&mu_);
+  kernel_counts_.Update(samples);
+  return absl::OkStatus();
+}
+
+std::map<std::string, uint64_t> OomTracker::KernelCounts() const {
+  absl::MutexLock lock(&mu_);
+  std::map<std::string, uint64_t> counts;
+  for (const auto& [stage, values] : kernel_counts_.Totals()) counts[stage] = values[0];
+  return counts;
+}
+
+uint64_t OomTracker::unknown_cgroups() const {
+  absl::MutexLock lock(&mu_);
+  return unknown_cgroups_;
+}
+
+}  // namespace stagewatch

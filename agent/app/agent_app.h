@@ -1,0 +1,25 @@
+// Wires the core and the exporters into the running agent. Kept apart from main.cc so that
+// tests link it.
+#pragma once
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "config.h"
+#include "probes/features.h"
+
+namespace stagewatch {
+
+struct AgentOptions {
+  Config config;
+  std::string btf_path;  // --bpf.btf-path; empty for /sys/kernel/btf/vmlinux
+};
+
+// What the agent cannot run without: privileges to load BPF, and BTF for CO-RE. The message
+// says what to do.
+absl::Status CheckCanLoadBpf(const KernelFeatures& features, const std::string& btf_path);
+
+// Runs until SIGTERM or SIGINT; returns the process exit code.
+int RunAgent(const AgentOptions& options);
+
+}  // namespace stagewatch

@@ -1,0 +1,18 @@
+// A process's cgroup, from /proc/<pid>/cgroup: for events whose BPF side knew only a pid.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "cgroup_key.h"
+
+namespace stagewatch {
+
+// The path, within the keyed hierarchy, named by /proc/<pid>/cgroup text: the "0::" line for
+// the default hierarchy, or the v1 line whose controller list includes "memory".
+absl::StatusOr<std::string> ParseProcCgroup(std::string_view text, cgroup_key_hierarchy key);
+
+absl::StatusOr<std::string> ReadProcCgroup(int pid, cgroup_key_hierarchy key);
+
+}  // namespace stagewatch

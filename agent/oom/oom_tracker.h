@@ -1,0 +1,56 @@
+// Attributes OOM kill events to stages, counts them, logs each one, and cross-checks the
+// counts against the kernel's own per-cgroup oom_kill counters.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "cgroup/path_cache.h"
+#include "cgroup_key.h"
+#include "oom.h"
+#include "stages/stage_counters.h"
+#include "stages/stage_resolver.h"
+
+namespace stagewatch {
+
+struct OomStageTotals {
+  std::string pipeline;
+  uint64_t kernel_kills = 0;     // chosen by the kernel's OOM killer
+  uint64_t userspace_kills = 0;  // SIGKILLs from configured user-space killers
+  double last_kill_unix_seconds = 0;
+};
+
+// Thread-safe: events arrive on the probe's poll thread, reads come from scrapes.
+class OomTracker {
+ public:
+  OomTracker(CgroupPathCache* paths, StageResolver* stages, cgroup_key_hierarchy key);
+
+  void OnEvent(const oom_event& event);
+
+  std::map<std::string, OomStageTotals> Totals() const;
+
+  // Reads every cgroup's own oom_kill counter (v1 memory.oom_control, v2
+  // memory.events.local) and folds them per stage, counting from the first call.
+  absl::Status RefreshKernelCounts();
+  std::map<std::string, uint64_t> KernelCounts() const;
+
+  // Events whose victim cgroup could not be named (attributed to `unattributed`).
+  uint64_t unknown_cgroups() const;
+
+ private:
+  std::string VictimCgroupPath(const oom_event& event);
+
+  CgroupPathCache* const paths_;
+  StageResolver* const stages_;
+  const cgroup_key_hierarchy key_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, OomStageTotals> totals_ ABSL_GUARDED_BY(mu_);
+  uint64_t unknown_cgroups_ ABSL_GUARDED_BY(mu_) = 0;
+  StageCounters kernel_counts_ ABSL_GUARDED_BY(mu_){1, /*count_from_first_snapshot=*/true};
+};
+
+}  // namespace stagewatch

@@ -1,0 +1,64 @@
+// Loads bpf/oom.bpf.c and delivers its OOM kill events.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cgroup_key.h"
+#include "oom.h"
+#include "probes/features.h"
+#include "probes/probe_status.h"
+#include "probes/skeleton.h"
+
+struct oom_bpf;
+struct ring_buffer;
+
+namespace stagewatch {
+
+void DestroyOomSkeleton(oom_bpf* skel);
+void FreeRingBuffer(ring_buffer* ring);
+
+struct OomProbeOptions {
+  cgroup_key_hierarchy key = CGROUP_KEY_DEFAULT;
+  std::vector<std::string> userspace_killers;  // comms, at most OOM_MAX_KILLER_COMMS
+  KernelFeatures features;
+};
+
+class OomProbe {
+ public:
+  using Handler = std::function<void(const oom_event&)>;
+
+  // Opens, loads and attaches. Each of the two probes (kernel kills, user-space kills) picks
+  // its raw or classic tracepoint by probing, and one failing leaves the other running; see
+  // statuses(). An error means nothing could be loaded.
+  static absl::StatusOr<std::unique_ptr<OomProbe>> Start(const OomProbeOptions& options,
+                                                         Handler handler);
+  OomProbe(const OomProbe&) = delete;
+  OomProbe& operator=(const OomProbe&) = delete;
+
+  // Waits up to `timeout_ms` for events and hands each to the handler. Returns the number
+  // handled, or a negative errno.
+  int Poll(int timeout_ms);
+
+  // Events each probe dropped because the ring buffer was full, in statuses() order.
+  std::vector<uint64_t> lost_events() const;
+  const std::vector<ProbeStatus>& statuses() const { return statuses_; }
+
+  // The probes this module provides, in statuses() order.
+  static std::vector<ProbeStatus> NotStarted(const std::string& why);
+
+ private:
+  OomProbe(Handler handler) : handler_(std::move(handler)) {}
+  static int OnEvent(void* ctx, void* data, size_t size);
+
+  Handler handler_;
+  // Declared before ring_ so the ring buffer is freed first.
+  SkeletonPtr<oom_bpf, DestroyOomSkeleton> skel_;
+  SkeletonPtr<ring_buffer, FreeRingBuffer> ring_;
+  std::vector<ProbeStatus> statuses_;
+};
+
+}  // namespace stagewatch

@@ -1,0 +1,34 @@
+/* Kernel struct differences, in one place. */
+#ifndef STAGEWATCH_CORE_FIXES_BPF_H
+#define STAGEWATCH_CORE_FIXES_BPF_H
+
+#include <bpf/bpf_core_read.h>
+
+/* Before 6.2, mm->rss_stat was a struct of atomic counters; since then it is an array of
+ * percpu_counters (commit f1a7941243c1, "mm: convert mm's rss stats into percpu_counter"). */
+struct mm_rss_stat___pre62 {
+	atomic_long_t count[4];
+};
+struct mm_struct___pre62 {
+	struct mm_rss_stat___pre62 rss_stat;
+};
+
+/* Pages of one rss kind (MM_FILEPAGES, MM_ANONPAGES, MM_SHMEMPAGES). The percpu_counter's
+ * global count leaves out per-CPU deltas not yet folded in: at most a batch per CPU. */
+static __always_inline __u64 mm_rss_pages(struct mm_struct *mm, int member)
+{
+	__s64 pages;
+
+	if (!mm)
+		return 0;
+	if (bpf_core_type_exists(struct mm_rss_stat___pre62)) {
+		struct mm_struct___pre62 *old = (void *)mm;
+
+		pages = BPF_CORE_READ(old, rss_stat.count[member].counter);
+	} else {
+		pages = BPF_CORE_READ(mm, rss_stat[member].count);
+	}
+	return pages > 0 ? pages : 0;
+}
+
+#endif

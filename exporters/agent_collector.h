@@ -1,0 +1,31 @@
+// The agent's own health: build, probes, lost events, cgroup naming. Always on.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "cgroup/path_cache.h"
+#include "exporters/collector.h"
+#include "probes/probe_status.h"
+#include "stages/stage_resolver.h"
+
+namespace stagewatch::exporters {
+
+struct AgentHealthSources {
+  std::function<std::vector<ProbeStatus>()> probes;
+  std::function<uint64_t()> unknown_cgroup_events;  // events attributed to `unattributed`
+  CgroupPathCache* path_cache = nullptr;
+  StageResolver* stages = nullptr;
+};
+
+class AgentCollector : public Collector {
+ public:
+  explicit AgentCollector(AgentHealthSources sources) : sources_(std::move(sources)) {}
+  std::string_view name() const override { return "agent"; }
+  absl::Status Collect(std::vector<prometheus::MetricFamily>* out) override;
+
+ private:
+  AgentHealthSources sources_;
+};
+
+}  // namespace stagewatch::exporters

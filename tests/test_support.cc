@@ -1,1 +1,258 @@
-// placeholder: being written
+#include "test_support.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "cgroup/memcg_counters.h"
+#include "cgroup/path_cache.h"
+#include "cgroup/proc_cgroup.h"
+#include "httplib.h"
+#include "probes/features.h"
+
+namespace stagewatch::testing {
+
+bool HavePrivileges() { return ProbeKernelFeatures().privileged; }
+
+bool PrivilegesRequired() {
+  const char* v = getenv("STAGEWATCH_REQUIRE_PRIVILEGED");
+  return v != nullptr && std::string(v) == "1";
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void WriteFile(const std::string& path, const std::string& contents) {
+  std::ofstream out(path);
+  out << contents;
+  out.close();
+  if (!out) ADD_FAILURE() << "cannot write " << path;
+}
+
+// ---- TestCgroup ---------------------------------------------------------------------------
+
+TestCgroup::TestCgroup(const std::string& relative) {
+  static std::atomic<int> counter = 0;
+  absl::StatusOr<CgroupLayout> layout = DetectHostCgroupLayout();
+  if (!layout.ok()) {
+    ADD_FAILURE() << layout.status();
+    return;
+  }
+  layout_ = *layout;
+  absl::StatusOr<std::string> own = ReadProcCgroup(getpid(), layout_.key);
+  if (!own.ok()) {
+    ADD_FAILURE() << own.status();
+    return;
+  }
+  const std::string own_path = *own == "/" ? "" : *own;
+  const std::string unique = "sw-test-" + std::to_string(getpid()) + "-" +
+                             std::to_string(counter++);
+  top_ = layout_.key_root + own_path + "/" + unique;
+  path_ = own_path + "/" + unique + "/" + relative;
+  dir_ = layout_.key_root + path_;
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  if (ec) ADD_FAILURE() << "cannot create cgroup " << dir_ << ": " << ec.message();
+}
+
+TestCgroup::~TestCgroup() {
+  for (pid_t pid : children_) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
+  if (top_.empty()) return;
+  // cgroupfs directories are removed with rmdir, deepest first.
+  std::vector<std::string> dirs;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(top_, ec);
+       it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->is_directory()) dirs.push_back(it->path());
+  }
+  std::sort(dirs.rbegin(), dirs.rend());
+  dirs.push_back(top_);
+  for (const std::string& d : dirs) {
+    if (rmdir(d.c_str()) != 0) ADD_FAILURE() << "cannot remove cgroup " << d;
+  }
+}
+
+uint64_t TestCgroup::id() const { return CgroupIdOfDirectory(dir_).value_or(0); }
+
+void TestCgroup::SetMemoryLimit(uint64_t bytes) {
+  const bool v1 = layout_.key == CGROUP_KEY_V1_MEMORY;
+  WriteFile(dir_ + (v1 ? "/memory.limit_in_bytes" : "/memory.max"), std::to_string(bytes));
+}
+
+uint64_t TestCgroup::OomKillCount() const {
+  absl::StatusOr<uint64_t> n = ReadOomKillCount(dir_, layout_.key);
+  EXPECT_TRUE(n.ok()) << n.status();
+  return n.value_or(0);
+}
+
+pid_t TestCgroup::Spawn(const std::string& comm, std::function<void()> body) {
+  const std::string procs = dir_ + "/cgroup.procs";
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(procs.c_str(), O_WRONLY);
+    if (fd < 0 || write(fd, "0", 1) != 1) _exit(120);  // "0" moves the writer itself
+    close(fd);
+    prctl(PR_SET_NAME, comm.c_str());
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    body();
+    _exit(0);
+  }
+  children_.push_back(pid);
+  return pid;
+}
+
+void HogMemoryForever() {
+  constexpr size_t kChunk = 1 << 20;
+  for (;;) {
+    void* p = mmap(nullptr, kChunk, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) continue;
+    volatile char* bytes = static_cast<char*>(p);
+    for (size_t i = 0; i < kChunk; i += 4096) bytes[i] = 1;
+  }
+}
+
+int WaitForChild(pid_t pid) {
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid) return -255;
+  return WIFSIGNALED(status) ? WTERMSIG(status) : -WEXITSTATUS(status);
+}
+
+bool WaitUntil(const std::function<bool()>& condition, int timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+// ---- scraping -----------------------------------------------------------------------------
+
+Scrape ParseExposition(const std::string& text) {
+  Scrape out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    size_t space = line.rfind(' ');
+    if (space == std::string::npos) continue;
+    out[line.substr(0, space)] = std::strtod(line.c_str() + space + 1, nullptr);
+  }
+  return out;
+}
+
+double ValueOr(const Scrape& scrape, const std::string& series, double fallback) {
+  auto it = scrape.find(series);
+  return it == scrape.end() ? fallback : it->second;
+}
+
+std::pair<int, std::string> RunWithInput(const std::string& command, const std::string& input) {
+  char path[] = "/tmp/stagewatch-input-XXXXXX";
+  int fd = mkstemp(path);
+  if (fd < 0) return {-1, "mkstemp failed"};
+  close(fd);
+  WriteFile(path, input);
+  std::string output;
+  FILE* p = popen((command + " < " + path + " 2>&1").c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while (p && (n = fread(buf, 1, sizeof(buf), p)) > 0) output.append(buf, n);
+  int status = p ? pclose(p) : -1;
+  unlink(path);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+// ---- AgentProcess -------------------------------------------------------------------------
+
+AgentProcess::AgentProcess(const std::vector<std::string>& args,
+                           std::function<void()> before_exec) {
+  char path[] = "/tmp/stagewatch-agent-log-XXXXXX";
+  int log_fd = mkstemp(path);
+  log_path_ = path;
+  pid_ = fork();
+  if (pid_ == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    dup2(log_fd, STDOUT_FILENO);
+    dup2(log_fd, STDERR_FILENO);
+    if (before_exec) before_exec();
+    std::vector<char*> argv{const_cast<char*>(STAGEWATCH_BINARY)};
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(STAGEWATCH_BINARY, argv.data());
+    _exit(127);
+  }
+  close(log_fd);
+}
+
+AgentProcess::~AgentProcess() {
+  if (pid_ > 0 && !exit_code_) {
+    kill(pid_, SIGTERM);
+    if (WaitExit(5000) == -1) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  if (!log_path_.empty()) unlink(log_path_.c_str());
+}
+
+std::string AgentProcess::log() const { return ReadFile(log_path_); }
+
+bool AgentProcess::WaitListening(int timeout_ms) {
+  static const std::regex kListening(R"(msg"?[=:]"?listening"?.*address"?[=:]"?[^ "]*:(\d+))");
+  return WaitUntil(
+      [&] {
+        std::smatch m;
+        const std::string text = log();
+        if (!std::regex_search(text, m, kListening)) return false;
+        port_ = std::stoi(m[1]);
+        return true;
+      },
+      timeout_ms);
+}
+
+std::optional<std::string> AgentProcess::Get(const std::string& path) {
+  httplib::Client client("127.0.0.1", port_);
+  client.set_connection_timeout(2);
+  client.set_read_timeout(5);
+  httplib::Result res = client.Get(path.c_str());
+  if (!res || res->status != 200) return std::nullopt;
+  return res->body;
+}
+
+int AgentProcess::Stop() {
+  if (exit_code_) return *exit_code_;
+  kill(pid_, SIGTERM);
+  return WaitExit();
+}
+
+int AgentProcess::WaitExit(int timeout_ms) {
+  if (exit_code_) return *exit_code_;
+  int status = 0;
+  bool done = WaitUntil([&] { return waitpid(pid_, &status, WNOHANG) == pid_; }, timeout_ms);
+  if (!done) return -1;
+  exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return *exit_code_;
+}
+
+}  // namespace stagewatch::testing

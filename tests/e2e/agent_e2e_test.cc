@@ -1,0 +1,202 @@
+// The built stagewatch binary, end to end: real OOM kills in a real stage, scraped over HTTP,
+// against the kernel's own counters, linted by promtool; and the environments it refuses.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <sstream>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "test_support.h"
+
+namespace stagewatch {
+namespace {
+
+using testing::AgentProcess;
+using testing::ParseExposition;
+using testing::TestCgroup;
+using testing::ValueOr;
+
+constexpr int kKills = 3;
+
+std::string WriteConfig(const std::string& yaml) {
+  char path[] = "/tmp/stagewatch-e2e-config-XXXXXX.yaml";
+  int fd = mkstemps(path, 5);
+  close(fd);
+  testing::WriteFile(path, yaml);
+  return path;
+}
+
+// A listening socket on an ephemeral loopback port, for the port-in-use case.
+class BusyPort {
+ public:
+  BusyPort() {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{.sin_family = AF_INET, .sin_port = 0};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+    listen(fd_, 1);
+    socklen_t len = sizeof(a);
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+  }
+  ~BusyPort() { close(fd_); }
+  int port() const { return port_; }
+
+ private:
+  int fd_;
+  int port_;
+};
+
+TEST(AgentE2E, OomKillsInStageTrainReachMetricsAndMatchTheKernel) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();
+  TestCgroup cgroup("jobs/train");
+  // A configured stage (not the discovery convention), matched by its path glob.
+  const std::string config = WriteConfig(
+      "stages:\n"
+      "  - name: train\n"
+      "    pipeline: nightly\n"
+      "    cgroup_paths: [\"/**/" + cgroup.path().substr(cgroup.path().rfind("/sw-test-") + 1) +
+      "\"]\n");
+  AgentProcess agent({"--config.file", config, "--web.listen-address", "127.0.0.1:0"});
+  ASSERT_TRUE(agent.WaitListening()) << agent.log();
+
+  const std::string series = R"(stagewatch_oom_kills_total{pipeline_stage="train",pipeline="nightly",kind="kernel"})";
+  auto kills = [&] {
+    std::optional<std::string> body = agent.Get("/metrics");
+    return body ? ValueOr(ParseExposition(*body), series, -1) : -1;
+  };
+  const double before = kills();
+  ASSERT_EQ(before, 0) << agent.log();
+
+  cgroup.SetMemoryLimit(16 << 20);
+  std::vector<double> latencies_ms;
+  for (int i = 1; i <= kKills; i++) {
+    pid_t hog = cgroup.Spawn("sw-e2e-hog", testing::HogMemoryForever);
+    ASSERT_EQ(testing::WaitForChild(hog), SIGKILL);
+    const auto killed = std::chrono::steady_clock::now();
+    ASSERT_TRUE(testing::WaitUntil([&] { return kills() == i; }, 5000)) << agent.log();
+    latencies_ms.push_back(std::chrono::duration<double, std::milli>(
+                               std::chrono::steady_clock::now() - killed).count());
+  }
+  for (double ms : latencies_ms) {
+    std::printf("kill to /metrics: %.1f ms\n", ms);  // reported in the closing note
+  }
+
+  // Settled: exactly N, and the kernel's own counters agree.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::optional<std::string> body = agent.Get("/metrics");
+  ASSERT_TRUE(body);
+  const testing::Scrape scrape = ParseExposition(*body);
+  EXPECT_EQ(ValueOr(scrape, series, -1), kKills);
+  EXPECT_EQ(cgroup.OomKillCount(), static_cast<uint64_t>(kKills));
+  EXPECT_EQ(ValueOr(scrape, R"(stagewatch_oom_kills_cgroup_total{pipeline_stage="train",pipeline="nightly"})", -1), kKills);
+  EXPECT_EQ(ValueOr(scrape, R"(stagewatch_oom_kills_mismatch{pipeline_stage="train",pipeline="nightly"})", -1), 0);
+  EXPECT_GT(ValueOr(scrape, R"(stagewatch_oom_last_kill_timestamp_seconds{pipeline_stage="train",pipeline="nightly"})", 0), 1.7e9);
+  EXPECT_EQ(ValueOr(scrape, R"(stagewatch_probe_attached{probe="oom_kill",attach_type="raw_tracepoint"})", -1), 1);
+  EXPECT_EQ(ValueOr(scrape, R"(stagewatch_probe_lost_events_total{probe="oom_kill"})", -1), 0);
+  EXPECT_EQ(ValueOr(scrape, R"(stagewatch_scrape_collector_success{collector="oom"})", -1), 1);
+
+  auto [rc, lint] = testing::RunWithInput("promtool check metrics", *body);
+  EXPECT_EQ(rc, 0) << lint;
+  EXPECT_EQ(lint, "") << lint;
+
+  EXPECT_EQ(agent.Stop(), 0);
+  EXPECT_NE(agent.log().find("msg=\"stopped\""), std::string::npos) << agent.log();
+  unlink(config.c_str());
+}
+
+TEST(AgentE2E, LandingPageLinksToMetrics) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();
+  AgentProcess agent({"--web.listen-address", "127.0.0.1:0", "--web.telemetry-path", "/m"});
+  ASSERT_TRUE(agent.WaitListening()) << agent.log();
+  std::optional<std::string> page = agent.Get("/");
+  ASSERT_TRUE(page);
+  EXPECT_NE(page->find("href=\"/m\""), std::string::npos) << *page;
+  EXPECT_TRUE(agent.Get("/m"));
+  EXPECT_FALSE(agent.Get("/metrics"));
+}
+
+TEST(AgentE2E, JsonLogsAreOneObjectPerLine) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();
+  AgentProcess agent({"--web.listen-address", "127.0.0.1:0", "--log.format", "json"});
+  ASSERT_TRUE(agent.WaitListening()) << agent.log();
+  EXPECT_EQ(agent.Stop(), 0);
+  std::istringstream lines(agent.log());
+  std::string line;
+  int n = 0;
+  while (std::getline(lines, line)) {
+    EXPECT_EQ(line.front(), '{') << line;
+    EXPECT_EQ(line.back(), '}') << line;
+    n++;
+  }
+  EXPECT_GE(n, 3);
+}
+
+// ---- environments the agent refuses, each with a clear message and a non-zero exit ----------
+
+TEST(AgentE2E, NotRootIsRefusedWithAClearMessage) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();  // needs root to drop to nobody
+  AgentProcess agent({"--web.listen-address", "127.0.0.1:0"}, [] {
+    if (setgid(65534) != 0 || setuid(65534) != 0) _exit(126);
+  });
+  EXPECT_EQ(agent.WaitExit(), 1);
+  EXPECT_NE(agent.log().find("needs root"), std::string::npos) << agent.log();
+}
+
+TEST(AgentE2E, MissingBtfIsRefusedWithAClearMessage) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();
+  // Hide /sys/kernel/btf in a private mount namespace, as on a kernel built without BTF.
+  AgentProcess agent({"--web.listen-address", "127.0.0.1:0"}, [] {
+    if (unshare(CLONE_NEWNS) != 0 || mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        mount("tmpfs", "/sys/kernel/btf", "tmpfs", 0, nullptr) != 0) {
+      _exit(125);
+    }
+  });
+  EXPECT_EQ(agent.WaitExit(), 1);
+  EXPECT_NE(agent.log().find("no BTF"), std::string::npos) << agent.log();
+  EXPECT_NE(agent.log().find("--bpf.btf-path"), std::string::npos) << agent.log();
+}
+
+TEST(AgentE2E, BadBtfPathIsRefusedWithAClearMessage) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();
+  AgentProcess agent({"--web.listen-address", "127.0.0.1:0", "--bpf.btf-path", "/etc/hostname"});
+  EXPECT_EQ(agent.WaitExit(), 1);
+  EXPECT_NE(agent.log().find("cannot read BTF from /etc/hostname"), std::string::npos)
+      << agent.log();
+}
+
+TEST(AgentE2E, PortInUseIsRefusedWithAClearMessage) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();
+  BusyPort busy;
+  AgentProcess agent({"--web.listen-address", "127.0.0.1:" + std::to_string(busy.port())});
+  EXPECT_EQ(agent.WaitExit(), 1);
+  EXPECT_NE(agent.log().find("Address already in use"), std::string::npos) << agent.log();
+}
+
+TEST(AgentE2E, BadConfigFileIsRefusedWithFileAndLine) {
+  const std::string config = WriteConfig("web:\n  listen_address: \":9617\"\nstages:\n  - name: \"\"\n");
+  AgentProcess agent({"--config.file", config});
+  EXPECT_EQ(agent.WaitExit(), 1);
+  EXPECT_NE(agent.log().find(config + ":4:"), std::string::npos) << agent.log();
+
+  AgentProcess check({"check-config", config});
+  EXPECT_EQ(check.WaitExit(), 1);
+  EXPECT_NE(check.log().find(config + ":4:"), std::string::npos) << check.log();
+  unlink(config.c_str());
+}
+
+TEST(AgentE2E, CheckConfigAcceptsTheShippedExample) {
+  AgentProcess check({"check-config", STAGEWATCH_SOURCE_DIR "/agent/default_config.yaml"});
+  EXPECT_EQ(check.WaitExit(), 0) << check.log();
+}
+
+}  // namespace
+}  // namespace stagewatch

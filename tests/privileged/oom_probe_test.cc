@@ -1,0 +1,143 @@
+// The OOM probe against the running kernel: real programs, real cgroups, real OOM kills.
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "cgroup/path_cache.h"
+#include "gtest/gtest.h"
+#include "oom/oom_tracker.h"
+#include "probes/oom_probe.h"
+#include "stages/stage_resolver.h"
+#include "test_support.h"
+
+namespace stagewatch {
+namespace {
+
+using testing::TestCgroup;
+
+constexpr const char* kKillerComm = "sw-test-killer";
+
+// Runs the probe with its own poll thread and keeps every event it delivers.
+class ProbeRun {
+ public:
+  explicit ProbeRun(cgroup_key_hierarchy key) {
+    auto probe = OomProbe::Start(
+        {.key = key, .userspace_killers = {kKillerComm}, .features = ProbeKernelFeatures()},
+        [this](const oom_event& e) {
+          absl::MutexLock lock(&mu_);
+          events_.push_back(e);
+        });
+    EXPECT_TRUE(probe.ok()) << probe.status();
+    if (probe.ok()) probe_ = std::move(*probe);
+  }
+
+  OomProbe* probe() { return probe_.get(); }
+
+  // Polls until `n` events matching `cgroup_id` arrived, then 300 ms more for strays.
+  std::vector<oom_event> EventsFor(uint64_t cgroup_id, size_t n) {
+    std::vector<oom_event> matching;
+    auto collect = [&] {
+      probe_->Poll(10);
+      absl::MutexLock lock(&mu_);
+      matching.clear();
+      for (const oom_event& e : events_) {
+        if (e.victim_cgroup_id == cgroup_id) matching.push_back(e);
+      }
+      return matching.size() >= n;
+    };
+    testing::WaitUntil(collect, 5000);
+    testing::WaitUntil([&] { collect(); return false; }, 300);
+    return matching;
+  }
+
+ private:
+  std::unique_ptr<OomProbe> probe_;
+  absl::Mutex mu_;
+  std::vector<oom_event> events_;
+};
+
+TEST(OomProbeTest, EveryProgramLoadsAndAttaches) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();
+  ProbeRun run(CGROUP_KEY_DEFAULT);
+  ASSERT_NE(run.probe(), nullptr);
+  ASSERT_EQ(run.probe()->statuses().size(), 2u);
+  for (const ProbeStatus& s : run.probe()->statuses()) {
+    EXPECT_TRUE(s.attached) << s.name << ": " << s.error;
+    EXPECT_FALSE(s.attach_type.empty()) << s.name;
+  }
+}
+
+TEST(OomProbeTest, RealOomKillGivesExactlyOneEventWithStagePidAndComm) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();
+  TestCgroup cgroup("stagewatch/train");
+  ProbeRun run(cgroup.layout().key);
+  ASSERT_NE(run.probe(), nullptr);
+  cgroup.SetMemoryLimit(16 << 20);
+
+  pid_t hog = cgroup.Spawn("sw-oom-hog", testing::HogMemoryForever);
+  ASSERT_EQ(testing::WaitForChild(hog), SIGKILL);
+
+  std::vector<oom_event> events = run.EventsFor(cgroup.id(), 1);
+  ASSERT_EQ(events.size(), 1u);
+  const oom_event& e = events[0];
+  EXPECT_EQ(e.kind, OOM_KIND_KERNEL);
+  EXPECT_EQ(e.victim_pid, hog);
+  EXPECT_STREQ(e.victim_comm, "sw-oom-hog");
+  EXPECT_EQ(e.trigger_cgroup_id, cgroup.id());  // the hog itself hit the limit
+  // The victim was using about the 16 MiB limit; rss in pages of 4 KiB.
+  EXPECT_GT(e.anon_rss_pages * 4096, 8u << 20);
+  EXPECT_LT(e.anon_rss_pages * 4096, 32u << 20);
+  EXPECT_EQ(cgroup.OomKillCount(), 1u);  // the kernel's own count agrees
+
+  // The tracker names the stage from the cgroup path convention.
+  CgroupPathCache paths(cgroup.layout().key_root);
+  StageResolver stages({}, DiscoveryConfig{});
+  OomTracker tracker(&paths, &stages, cgroup.layout().key);
+  tracker.OnEvent(e);
+  auto totals = tracker.Totals();
+  ASSERT_TRUE(totals.contains("train"));
+  EXPECT_EQ(totals["train"].kernel_kills, 1u);
+  EXPECT_EQ(tracker.unknown_cgroups(), 0u);
+}
+
+TEST(OomProbeTest, SigkillFromConfiguredKillerCountsAsUserspaceKill) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();
+  TestCgroup cgroup("stagewatch/validate");
+  ProbeRun run(cgroup.layout().key);
+  ASSERT_NE(run.probe(), nullptr);
+
+  auto sleep_forever = [] { for (;;) pause(); };
+  pid_t spared = cgroup.Spawn("sw-spared", sleep_forever);
+  pid_t victim = cgroup.Spawn("sw-victim", sleep_forever);
+  // A SIGKILL from a process that is not a configured killer is not an OOM kill.
+  pid_t plain = fork();
+  if (plain == 0) {
+    prctl(PR_SET_NAME, "sw-not-killer");
+    _exit(kill(spared, SIGKILL) == 0 ? 0 : 1);
+  }
+  ASSERT_EQ(testing::WaitForChild(plain), 0);
+  ASSERT_EQ(testing::WaitForChild(spared), SIGKILL);
+
+  pid_t killer = fork();
+  if (killer == 0) {
+    prctl(PR_SET_NAME, kKillerComm);
+    _exit(kill(victim, SIGKILL) == 0 ? 0 : 1);
+  }
+  ASSERT_EQ(testing::WaitForChild(killer), 0);
+  ASSERT_EQ(testing::WaitForChild(victim), SIGKILL);
+
+  std::vector<oom_event> events = run.EventsFor(cgroup.id(), 1);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, OOM_KIND_USERSPACE);
+  EXPECT_EQ(events[0].victim_pid, victim);
+  EXPECT_STREQ(events[0].victim_comm, "sw-victim");
+  EXPECT_STREQ(events[0].trigger_comm, kKillerComm);
+  EXPECT_EQ(cgroup.OomKillCount(), 0u);  // the kernel's OOM killer had no part in it
+}
+
+}  // namespace
+}  // namespace stagewatch

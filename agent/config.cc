@@ -1,1 +1,378 @@
-// placeholder: being written
+#include "config.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <tuple>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "config_validate.h"
+#include "yaml-cpp/yaml.h"
+
+namespace stagewatch {
+namespace {
+
+using namespace config_internal;  // NOLINT: the Check* helpers exist only for this file
+
+using Check = std::function<std::string(std::string_view)>;
+
+// Collects every problem with its position, so one run of the agent reports them all.
+class Diagnostics {
+ public:
+  explicit Diagnostics(std::string_view source) : source_(source) {}
+
+  void Add(const YAML::Mark& mark, std::string_view message) {
+    const int line = mark.is_null() ? 1 : mark.line + 1;
+    const int column = mark.is_null() ? 1 : mark.column + 1;
+    errors_.push_back(
+        {line, column, absl::StrFormat("%s:%d:%d: %s", source_, line, column, message)});
+  }
+
+  absl::Status ToStatus() {
+    if (errors_.empty()) return absl::OkStatus();
+    std::stable_sort(errors_.begin(), errors_.end(), [](const Entry& a, const Entry& b) {
+      return std::tie(a.line, a.column) < std::tie(b.line, b.column);
+    });
+    std::vector<std::string> lines;
+    for (const Entry& entry : errors_) lines.push_back(entry.text);
+    return absl::InvalidArgumentError(absl::StrJoin(lines, "\n"));
+  }
+
+ private:
+  struct Entry {
+    int line;
+    int column;
+    std::string text;
+  };
+  std::string source_;
+  std::vector<Entry> errors_;
+};
+
+// A value, where to blame it, and its dotted name for messages ("web.listen_address").
+struct Value {
+  YAML::Node node;
+  YAML::Mark mark;
+  std::string name;
+};
+
+// Quoted scalars ("true", "32") are strings in YAML; accepting them as bools or numbers would
+// hide a mistake. yaml-cpp tags non-plain scalars "!".
+bool IsPlainScalar(const YAML::Node& node) { return node.IsScalar() && node.Tag() != "!"; }
+
+class ConfigParser {
+ public:
+  explicit ConfigParser(std::string_view source) : diag_(source) {}
+
+  absl::StatusOr<Config> Parse(const std::vector<YAML::Node>& documents) {
+    Config config;
+    for (const std::string& name : KnownCollectors()) config.collectors[name] = true;
+    if (documents.size() > 1) {
+      diag_.Add(documents[1].Mark(), "expected one YAML document, found more");
+    }
+    if (!documents.empty()) ParseTop(documents[0], config);
+    if (absl::Status status = diag_.ToStatus(); !status.ok()) return status;
+    return config;
+  }
+
+ private:
+  struct Field {
+    std::string key;
+    std::function<void(const Value&)> handle;
+  };
+
+  // Dispatches each key of a map to its field; reports unknown and repeated keys.
+  void ParseMap(const Value& map, std::string_view where, const std::vector<Field>& fields,
+                std::string_view noun = "key", std::string_view allowed_label = "allowed") {
+    if (map.node.IsNull()) return;  // `section:` alone keeps the defaults
+    if (!map.node.IsMap()) {
+      diag_.Add(map.mark, absl::StrFormat("%s must be a map of keys",
+                                          map.name.empty() ? "the configuration" : map.name));
+      return;
+    }
+    std::vector<std::string> allowed, seen;
+    for (const Field& field : fields) allowed.push_back(field.key);
+    for (auto it = map.node.begin(); it != map.node.end(); ++it) {
+      const YAML::Node key = it->first;
+      const YAML::Node value = it->second;
+      const std::string name = key.IsScalar() ? key.Scalar() : "";
+      const auto field = std::find_if(fields.begin(), fields.end(),
+                                      [&](const Field& f) { return f.key == name; });
+      if (field == fields.end()) {
+        diag_.Add(key.Mark(), UnknownNameMessage(noun, name, where, allowed, allowed_label));
+      } else if (std::find(seen.begin(), seen.end(), name) != seen.end()) {
+        diag_.Add(key.Mark(), absl::StrFormat("%s \"%s\"%s is set twice", noun, name, where));
+      } else {
+        seen.push_back(name);
+        // A null value (`key:` alone) is marked at the next token, so blame its key instead.
+        field->handle(Value{value, value.IsNull() ? key.Mark() : value.Mark(),
+                            map.name.empty() ? name : absl::StrCat(map.name, ".", name)});
+      }
+    }
+  }
+
+  bool ReadString(const Value& v, std::string& out) {
+    if (!v.node.IsScalar()) {
+      diag_.Add(v.mark, absl::StrFormat("%s must be a string", v.name));
+      return false;
+    }
+    out = v.node.Scalar();
+    return true;
+  }
+
+  // Reads a string and keeps it only if `check` finds no problem.
+  void ReadChecked(const Value& v, std::string& out, const Check& check) {
+    std::string text;
+    if (!ReadString(v, text)) return;
+    if (const std::string problem = check(text); !problem.empty()) {
+      diag_.Add(v.mark, problem);
+      return;
+    }
+    out = text;
+  }
+
+  void ReadBool(const Value& v, bool& out) {
+    if (!IsPlainScalar(v.node) || !YAML::convert<bool>::decode(v.node, out)) {
+      diag_.Add(v.mark, absl::StrFormat("%s must be true or false", v.name));
+    }
+  }
+
+  void ReadInt(const Value& v, int min, int max, int& out) {
+    long long number = 0;
+    if (!IsPlainScalar(v.node) || !YAML::convert<long long>::decode(v.node, number)) {
+      diag_.Add(v.mark, absl::StrFormat("%s must be an integer", v.name));
+    } else if (number < min || number > max) {
+      const std::string range = max == std::numeric_limits<int>::max()
+                                    ? absl::StrFormat("at least %d", min)
+                                    : absl::StrFormat("between %d and %d", min, max);
+      diag_.Add(v.mark, absl::StrFormat("%s must be %s (got %d)", v.name, range, number));
+    } else {
+      out = static_cast<int>(number);
+    }
+  }
+
+  void ReadDuration(const Value& v, absl::Duration& out) {
+    std::string text;
+    if (!ReadString(v, text)) return;
+    absl::Duration duration;
+    if (!absl::ParseDuration(text, &duration) || duration == absl::InfiniteDuration()) {
+      diag_.Add(v.mark, absl::StrFormat("%s \"%s\" is not a duration; write e.g. \"200ms\" or "
+                                        "\"1s\"", v.name, text));
+    } else if (duration < absl::ZeroDuration()) {
+      diag_.Add(v.mark, absl::StrFormat("%s must not be negative (got \"%s\")", v.name, text));
+    } else {
+      out = duration;
+    }
+  }
+
+  // Reads a list of strings, keeping the entries `check` finds no problem with.
+  void ReadStringList(const Value& v, std::vector<std::string>& out, const Check& check) {
+    out.clear();
+    if (v.node.IsNull()) return;
+    if (!v.node.IsSequence()) {
+      diag_.Add(v.mark, absl::StrFormat("%s must be a list of strings, e.g. [a, b]", v.name));
+      return;
+    }
+    for (const YAML::Node& item : v.node) {
+      if (!item.IsScalar()) {
+        diag_.Add(item.Mark(), absl::StrFormat("each entry of %s must be a string", v.name));
+      } else if (const std::string problem = check(item.Scalar()); !problem.empty()) {
+        diag_.Add(item.Mark(), problem);
+      } else {
+        out.push_back(item.Scalar());
+      }
+    }
+  }
+
+  void ParseTop(const YAML::Node& root, Config& c) {
+    ParseMap(Value{root, root.Mark(), ""}, " at top level", {
+        {"web", [&](const Value& v) { ParseWeb(v, c.web); }},
+        {"log", [&](const Value& v) { ParseLog(v, c.log); }},
+        {"cgroup", [&](const Value& v) { ParseCgroup(v, c.cgroup); }},
+        {"discovery", [&](const Value& v) { ParseDiscovery(v, c.discovery); }},
+        {"stages", [&](const Value& v) { ParseStages(v, c.stages); }},
+        {"collectors", [&](const Value& v) { ParseCollectors(v, c.collectors); }},
+        {"oom", [&](const Value& v) { ParseOom(v, c.oom); }},
+    });
+  }
+
+  void ParseWeb(const Value& section, WebConfig& web) {
+    ParseMap(section, " in web", {
+        {"listen_address",
+         [&](const Value& v) { ReadChecked(v, web.listen_address, CheckListenAddress); }},
+        {"telemetry_path",
+         [&](const Value& v) { ReadChecked(v, web.telemetry_path, CheckTelemetryPath); }},
+    });
+  }
+
+  void ParseLog(const Value& section, LogConfig& log) {
+    ParseMap(section, " in log", {
+        {"level", [&](const Value& v) { ReadChecked(v, log.level, CheckLogLevel); }},
+        {"format", [&](const Value& v) { ReadChecked(v, log.format, CheckLogFormat); }},
+    });
+  }
+
+  void ParseCgroup(const Value& section, CgroupConfig& cgroup) {
+    ParseMap(section, " in cgroup", {
+        {"root", [&](const Value& v) { ReadChecked(v, cgroup.root, CheckCgroupRoot); }},
+        {"rescan_min_interval",
+         [&](const Value& v) { ReadDuration(v, cgroup.rescan_min_interval); }},
+        {"cache_max_entries", [&](const Value& v) {
+           ReadInt(v, 16, std::numeric_limits<int>::max(), cgroup.cache_max_entries);
+         }},
+    });
+  }
+
+  void ParseDiscovery(const Value& section, DiscoveryConfig& discovery) {
+    ParseMap(section, " in discovery", {
+        {"enabled", [&](const Value& v) { ReadBool(v, discovery.enabled); }},
+        {"directory",
+         [&](const Value& v) { ReadChecked(v, discovery.directory, CheckDiscoveryDirectory); }},
+        {"pipeline", [&](const Value& v) { ReadString(v, discovery.pipeline); }},
+        {"max_stages", [&](const Value& v) { ReadInt(v, 0, 1000, discovery.max_stages); }},
+    });
+  }
+
+  void ParseStages(const Value& v, std::vector<StageConfig>& stages) {
+    if (v.node.IsNull()) return;
+    if (!v.node.IsSequence()) {
+      diag_.Add(v.mark, "stages must be a list, e.g. [{name: train, cgroup_paths: [/train]}]");
+      return;
+    }
+    size_t index = 0;
+    for (const YAML::Node& item : v.node) {
+      StageConfig stage;
+      stage.line = item.Mark().line + 1;
+      const Value value{item, item.Mark(), absl::StrFormat("stages[%d]", index++)};
+      if (ParseStage(value, stage, stages)) stages.push_back(std::move(stage));
+    }
+  }
+
+  // Returns whether the stage has a valid, unique name (its other errors are recorded).
+  bool ParseStage(const Value& v, StageConfig& stage, const std::vector<StageConfig>& earlier) {
+    if (!v.node.IsMap()) {
+      diag_.Add(v.mark, absl::StrFormat("%s must be a map with name, pipeline, cgroup_paths and "
+                                        "systemd_units", v.name));
+      return false;
+    }
+    const YAML::Node name_node = v.node["name"];  // invalid (not just null) when absent
+    const std::string label = name_node.IsDefined() && name_node.IsScalar() &&
+                                      !name_node.Scalar().empty()
+                                  ? absl::StrFormat("stage \"%s\"", name_node.Scalar())
+                                  : v.name;
+    bool name_seen = false, name_ok = false, has_matcher = false;
+    // A non-empty list, or one of the wrong type (reported already), counts as a matcher.
+    auto note_matcher = [&](const Value& n) {
+      has_matcher |= !n.node.IsNull() && !(n.node.IsSequence() && n.node.size() == 0);
+    };
+    auto in_stage = [&](auto check) {
+      return [check, &label](std::string_view glob) { return check(glob, label); };
+    };
+    ParseMap(v, absl::StrCat(" in ", label), {
+        {"name", [&](const Value& n) {
+           name_seen = true;
+           name_ok = ReadStageName(n, stage.name, earlier);
+         }},
+        {"pipeline", [&](const Value& n) { ReadString(n, stage.pipeline); }},
+        {"cgroup_paths", [&](const Value& n) {
+           note_matcher(n);
+           ReadStringList(n, stage.cgroup_paths, in_stage(CheckCgroupPathGlob));
+         }},
+        {"systemd_units", [&](const Value& n) {
+           note_matcher(n);
+           ReadStringList(n, stage.systemd_units, in_stage(CheckSystemdUnitGlob));
+         }},
+    });
+    if (!name_seen) {
+      diag_.Add(v.mark, absl::StrFormat("%s has no name; add \"name: <stage>\"", v.name));
+    }
+    if (!has_matcher) {
+      diag_.Add(v.mark, absl::StrFormat("%s has no matcher, so no cgroup would belong to it; "
+                                        "give it cgroup_paths or systemd_units", label));
+    }
+    return name_ok;
+  }
+
+  bool ReadStageName(const Value& v, std::string& out, const std::vector<StageConfig>& earlier) {
+    if (!ReadString(v, out)) return false;
+    std::string problem = CheckStageName(out);
+    for (const StageConfig& other : earlier) {
+      if (problem.empty() && other.name == out) {
+        problem = absl::StrFormat("duplicate stage name \"%s\"; the stage at line %d has it "
+                                  "already", out, other.line);
+      }
+    }
+    if (problem.empty()) return true;
+    diag_.Add(v.mark, problem);
+    return false;
+  }
+
+  void ParseCollectors(const Value& v, std::map<std::string, bool>& collectors) {
+    std::vector<Field> fields;
+    for (const std::string& name : KnownCollectors()) {
+      fields.push_back({name, [this, &collectors, name](const Value& n) {
+                          ReadBool(n, collectors[name]);
+                        }});
+    }
+    ParseMap(v, "", fields, "collector", "known collectors");
+  }
+
+  void ParseOom(const Value& section, OomConfig& oom) {
+    ParseMap(section, " in oom", {
+        {"userspace_killers", [&](const Value& v) {
+           ReadStringList(v, oom.userspace_killers, CheckUserspaceKiller);
+         }},
+    });
+  }
+
+  Diagnostics diag_;
+};
+
+}  // namespace
+
+const std::vector<std::string>& KnownCollectors() {
+  static const std::vector<std::string> kCollectors = {"oom"};
+  return kCollectors;
+}
+
+absl::StatusOr<Config> ParseConfig(std::string_view yaml_text, std::string_view source_name) {
+  try {
+    const std::vector<YAML::Node> documents = YAML::LoadAll(std::string(yaml_text));
+    return ConfigParser(source_name).Parse(documents);
+  } catch (const YAML::Exception& e) {
+    // Syntax errors (YAML::ParserException) carry the position of the problem.
+    Diagnostics diag(source_name);
+    diag.Add(e.mark, e.msg);
+    return diag.ToStatus();
+  }
+}
+
+absl::StatusOr<Config> LoadConfigFile(const std::string& path) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  int error = file == nullptr ? errno : 0;
+  std::string text;
+  if (file != nullptr) {
+    char buffer[8192];
+    size_t n;
+    while ((n = std::fread(buffer, 1, sizeof buffer, file)) > 0) text.append(buffer, n);
+    if (std::ferror(file)) error = errno;  // e.g. EISDIR when the path is a directory
+    std::fclose(file);
+  }
+  if (error != 0) {
+    const std::string message =
+        absl::StrFormat("cannot read config file \"%s\": %s", path, std::strerror(error));
+    return error == ENOENT ? absl::NotFoundError(message) : absl::FailedPreconditionError(message);
+  }
+  return ParseConfig(text, path);
+}
+
+absl::StatusOr<Config> DefaultConfig() {
+  return ParseConfig(DefaultConfigYaml(), "<embedded default>");
+}
+
+}  // namespace stagewatch

@@ -9,6 +9,7 @@
 #include "app/agent_app.h"
 #include "app/features_report.h"
 #include "config.h"
+#include "config_validate.h"
 #include "log.h"
 #include "version.h"
 
@@ -22,6 +23,12 @@ struct Overrides {
 };
 
 absl::Status ApplyOverrides(const Overrides& o, stagewatch::Config* config) {
+  namespace check = stagewatch::config_internal;
+  for (const std::string& problem :
+       {o.listen_address ? check::CheckListenAddress(*o.listen_address) : "",
+        o.telemetry_path ? check::CheckTelemetryPath(*o.telemetry_path) : ""}) {
+    if (!problem.empty()) return absl::InvalidArgumentError(problem);
+  }
   if (o.listen_address) config->web.listen_address = *o.listen_address;
   if (o.telemetry_path) config->web.telemetry_path = *o.telemetry_path;
   if (o.log_level) config->log.level = *o.log_level;

@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "httplib.h"
+#include "listen_address.h"
 #include "log.h"
 #include "version.h"
 
@@ -54,26 +55,6 @@ absl::Status CheckCanBind(const ListenAddress& a) {
 }
 
 }  // namespace
-
-absl::StatusOr<ListenAddress> ParseListenAddress(const std::string& text) {
-  ListenAddress out;
-  size_t colon = text.rfind(':');
-  if (colon == std::string::npos) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("listen address \"", text, "\" has no port; use host:port or :port"));
-  }
-  absl::string_view host = absl::string_view(text).substr(0, colon);
-  absl::string_view port = absl::string_view(text).substr(colon + 1);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  out.host = host.empty() ? "0.0.0.0" : std::string(host);
-  if (!absl::SimpleAtoi(port, &out.port) || out.port < 0 || out.port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat("listen address \"", text,
-                                                   "\" has an invalid port; use 0-65535"));
-  }
-  return out;
-}
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions options) {
   absl::StatusOr<ListenAddress> addr = ParseListenAddress(options.listen_address);

@@ -14,14 +14,6 @@ class Server;
 
 namespace stagewatch::exporters {
 
-struct ListenAddress {
-  std::string host;  // "0.0.0.0" for ":port"
-  int port = 0;
-};
-
-// "host:port", ":port" (all IPv4 interfaces) or "[v6]:port".
-absl::StatusOr<ListenAddress> ParseListenAddress(const std::string& text);
-
 struct HttpServerOptions {
   std::string listen_address;
   std::string telemetry_path = "/metrics";

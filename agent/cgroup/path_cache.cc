@@ -1,1 +1,131 @@
-// placeholder: being written
+#include "cgroup/path_cache.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace stagewatch {
+namespace {
+
+struct WalkResult {
+  bool root_ok = false;
+  uint64_t truncated = 0;
+};
+
+// Depth-first walk of the directories below `root`. cgroups come and go while we walk, so a
+// directory that vanishes (ENOENT) or cannot be opened is skipped rather than failing the walk.
+// Symlinks are not followed. At most `max_entries` directories are stored in `out`; the rest
+// are only counted. Only the directory being read is open, so wide trees cannot exhaust fds.
+WalkResult WalkDirectories(const std::string& root, size_t max_entries,
+                           absl::flat_hash_map<uint64_t, std::string>& out) {
+  WalkResult result;
+  const int root_fd = open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (root_fd < 0) return result;
+  result.root_ok = true;
+  std::vector<std::string> stack = {""};  // paths relative to the root: "" is the root itself
+
+  while (!stack.empty()) {
+    const std::string rel = std::move(stack.back());
+    stack.pop_back();
+    const int fd = rel.empty() ? dup(root_fd)
+                               : openat(root_fd, rel.c_str() + 1,
+                                        O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) continue;
+    struct stat st;
+    DIR* dir = fstat(fd, &st) == 0 ? fdopendir(fd) : nullptr;  // takes ownership of fd
+    if (dir == nullptr) {
+      close(fd);
+      continue;
+    }
+    if (out.size() >= max_entries) {
+      ++result.truncated;
+    } else {
+      out[static_cast<uint64_t>(st.st_ino)] = rel.empty() ? "/" : rel;
+    }
+    while (struct dirent* entry = readdir(dir)) {
+      const char* name = entry->d_name;
+      if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) continue;
+      // cgroupfs fills d_type; where it is unknown, opening with O_DIRECTORY decides.
+      if (entry->d_type != DT_DIR && entry->d_type != DT_UNKNOWN) continue;
+      stack.push_back(absl::StrCat(rel, "/", name));
+    }
+    closedir(dir);
+  }
+  close(root_fd);
+  return result;
+}
+
+}  // namespace
+
+CgroupPathCache::CgroupPathCache(std::string hierarchy_root, CgroupPathCacheOptions options)
+    : root_(std::move(hierarchy_root)), options_(std::move(options)) {}
+
+bool CgroupPathCache::RescanLocked() {
+  absl::flat_hash_map<uint64_t, std::string> fresh;
+  WalkResult walk = WalkDirectories(root_, options_.max_entries, fresh);
+  // Replace the whole map so that dead cgroups disappear.
+  paths_ = std::move(fresh);
+  last_rescan_ = options_.now();
+  ++stats_.rescans;
+  stats_.truncated = walk.truncated;
+  return walk.root_ok;
+}
+
+std::optional<std::string> CgroupPathCache::Lookup(uint64_t id) {
+  absl::MutexLock lock(&mu_);
+  if (auto it = paths_.find(id); it != paths_.end()) {
+    ++stats_.hits;
+    return it->second;
+  }
+  ++stats_.misses;
+  const absl::Time now = options_.now();
+  if (auto it = negative_.find(id); it != negative_.end()) {
+    if (now < it->second) {
+      ++stats_.negative_hits;
+      ++stats_.unknown;
+      return std::nullopt;
+    }
+    negative_.erase(it);
+  }
+  if (now - last_rescan_ < options_.min_rescan_interval) {
+    // Not negative-cached: the id may well appear at the next allowed rescan.
+    ++stats_.rate_limited;
+    ++stats_.unknown;
+    return std::nullopt;
+  }
+  RescanLocked();
+  if (auto it = paths_.find(id); it != paths_.end()) return it->second;
+
+  if (negative_.size() >= options_.max_entries) {
+    absl::erase_if(negative_, [now](const auto& entry) { return entry.second <= now; });
+    if (negative_.size() >= options_.max_entries) negative_.clear();
+  }
+  if (options_.max_entries > 0) negative_[id] = now + options_.negative_ttl;
+  ++stats_.unknown;
+  return std::nullopt;
+}
+
+std::vector<std::pair<uint64_t, std::string>> CgroupPathCache::RescanAll() {
+  absl::MutexLock lock(&mu_);
+  RescanLocked();
+  return {paths_.begin(), paths_.end()};
+}
+
+CgroupPathCacheStats CgroupPathCache::stats() const {
+  absl::MutexLock lock(&mu_);
+  return stats_;
+}
+
+std::optional<uint64_t> CgroupIdOfDirectory(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return std::nullopt;
+  return static_cast<uint64_t>(st.st_ino);
+}
+
+}  // namespace stagewatch

@@ -1,1 +1,86 @@
-// placeholder: being written
+#include "stages/stage_counters.h"
+
+#include "absl/container/flat_hash_set.h"
+
+namespace stagewatch {
+namespace {
+
+// Samples are meant to carry exactly `width` values; a short one is padded with zeros and a
+// long one cut, so one malformed sample cannot corrupt the stage's vector arithmetic.
+std::vector<uint64_t> Normalised(const std::vector<uint64_t>& values, size_t width) {
+  std::vector<uint64_t> out(width, 0);
+  for (size_t i = 0; i < width && i < values.size(); ++i) out[i] = values[i];
+  return out;
+}
+
+}  // namespace
+
+StageCounters::StageCounters(size_t width, bool count_from_first_snapshot)
+    : width_(width), skip_baseline_(!count_from_first_snapshot) {}
+
+void StageCounters::Retire(const Live& cgroup) {
+  std::vector<uint64_t>& retired = retired_[cgroup.stage];
+  retired.resize(width_, 0);
+  for (size_t i = 0; i < width_; ++i) retired[i] += cgroup.last[i] - cgroup.baseline[i];
+}
+
+void StageCounters::Update(const std::vector<CgroupCounterSample>& live) {
+  absl::flat_hash_set<uint64_t> seen;
+  for (const CgroupCounterSample& sample : live) {
+    if (!seen.insert(sample.cgroup_id).second) continue;  // duplicate id: first one wins
+    retired_.try_emplace(sample.stage, width_, 0);        // stages stay once seen
+    std::vector<uint64_t> values = Normalised(sample.values, width_);
+
+    auto it = live_.find(sample.cgroup_id);
+    if (it == live_.end()) {
+      // Counts from before the agent started belong to no run we saw: only the first
+      // snapshot is baselined, a cgroup born later counts from its birth.
+      std::vector<uint64_t> baseline = skip_baseline_ ? std::vector<uint64_t>(width_, 0) : values;
+      live_.emplace(sample.cgroup_id, Live{sample.stage, values, std::move(baseline)});
+      continue;
+    }
+    Live& cgroup = it->second;
+    if (cgroup.stage != sample.stage) {
+      // What was counted so far stays with the old stage; the new one counts from here. A
+      // value that dropped restarted, so all of it is new and belongs to the new stage.
+      Retire(cgroup);
+      for (size_t i = 0; i < width_; ++i) {
+        cgroup.baseline[i] = values[i] < cgroup.last[i] ? 0 : values[i];
+      }
+      cgroup.stage = sample.stage;
+      cgroup.last = std::move(values);
+      continue;
+    }
+    // Per value: one that dropped restarted; keep what it had counted and count anew from 0.
+    std::vector<uint64_t>& retired = retired_[cgroup.stage];
+    for (size_t i = 0; i < width_; ++i) {
+      if (values[i] < cgroup.last[i]) {
+        retired[i] += cgroup.last[i] - cgroup.baseline[i];
+        cgroup.baseline[i] = 0;
+      }
+      cgroup.last[i] = values[i];
+    }
+  }
+
+  for (auto it = live_.begin(); it != live_.end();) {
+    if (seen.contains(it->first)) {
+      ++it;
+      continue;
+    }
+    Retire(it->second);
+    live_.erase(it++);
+  }
+  skip_baseline_ = true;
+}
+
+std::map<std::string, std::vector<uint64_t>> StageCounters::Totals() const {
+  std::map<std::string, std::vector<uint64_t>> totals = retired_;
+  for (const auto& [id, cgroup] : live_) {
+    std::vector<uint64_t>& total = totals[cgroup.stage];
+    total.resize(width_, 0);
+    for (size_t i = 0; i < width_; ++i) total[i] += cgroup.last[i] - cgroup.baseline[i];
+  }
+  return totals;
+}
+
+}  // namespace stagewatch

@@ -1,1 +1,125 @@
-// placeholder: being written
+#include "stages/stage_resolver.h"
+
+#include "absl/strings/ascii.h"
+#include "stages/glob.h"
+
+namespace stagewatch {
+namespace {
+
+// Debian's abseil has its own absl::string_view (not std::string_view), so split by hand.
+std::vector<std::string_view> SplitNonEmpty(std::string_view text, char sep) {
+  std::vector<std::string_view> parts;
+  while (!text.empty()) {
+    size_t end = text.find(sep);
+    std::string_view part = text.substr(0, end);
+    if (!part.empty()) parts.push_back(part);
+    if (end == std::string_view::npos) break;
+    text.remove_prefix(end + 1);
+  }
+  return parts;
+}
+
+// Discovered names become label values and metric-facing names: [a-zA-Z_][a-zA-Z0-9_.-]*.
+bool IsValidStageName(std::string_view name) {
+  if (name.empty() || !(absl::ascii_isalpha(name[0]) || name[0] == '_')) return false;
+  for (char c : name) {
+    if (!absl::ascii_isalnum(c) && c != '_' && c != '.' && c != '-') return false;
+  }
+  return true;
+}
+
+Stage Unattributed() { return Stage{std::string(kUnattributedStage), ""}; }
+
+}  // namespace
+
+StageResolver::StageResolver(std::vector<StageConfig> stages, DiscoveryConfig discovery)
+    : stages_(std::move(stages)), discovery_(std::move(discovery)) {}
+
+Stage StageResolver::Resolve(std::string_view cgroup_path) {
+  absl::MutexLock lock(&mu_);
+  auto it = memo_.find(std::string(cgroup_path));
+  if (it == memo_.end()) {
+    if (memo_.size() >= kMaxMemo) memo_.clear();
+    it = memo_.emplace(std::string(cgroup_path), ResolveUncached(cgroup_path)).first;
+  }
+  if (it->second.overflow) ++overflows_;
+  return it->second.stage;
+}
+
+StageResolver::Resolution StageResolver::ResolveUncached(std::string_view cgroup_path) {
+  const std::vector<std::string_view> components = SplitNonEmpty(cgroup_path, '/');
+  // Deepest ancestor first (the cgroup itself), up to the root (depth 0).
+  for (size_t depth = components.size() + 1; depth-- > 0;) {
+    if (const StageConfig* stage = MatchConfigured(components, depth)) {
+      return Resolution{Stage{stage->name, stage->pipeline}, false};
+    }
+    if (discovery_.enabled && depth >= 2 && components[depth - 2] == discovery_.directory) {
+      return Discover(components[depth - 1]);
+    }
+  }
+  return Resolution{Unattributed(), false};
+}
+
+const StageConfig* StageResolver::MatchConfigured(const std::vector<std::string_view>& components,
+                                                  size_t depth) const {
+  std::string ancestor = "/";
+  for (size_t i = 0; i < depth; ++i) {
+    if (i > 0) ancestor.push_back('/');
+    ancestor.append(components[i]);
+  }
+  for (const StageConfig& stage : stages_) {
+    for (const std::string& glob : stage.cgroup_paths) {
+      if (GlobMatchPath(glob, ancestor)) return &stage;
+    }
+    if (depth == 0) continue;
+    for (const std::string& glob : stage.systemd_units) {
+      if (GlobMatchComponent(glob, components[depth - 1])) return &stage;
+    }
+  }
+  return nullptr;
+}
+
+// A `.../<directory>/<name>` cgroup. Invalid names and names past max_stages resolve to
+// `unattributed` rather than to an outer stage: the cgroup was made for a stage of its own.
+StageResolver::Resolution StageResolver::Discover(std::string_view name) {
+  if (!IsValidStageName(name) || name == kUnattributedStage) {
+    return Resolution{Unattributed(), false};
+  }
+  if (const StageConfig* stage = ConfiguredByName(name)) {
+    return Resolution{Stage{stage->name, stage->pipeline}, false};
+  }
+  for (const std::string& known : discovered_) {
+    if (known == name) return Resolution{Stage{known, discovery_.pipeline}, false};
+  }
+  if (discovery_.max_stages > 0 &&
+      discovered_.size() < static_cast<size_t>(discovery_.max_stages)) {
+    discovered_.emplace_back(name);
+    return Resolution{Stage{std::string(name), discovery_.pipeline}, false};
+  }
+  return Resolution{Unattributed(), true};
+}
+
+const StageConfig* StageResolver::ConfiguredByName(std::string_view name) const {
+  for (const StageConfig& stage : stages_) {
+    if (stage.name == name) return &stage;
+  }
+  return nullptr;
+}
+
+std::vector<Stage> StageResolver::KnownStages() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<Stage> known;
+  for (const StageConfig& stage : stages_) {
+    if (stage.name != kUnattributedStage) known.push_back(Stage{stage.name, stage.pipeline});
+  }
+  for (const std::string& name : discovered_) known.push_back(Stage{name, discovery_.pipeline});
+  known.push_back(Unattributed());
+  return known;
+}
+
+uint64_t StageResolver::discovery_overflows() const {
+  absl::MutexLock lock(&mu_);
+  return overflows_;
+}
+
+}  // namespace stagewatch

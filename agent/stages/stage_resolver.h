@@ -41,11 +41,27 @@ class StageResolver {
   uint64_t discovery_overflows() const;
 
  private:
+  // A resolution, memoised per path: once a name is discovered or has overflowed it stays so,
+  // which keeps memoised answers valid.
+  struct Resolution {
+    Stage stage;
+    bool overflow = false;  // counted again at every resolution
+  };
+  static constexpr size_t kMaxMemo = 16384;  // cleared when full
+
+  Resolution ResolveUncached(std::string_view cgroup_path) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The configured stage matching the ancestor made of the first `depth` components.
+  const StageConfig* MatchConfigured(const std::vector<std::string_view>& components,
+                                     size_t depth) const;
+  Resolution Discover(std::string_view name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  const StageConfig* ConfiguredByName(std::string_view name) const;
+
   const std::vector<StageConfig> stages_;
   const DiscoveryConfig discovery_;
   mutable absl::Mutex mu_;
   std::vector<std::string> discovered_ ABSL_GUARDED_BY(mu_);
   uint64_t overflows_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::flat_hash_map<std::string, Resolution> memo_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace stagewatch

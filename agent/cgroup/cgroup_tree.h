@@ -1,0 +1,22 @@
+// Small readers for cgroupfs files, shared by the collectors.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace stagewatch {
+
+// Reads a whole cgroupfs file (they report a size of 0 or 4096, so read to EOF). Errors name
+// the file and the errno text; a missing file is NotFound.
+absl::StatusOr<std::string> ReadCgroupFile(const std::string& path);
+
+// The value of `key` in a flat keyed file of "key value" lines (memory.events,
+// memory.oom_control, cpu.stat). NotFound when the key is missing, InvalidArgument when its
+// value is not an unsigned number; `file_for_errors` names the file in messages.
+absl::StatusOr<uint64_t> ParseFlatKeyedValue(std::string_view contents, std::string_view key,
+                                             std::string_view file_for_errors);
+
+}  // namespace stagewatch

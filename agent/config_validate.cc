@@ -1,0 +1,137 @@
+#include "config_validate.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "listen_address.h"
+#include "log.h"
+#include "stages/glob.h"
+
+namespace stagewatch::config_internal {
+namespace {
+
+constexpr size_t kCommLength = 15;  // TASK_COMM_LEN - 1: the kernel truncates longer names
+
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1] ? 1 : 0)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string GlobProblem(std::string_view glob, std::string_view stage) {
+  const absl::Status status = ValidateGlob(glob);
+  if (status.ok()) return "";
+  // The status message quotes the glob already.
+  return absl::StrFormat("invalid glob in %s: %s", stage, status.message());
+}
+
+}  // namespace
+
+std::string UnknownNameMessage(std::string_view noun, std::string_view name,
+                               std::string_view where, const std::vector<std::string>& allowed,
+                               std::string_view allowed_label) {
+  std::string message = absl::StrFormat("unknown %s \"%s\"%s", noun, name, where);
+  const std::string* best = nullptr;
+  size_t best_distance = 3;
+  for (const std::string& candidate : allowed) {
+    const size_t distance = EditDistance(name, candidate);
+    if (distance < best_distance) {
+      best = &candidate;
+      best_distance = distance;
+    }
+  }
+  if (best != nullptr) absl::StrAppendFormat(&message, "; did you mean \"%s\"?", *best);
+  absl::StrAppendFormat(&message, " (%s: %s)", allowed_label, absl::StrJoin(allowed, ", "));
+  return message;
+}
+
+std::string CheckListenAddress(std::string_view address) {
+  absl::StatusOr<ListenAddress> parsed = ParseListenAddress(address);
+  return parsed.ok() ? "" : std::string(parsed.status().message());
+}
+
+std::string CheckTelemetryPath(std::string_view path) {
+  if (!path.empty() && path[0] == '/' && path != "/") return "";
+  return absl::StrFormat("telemetry path \"%s\" must start with \"/\" and must not be \"/\" "
+                         "(the landing page), e.g. \"/metrics\"", path);
+}
+
+std::string CheckLogLevel(std::string_view level) {
+  const auto parsed = ParseLogLevel(level);
+  return parsed.ok() ? "" : std::string(parsed.status().message());
+}
+
+std::string CheckLogFormat(std::string_view format) {
+  const auto parsed = ParseLogFormat(format);
+  return parsed.ok() ? "" : std::string(parsed.status().message());
+}
+
+std::string CheckCgroupRoot(std::string_view root) {
+  if (!root.empty() && root[0] == '/') return "";
+  return absl::StrFormat("cgroup root \"%s\" must be an absolute path, e.g. \"/sys/fs/cgroup\"",
+                         root);
+}
+
+std::string CheckDiscoveryDirectory(std::string_view directory) {
+  if (!directory.empty() && directory.find('/') == std::string_view::npos && directory != "." &&
+      directory != "..") {
+    return "";
+  }
+  return absl::StrFormat("discovery directory \"%s\" must be one directory name (not empty, no "
+                         "\"/\"), e.g. \"stagewatch\"", directory);
+}
+
+std::string CheckUserspaceKiller(std::string_view comm) {
+  if (comm.empty()) return "oom.userspace_killers entries must not be empty";
+  if (comm.size() <= kCommLength) return "";
+  return absl::StrFormat(
+      "oom.userspace_killers entry \"%s\" is %d characters; the kernel keeps only the first %d "
+      "characters of a process name (comm), so it would never match; write \"%s\"",
+      comm, comm.size(), kCommLength, comm.substr(0, kCommLength));
+}
+
+std::string CheckStageName(std::string_view name) {
+  if (name.empty()) return "stage name must not be empty";
+  if (name == "unattributed") {
+    return "stage name \"unattributed\" is reserved for cgroups that match no stage";
+  }
+  const bool valid = (absl::ascii_isalpha(name[0]) || name[0] == '_') &&
+                     std::all_of(name.begin(), name.end(), [](char c) {
+                       return absl::ascii_isalnum(c) || c == '_' || c == '.' || c == '-';
+                     });
+  if (valid) return "";
+  return absl::StrFormat("stage name \"%s\" is not valid; use letters, digits, \"_\", \".\" and "
+                         "\"-\", starting with a letter or \"_\"", name);
+}
+
+std::string CheckCgroupPathGlob(std::string_view glob, std::string_view stage) {
+  if (glob.empty() || glob[0] != '/') {
+    return absl::StrFormat("cgroup path glob \"%s\" in %s must start with \"/\" (it is matched "
+                           "from the hierarchy root)", glob, stage);
+  }
+  return GlobProblem(glob, stage);
+}
+
+std::string CheckSystemdUnitGlob(std::string_view glob, std::string_view stage) {
+  if (glob.empty() || glob.find('/') != std::string_view::npos) {
+    return absl::StrFormat("systemd unit glob \"%s\" in %s must be non-empty and without \"/\" "
+                           "(it matches one unit name, e.g. \"train-*.service\")", glob, stage);
+  }
+  return GlobProblem(glob, stage);
+}
+
+}  // namespace stagewatch::config_internal

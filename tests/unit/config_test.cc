@@ -1,0 +1,422 @@
+#include "config.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace stagewatch {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::Pair;
+using ::testing::StartsWith;
+
+// Raw strings below start with a newline for readability; line 1 is the line after it.
+absl::StatusOr<Config> Parse(std::string_view yaml) {
+  if (!yaml.empty() && yaml.front() == '\n') yaml.remove_prefix(1);
+  return ParseConfig(yaml, "cfg.yaml");
+}
+
+// The whole error text of a configuration that must fail.
+std::string ErrorOf(std::string_view yaml) {
+  const absl::StatusOr<Config> config = Parse(yaml);
+  if (config.ok()) return "<parsed without error>";
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+  return std::string(config.status().message());
+}
+
+std::vector<std::string> ErrorLines(std::string_view yaml) {
+  return absl::StrSplit(ErrorOf(yaml), '\n');
+}
+
+TEST(ConfigDefaultTest, EmbeddedDefaultParsesWithExpectedValues) {
+  const absl::StatusOr<Config> config = DefaultConfig();
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->web.listen_address, ":9617");
+  EXPECT_EQ(config->web.telemetry_path, "/metrics");
+  EXPECT_EQ(config->log.level, "info");
+  EXPECT_EQ(config->log.format, "logfmt");
+  EXPECT_EQ(config->cgroup.root, "/sys/fs/cgroup");
+  EXPECT_EQ(config->cgroup.rescan_min_interval, absl::Milliseconds(200));
+  EXPECT_EQ(config->cgroup.cache_max_entries, 65536);
+  EXPECT_TRUE(config->discovery.enabled);
+  EXPECT_EQ(config->discovery.directory, "stagewatch");
+  EXPECT_EQ(config->discovery.pipeline, "");
+  EXPECT_EQ(config->discovery.max_stages, 32);
+  EXPECT_TRUE(config->stages.empty());
+  EXPECT_THAT(config->collectors, ElementsAre(Pair("oom", true)));
+  EXPECT_THAT(config->oom.userspace_killers, ElementsAre("systemd-oomd", "earlyoom", "oomd"));
+}
+
+TEST(ConfigDefaultTest, KnownCollectorsCoverTheDefaultYaml) {
+  EXPECT_THAT(KnownCollectors(), ElementsAre("oom"));
+  const absl::StatusOr<Config> config = DefaultConfig();
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->collectors.size(), KnownCollectors().size());
+}
+
+TEST(ConfigParseTest, EmptyDocumentsGiveDefaults) {
+  for (std::string_view yaml : {"", "# only a comment\n", "---\n", "web:\nstages:\n"}) {
+    const absl::StatusOr<Config> config = Parse(yaml);
+    ASSERT_TRUE(config.ok()) << yaml << ": " << config.status();
+    EXPECT_EQ(config->web.listen_address, ":9617");
+    EXPECT_EQ(config->cgroup.cache_max_entries, 65536);
+    EXPECT_EQ(config->discovery.max_stages, 32);
+    EXPECT_THAT(config->collectors, ElementsAre(Pair("oom", true)));
+    EXPECT_EQ(config->oom.userspace_killers.size(), 3u);
+  }
+}
+
+TEST(ConfigParseTest, FullValidConfig) {
+  const absl::StatusOr<Config> config = Parse(R"(
+web:
+  listen_address: "[::1]:9700"
+  telemetry_path: /stagewatch/metrics
+log: {level: debug, format: json}
+cgroup:
+  root: /mnt/cgroup
+  rescan_min_interval: 1.5s
+  cache_max_entries: 16
+discovery:
+  enabled: false
+  directory: sw.stages
+  pipeline: batch
+  max_stages: 0
+stages:
+  - name: train
+    pipeline: nightly
+    cgroup_paths: ["/research.slice/**/train", "/k8s/*/train-[0-9]"]
+    systemd_units: ["train-*.service"]
+  - name: _etl.v2-x
+    systemd_units: [etl.service]
+collectors:
+  oom: false
+oom:
+  userspace_killers: [my-oom-killer, abcdefghijklmno]
+)");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->web.listen_address, "[::1]:9700");
+  EXPECT_EQ(config->web.telemetry_path, "/stagewatch/metrics");
+  EXPECT_EQ(config->log.level, "debug");
+  EXPECT_EQ(config->log.format, "json");
+  EXPECT_EQ(config->cgroup.root, "/mnt/cgroup");
+  EXPECT_EQ(config->cgroup.rescan_min_interval, absl::Milliseconds(1500));
+  EXPECT_EQ(config->cgroup.cache_max_entries, 16);
+  EXPECT_FALSE(config->discovery.enabled);
+  EXPECT_EQ(config->discovery.directory, "sw.stages");
+  EXPECT_EQ(config->discovery.pipeline, "batch");
+  EXPECT_EQ(config->discovery.max_stages, 0);
+  ASSERT_EQ(config->stages.size(), 2u);
+  const StageConfig& train = config->stages[0];
+  EXPECT_EQ(train.name, "train");
+  EXPECT_EQ(train.pipeline, "nightly");
+  EXPECT_THAT(train.cgroup_paths, ElementsAre("/research.slice/**/train", "/k8s/*/train-[0-9]"));
+  EXPECT_THAT(train.systemd_units, ElementsAre("train-*.service"));
+  EXPECT_EQ(train.line, 15);
+  const StageConfig& etl = config->stages[1];
+  EXPECT_EQ(etl.name, "_etl.v2-x");
+  EXPECT_EQ(etl.pipeline, "");
+  EXPECT_TRUE(etl.cgroup_paths.empty());
+  EXPECT_THAT(etl.systemd_units, ElementsAre("etl.service"));
+  EXPECT_EQ(etl.line, 19);
+  EXPECT_THAT(config->collectors, ElementsAre(Pair("oom", false)));
+  EXPECT_THAT(config->oom.userspace_killers, ElementsAre("my-oom-killer", "abcdefghijklmno"));
+}
+
+TEST(ConfigParseTest, PartialSectionsKeepOtherDefaults) {
+  const absl::StatusOr<Config> config = Parse("web:\n  telemetry_path: /m\noom:\n");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->web.listen_address, ":9617");
+  EXPECT_EQ(config->web.telemetry_path, "/m");
+  EXPECT_THAT(config->oom.userspace_killers, ElementsAre("systemd-oomd", "earlyoom", "oomd"));
+  EXPECT_THAT(config->collectors, ElementsAre(Pair("oom", true)));
+}
+
+TEST(ConfigParseTest, ListenAddressForms) {
+  for (std::string_view good : {":9617", "0.0.0.0:9617", "localhost:0", "[::]:65535",
+                                "[fe80::1%eth0]:80"}) {
+    const absl::StatusOr<Config> config =
+        Parse("web:\n  listen_address: \"" + std::string(good) + "\"\n");
+    EXPECT_TRUE(config.ok()) << good << ": " << config.status();
+  }
+  EXPECT_THAT(ErrorOf("web:\n  listen_address: \"9617\"\n"),
+              StartsWith("cfg.yaml:2:19: listen address \"9617\" must be host:port, :port or "
+                         "[ipv6]:port"));
+  EXPECT_THAT(ErrorOf("web:\n  listen_address: \"host:65536\"\n"),
+              HasSubstr("cfg.yaml:2:19: port \"65536\" in listen address \"host:65536\" must be "
+                        "a number from 0 to 65535"));
+  EXPECT_THAT(ErrorOf("web:\n  listen_address: \"host:\"\n"), HasSubstr("cfg.yaml:2:19: port"));
+  EXPECT_THAT(ErrorOf("web:\n  listen_address: \"host:http\"\n"), HasSubstr("port \"http\""));
+  EXPECT_THAT(ErrorOf("web:\n  listen_address: \"::1:9617\"\n"),
+              HasSubstr("put an IPv6 address in brackets"));
+  EXPECT_THAT(ErrorOf("web:\n  listen_address: \"[]:1\"\n"), HasSubstr("must be host:port"));
+}
+
+TEST(ConfigErrorTest, UnknownKeySuggestsClosest) {
+  EXPECT_EQ(ErrorOf(R"(
+web:
+  listen_adress: ":1"
+)"),
+            "cfg.yaml:2:3: unknown key \"listen_adress\" in web; did you mean "
+            "\"listen_address\"? (allowed: listen_address, telemetry_path)");
+}
+
+TEST(ConfigErrorTest, UnknownKeyWithoutCloseMatchListsAllowed) {
+  const std::string error = ErrorOf("\nweb: {}\nprometheus: {}\n");
+  EXPECT_THAT(error, StartsWith("cfg.yaml:2:1: unknown key \"prometheus\" at top level"));
+  EXPECT_THAT(error, Not(HasSubstr("did you mean")));
+  EXPECT_THAT(error,
+              HasSubstr("(allowed: web, log, cgroup, discovery, stages, collectors, oom)"));
+}
+
+TEST(ConfigErrorTest, UnknownKeysAtEveryLevel) {
+  EXPECT_THAT(ErrorOf("log:\n  levle: info\n"),
+              HasSubstr("cfg.yaml:2:3: unknown key \"levle\" in log; did you mean \"level\"?"));
+  EXPECT_THAT(ErrorOf("cgroup:\n  roots: /x\n"), HasSubstr("cfg.yaml:2:3: unknown key \"roots\""));
+  EXPECT_THAT(ErrorOf("discovery:\n  enable: true\n"), HasSubstr("did you mean \"enabled\"?"));
+  EXPECT_THAT(ErrorOf("oom:\n  killers: []\n"), HasSubstr("in oom"));
+  EXPECT_THAT(ErrorOf("stages:\n  - name: a\n    cgroup_path: [/a]\n"),
+              HasSubstr("cfg.yaml:3:5: unknown key \"cgroup_path\" in stage \"a\"; did you mean "
+                        "\"cgroup_paths\"?"));
+  EXPECT_THAT(ErrorOf("stagse: []\n"), HasSubstr("did you mean \"stages\"?"));
+}
+
+TEST(ConfigErrorTest, DuplicateKey) {
+  EXPECT_THAT(ErrorOf("web:\n  telemetry_path: /a\n  telemetry_path: /b\n"),
+              HasSubstr("cfg.yaml:3:3: key \"telemetry_path\" in web is set twice"));
+}
+
+TEST(ConfigErrorTest, WrongTypes) {
+  EXPECT_THAT(ErrorOf("stages:\n  name: train\n"),
+              HasSubstr("cfg.yaml:2:3: stages must be a list"));
+  EXPECT_THAT(ErrorOf("web: [a, b]\n"), HasSubstr("cfg.yaml:1:6: web must be a map of keys"));
+  EXPECT_THAT(ErrorOf("- a\n- b\n"), HasSubstr("cfg.yaml:1:1: the configuration must be a map"));
+  EXPECT_THAT(ErrorOf("web:\n  telemetry_path: {a: 1}\n"),
+              HasSubstr("cfg.yaml:2:19: web.telemetry_path must be a string"));
+  EXPECT_THAT(ErrorOf("web:\n  telemetry_path:\n"),
+              HasSubstr("cfg.yaml:2:3: web.telemetry_path must be a string"));
+  EXPECT_THAT(ErrorOf("oom:\n  userspace_killers: oomd\n"),
+              HasSubstr("cfg.yaml:2:22: oom.userspace_killers must be a list of strings"));
+  EXPECT_THAT(ErrorOf("oom:\n  userspace_killers: [[a]]\n"),
+              HasSubstr("cfg.yaml:2:23: each entry of oom.userspace_killers must be a string"));
+  EXPECT_THAT(ErrorOf("stages:\n  - train\n"), HasSubstr("cfg.yaml:2:5: stages[0] must be a map"));
+}
+
+TEST(ConfigErrorTest, BooleansMustBeBooleans) {
+  EXPECT_THAT(ErrorOf("collectors:\n  oom: maybe\n"),
+              HasSubstr("cfg.yaml:2:8: collectors.oom must be true or false"));
+  EXPECT_THAT(ErrorOf("collectors:\n  oom: \"true\"\n"),
+              HasSubstr("collectors.oom must be true or false"));
+  EXPECT_THAT(ErrorOf("discovery:\n  enabled: 1\n"),
+              HasSubstr("cfg.yaml:2:12: discovery.enabled must be true or false"));
+}
+
+TEST(ConfigErrorTest, UnknownCollectorListsKnownOnes) {
+  EXPECT_THAT(ErrorOf("collectors:\n  oom: true\n  sched: false\n"),
+              HasSubstr("cfg.yaml:3:3: unknown collector \"sched\" (known collectors: oom)"));
+  EXPECT_THAT(ErrorOf("collectors:\n  om: true\n"),
+              HasSubstr("unknown collector \"om\"; did you mean \"oom\"?"));
+}
+
+TEST(ConfigErrorTest, StageNames) {
+  EXPECT_THAT(ErrorOf("stages:\n  - name: \"\"\n    cgroup_paths: [/a]\n"),
+              HasSubstr("cfg.yaml:2:11: stage name must not be empty"));
+  EXPECT_THAT(ErrorOf("stages:\n  - name: unattributed\n    cgroup_paths: [/a]\n"),
+              HasSubstr("cfg.yaml:2:11: stage name \"unattributed\" is reserved"));
+  EXPECT_THAT(ErrorOf("stages:\n  - name: 9lives\n    cgroup_paths: [/a]\n"),
+              HasSubstr("cfg.yaml:2:11: stage name \"9lives\" is not valid; use letters"));
+  EXPECT_THAT(ErrorOf("stages:\n  - name: a b\n    cgroup_paths: [/a]\n"),
+              HasSubstr("stage name \"a b\" is not valid"));
+  EXPECT_THAT(ErrorOf("stages:\n  - cgroup_paths: [/a]\n"),
+              HasSubstr("cfg.yaml:2:5: stages[0] has no name"));
+}
+
+TEST(ConfigErrorTest, DuplicateStageName) {
+  EXPECT_EQ(ErrorOf(R"(
+stages:
+  - name: train
+    cgroup_paths: [/a]
+  - name: train
+    systemd_units: [b.service]
+)"),
+            "cfg.yaml:4:11: duplicate stage name \"train\"; the stage at line 2 has it already");
+}
+
+TEST(ConfigErrorTest, StageWithoutMatcher) {
+  EXPECT_THAT(ErrorOf("stages:\n  - name: train\n    pipeline: p\n"),
+              HasSubstr("cfg.yaml:2:5: stage \"train\" has no matcher"));
+  EXPECT_THAT(ErrorOf("stages:\n  - name: train\n    cgroup_paths: []\n    systemd_units: []\n"),
+              HasSubstr("give it cgroup_paths or systemd_units"));
+}
+
+TEST(ConfigErrorTest, StageGlobs) {
+  EXPECT_THAT(ErrorOf("stages:\n  - name: t\n    cgroup_paths: [\"/a/[bc\"]\n"),
+              HasSubstr("cfg.yaml:3:20: invalid glob in stage \"t\": "));
+  EXPECT_THAT(ErrorOf("stages:\n  - name: t\n    cgroup_paths: [\"/a/x**/b\"]\n"),
+              HasSubstr("cfg.yaml:3:20: invalid glob in stage \"t\""));
+  EXPECT_THAT(ErrorOf("stages:\n  - name: t\n    cgroup_paths: [train]\n"),
+              HasSubstr("cfg.yaml:3:20: cgroup path glob \"train\" in stage \"t\" must start "
+                        "with \"/\""));
+  EXPECT_THAT(ErrorOf("stages:\n  - name: t\n    systemd_units: [\"sys/train.service\"]\n"),
+              HasSubstr("cfg.yaml:3:21: systemd unit glob \"sys/train.service\" in stage \"t\" "
+                        "must be non-empty and without \"/\""));
+  EXPECT_THAT(ErrorOf("stages:\n  - name: t\n    systemd_units: [\"a[.service\"]\n"),
+              HasSubstr("cfg.yaml:3:21: invalid glob in stage \"t\""));
+}
+
+TEST(ConfigErrorTest, WebPaths) {
+  EXPECT_THAT(ErrorOf("web:\n  telemetry_path: metrics\n"),
+              HasSubstr("cfg.yaml:2:19: telemetry path \"metrics\" must start with \"/\""));
+  EXPECT_THAT(ErrorOf("web:\n  telemetry_path: /\n"), HasSubstr("must not be \"/\""));
+}
+
+TEST(ConfigErrorTest, LogSettings) {
+  EXPECT_EQ(ErrorOf("log:\n  level: verbose\n"),
+            "cfg.yaml:2:10: unknown log level \"verbose\"; use one of debug, info, warn, error");
+  EXPECT_EQ(ErrorOf("log:\n  format: text\n"),
+            "cfg.yaml:2:11: unknown log format \"text\"; use one of logfmt, json");
+}
+
+TEST(ConfigErrorTest, CgroupSettings) {
+  EXPECT_THAT(ErrorOf("cgroup:\n  root: sys/fs/cgroup\n"),
+              HasSubstr("cfg.yaml:2:9: cgroup root \"sys/fs/cgroup\" must be an absolute path"));
+  EXPECT_THAT(ErrorOf("cgroup:\n  rescan_min_interval: fast\n"),
+              HasSubstr("cfg.yaml:2:24: cgroup.rescan_min_interval \"fast\" is not a duration; "
+                        "write e.g. \"200ms\""));
+  EXPECT_THAT(ErrorOf("cgroup:\n  rescan_min_interval: 200\n"), HasSubstr("is not a duration"));
+  EXPECT_THAT(ErrorOf("cgroup:\n  rescan_min_interval: -1s\n"),
+              HasSubstr("cgroup.rescan_min_interval must not be negative"));
+  EXPECT_THAT(ErrorOf("cgroup:\n  cache_max_entries: 15\n"),
+              HasSubstr("cfg.yaml:2:22: cgroup.cache_max_entries must be at least 16 (got 15)"));
+  EXPECT_THAT(ErrorOf("cgroup:\n  cache_max_entries: lots\n"),
+              HasSubstr("cgroup.cache_max_entries must be an integer"));
+  EXPECT_THAT(ErrorOf("cgroup:\n  cache_max_entries: 99999999999\n"),
+              HasSubstr("cgroup.cache_max_entries must be at least 16"));
+  const absl::StatusOr<Config> zero = Parse("cgroup:\n  rescan_min_interval: 0s\n");
+  ASSERT_TRUE(zero.ok()) << zero.status();
+  EXPECT_EQ(zero->cgroup.rescan_min_interval, absl::ZeroDuration());
+}
+
+TEST(ConfigErrorTest, DiscoverySettings) {
+  EXPECT_THAT(ErrorOf("discovery:\n  max_stages: 1001\n"),
+              HasSubstr("cfg.yaml:2:15: discovery.max_stages must be between 0 and 1000 "
+                        "(got 1001)"));
+  EXPECT_THAT(ErrorOf("discovery:\n  max_stages: -1\n"), HasSubstr("between 0 and 1000"));
+  EXPECT_THAT(ErrorOf("discovery:\n  directory: \"\"\n"),
+              HasSubstr("cfg.yaml:2:14: discovery directory \"\" must be one directory name"));
+  EXPECT_THAT(ErrorOf("discovery:\n  directory: a/b\n"),
+              HasSubstr("discovery directory \"a/b\" must be one directory name"));
+}
+
+TEST(ConfigErrorTest, UserspaceKillers) {
+  EXPECT_THAT(ErrorOf("oom:\n  userspace_killers: [oomd, \"\"]\n"),
+              HasSubstr("cfg.yaml:2:29: oom.userspace_killers entries must not be empty"));
+  EXPECT_THAT(ErrorOf("oom:\n  userspace_killers: [abcdefghijklmnop]\n"),
+              HasSubstr("cfg.yaml:2:23: oom.userspace_killers entry \"abcdefghijklmnop\" is 16 "
+                        "characters; the kernel keeps only the first 15 characters of a process "
+                        "name (comm)"));
+}
+
+TEST(ConfigErrorTest, AllErrorsReportedTogetherInOrder) {
+  const std::vector<std::string> lines = ErrorLines(R"(
+web:
+  listen_address: nope
+log:
+  level: loud
+stages:
+  - name: unattributed
+    cgroup_paths: [relative]
+collectors:
+  bogus: true
+)");
+  ASSERT_EQ(lines.size(), 5u) << absl::StrJoin(lines, "\n");
+  EXPECT_THAT(lines[0], StartsWith("cfg.yaml:2:19: listen address \"nope\""));
+  EXPECT_THAT(lines[1], StartsWith("cfg.yaml:4:10: unknown log level \"loud\""));
+  EXPECT_THAT(lines[2], StartsWith("cfg.yaml:6:11: stage name \"unattributed\" is reserved"));
+  EXPECT_THAT(lines[3], StartsWith("cfg.yaml:7:20: cgroup path glob \"relative\""));
+  EXPECT_THAT(lines[4], StartsWith("cfg.yaml:9:3: unknown collector \"bogus\""));
+}
+
+TEST(ConfigErrorTest, SyntaxErrorHasPosition) {
+  const std::string error = ErrorOf(R"(
+web:
+  listen_address: ":9617"
+stages: [a, b
+log:
+  level: info
+)");
+  EXPECT_THAT(error, StartsWith("cfg.yaml:"));
+  EXPECT_THAT(error, HasSubstr("end of sequence flow not found"));
+  // The unclosed flow list opened on line 3; yaml-cpp notices it at or after that line.
+  const int line = std::stoi(error.substr(std::string("cfg.yaml:").size()));
+  EXPECT_GE(line, 3);
+  EXPECT_LE(line, 6);
+  EXPECT_EQ(ErrorOf("web:\n  a: 1\n   b: 2\n"), "cfg.yaml:3:5: illegal map value");
+}
+
+TEST(ConfigErrorTest, MoreThanOneDocument) {
+  EXPECT_THAT(ErrorOf("web: {}\n---\nlog: {}\n"),
+              HasSubstr("expected one YAML document, found more"));
+}
+
+class ConfigFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir_template[] = "/tmp/stagewatch_config_test.XXXXXX";
+    ASSERT_NE(mkdtemp(dir_template), nullptr);
+    dir_ = dir_template;
+  }
+  void TearDown() override {
+    for (const std::string& file : files_) std::remove(file.c_str());
+    rmdir(dir_.c_str());
+  }
+  std::string Write(const std::string& name, const std::string& text) {
+    const std::string path = dir_ + "/" + name;
+    std::ofstream(path) << text;
+    files_.push_back(path);
+    return path;
+  }
+  std::string dir_;
+  std::vector<std::string> files_;
+};
+
+TEST_F(ConfigFileTest, MissingFile) {
+  const std::string path = dir_ + "/absent.yaml";
+  const absl::StatusOr<Config> config = LoadConfigFile(path);
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(config.status().message(),
+            "cannot read config file \"" + path + "\": No such file or directory");
+}
+
+TEST_F(ConfigFileTest, DirectoryIsNotAFile) {
+  const absl::StatusOr<Config> config = LoadConfigFile(dir_);
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(config.status().message()), HasSubstr("cannot read config file"));
+}
+
+TEST_F(ConfigFileTest, LoadsAndNamesTheFileInErrors) {
+  const std::string good = Write("good.yaml", "web:\n  listen_address: \":9000\"\n");
+  const absl::StatusOr<Config> config = LoadConfigFile(good);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->web.listen_address, ":9000");
+
+  const std::string bad = Write("bad.yaml", "\n\nlog:\n  level: loud\n");
+  const absl::StatusOr<Config> failed = LoadConfigFile(bad);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_THAT(std::string(failed.status().message()), StartsWith(bad + ":4:10: unknown log level"));
+}
+
+}  // namespace
+}  // namespace stagewatch

@@ -1,0 +1,160 @@
+#include "stages/stage_counters.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace stagewatch {
+namespace {
+
+using Totals = std::map<std::string, std::vector<uint64_t>>;
+using V = std::vector<uint64_t>;
+
+CgroupCounterSample S(uint64_t id, std::string stage, V values) {
+  return CgroupCounterSample{id, std::move(stage), std::move(values)};
+}
+
+TEST(StageCountersTest, SumsLiveCgroupsPerStage) {
+  StageCounters counters(2);
+  counters.Update({S(1, "train", {10, 1}), S(2, "train", {5, 2}), S(3, "eval", {7, 0})});
+  EXPECT_EQ(counters.Totals(), (Totals{{"train", {15, 3}}, {"eval", {7, 0}}}));
+  EXPECT_EQ(counters.live_cgroups(), 3u);
+  counters.Update({S(1, "train", {12, 1}), S(2, "train", {6, 4}), S(3, "eval", {9, 0})});
+  EXPECT_EQ(counters.Totals(), (Totals{{"train", {18, 5}}, {"eval", {9, 0}}}));
+}
+
+TEST(StageCountersTest, DeadCgroupIsFoldedIntoRetiredTotals) {
+  StageCounters counters(1);
+  counters.Update({S(1, "train", {10}), S(2, "train", {5})});
+  counters.Update({S(2, "train", {6})});  // cgroup 1 died at 10
+  EXPECT_EQ(counters.Totals(), (Totals{{"train", {16}}}));
+  EXPECT_EQ(counters.live_cgroups(), 1u);
+  counters.Update({});  // all gone: the stage stays, with what it counted
+  EXPECT_EQ(counters.Totals(), (Totals{{"train", {16}}}));
+  EXPECT_EQ(counters.live_cgroups(), 0u);
+}
+
+TEST(StageCountersTest, RecreatedCgroupWithNewIdKeepsCountingUp) {
+  StageCounters counters(1);
+  counters.Update({S(100, "train", {40})});
+  counters.Update({S(101, "train", {3})});  // same path, new id, fresh counter
+  EXPECT_EQ(counters.Totals(), (Totals{{"train", {43}}}));
+  counters.Update({S(101, "train", {8})});
+  EXPECT_EQ(counters.Totals(), (Totals{{"train", {48}}}));
+}
+
+TEST(StageCountersTest, CounterResetIsRetiredAndRecountedFromZero) {
+  StageCounters counters(2);
+  counters.Update({S(1, "train", {100, 50})});
+  counters.Update({S(1, "train", {4, 60})});  // first value restarted (evicted map entry)
+  EXPECT_EQ(counters.Totals(), (Totals{{"train", {104, 60}}}));
+  counters.Update({S(1, "train", {10, 61})});
+  EXPECT_EQ(counters.Totals(), (Totals{{"train", {110, 61}}}));
+  counters.Update({S(1, "train", {0, 0})});  // both restarted to zero
+  EXPECT_EQ(counters.Totals(), (Totals{{"train", {110, 61}}}));
+  counters.Update({S(1, "train", {1, 1})});
+  EXPECT_EQ(counters.Totals(), (Totals{{"train", {111, 62}}}));
+}
+
+TEST(StageCountersTest, BaselineOnlyForTheFirstSnapshot) {
+  StageCounters counters(1, /*count_from_first_snapshot=*/true);
+  counters.Update({S(1, "train", {1000})});
+  EXPECT_EQ(counters.Totals(), (Totals{{"train", {0}}}));
+  counters.Update({S(1, "train", {1004}), S(2, "train", {7})});  // 2 is new: counts all of it
+  EXPECT_EQ(counters.Totals(), (Totals{{"train", {11}}}));
+  counters.Update({S(2, "train", {9})});  // 1 died: only what it counted since start moves
+  EXPECT_EQ(counters.Totals(), (Totals{{"train", {13}}}));
+}
+
+TEST(StageCountersTest, BaselinedCounterThatResetsCountsFromZero) {
+  StageCounters counters(1, /*count_from_first_snapshot=*/true);
+  counters.Update({S(1, "train", {1000})});
+  counters.Update({S(1, "train", {1010})});
+  counters.Update({S(1, "train", {5})});  // restarted: keep 10, then count 5
+  EXPECT_EQ(counters.Totals(), (Totals{{"train", {15}}}));
+}
+
+TEST(StageCountersTest, WithoutBaselineFirstSnapshotCountsFully) {
+  StageCounters counters(1);
+  counters.Update({S(1, "train", {1000})});
+  EXPECT_EQ(counters.Totals(), (Totals{{"train", {1000}}}));
+}
+
+TEST(StageCountersTest, StageChangeRetiresToOldStageWithoutDoubleCounting) {
+  StageCounters counters(1);
+  counters.Update({S(1, "unattributed", {30})});
+  counters.Update({S(1, "train", {35})});  // e.g. the configuration now names it
+  EXPECT_EQ(counters.Totals(), (Totals{{"unattributed", {30}}, {"train", {0}}}));
+  counters.Update({S(1, "train", {42})});
+  EXPECT_EQ(counters.Totals(), (Totals{{"unattributed", {30}}, {"train", {7}}}));
+  counters.Update({});
+  EXPECT_EQ(counters.Totals(), (Totals{{"unattributed", {30}}, {"train", {7}}}));
+}
+
+TEST(StageCountersTest, StagesStayOnceSeen) {
+  StageCounters counters(1);
+  counters.Update({S(1, "ingest", {0})});
+  counters.Update({S(2, "train", {1})});
+  EXPECT_EQ(counters.Totals(), (Totals{{"ingest", {0}}, {"train", {1}}}));
+}
+
+TEST(StageCountersTest, MalformedWidthIsPaddedOrCut) {
+  StageCounters counters(3);
+  counters.Update({S(1, "train", {1}), S(2, "train", {1, 2, 3, 4})});
+  EXPECT_EQ(counters.Totals(), (Totals{{"train", {2, 2, 3}}}));
+  for (const auto& [stage, values] : counters.Totals()) EXPECT_EQ(values.size(), 3u);
+}
+
+TEST(StageCountersTest, DuplicateIdInOneSnapshotCountsOnce) {
+  StageCounters counters(1);
+  counters.Update({S(1, "train", {10}), S(1, "train", {10})});
+  EXPECT_EQ(counters.Totals(), (Totals{{"train", {10}}}));
+  EXPECT_EQ(counters.live_cgroups(), 1u);
+}
+
+// Random churn: totals never decrease, whatever cgroups do.
+TEST(StageCountersTest, TotalsNeverDecreaseUnderChurn) {
+  StageCounters counters(2, /*count_from_first_snapshot=*/true);
+  uint64_t seed = 12345;
+  auto next = [&seed] {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return seed >> 33;
+  };
+  std::map<uint64_t, std::pair<std::string, V>> cgroups;
+  Totals previous;
+  for (int round = 0; round < 500; ++round) {
+    for (int i = 0; i < 3; ++i) {
+      const uint64_t id = next() % 20;
+      const int action = next() % 10;
+      const std::string stage = (next() % 2) ? "a" : "b";
+      if (action == 0) {
+        cgroups.erase(id);
+      } else if (action == 1) {
+        cgroups[id] = {stage, {next() % 5, next() % 5}};  // reset / recreated
+      } else if (action == 2 && cgroups.count(id)) {
+        cgroups[id].first = stage;  // restaged
+      } else {
+        auto& entry = cgroups[id];
+        if (entry.second.empty()) entry = {stage, {0, 0}};
+        entry.second[0] += next() % 100;
+        entry.second[1] += next() % 3;
+      }
+    }
+    std::vector<CgroupCounterSample> snapshot;
+    for (const auto& [id, entry] : cgroups) snapshot.push_back(S(id, entry.first, entry.second));
+    counters.Update(snapshot);
+    Totals now = counters.Totals();
+    for (const auto& [stage, values] : previous) {
+      ASSERT_TRUE(now.count(stage)) << stage;
+      for (size_t i = 0; i < values.size(); ++i) {
+        ASSERT_GE(now[stage][i], values[i]) << "round " << round << " stage " << stage;
+      }
+    }
+    previous = std::move(now);
+  }
+}
+
+}  // namespace
+}  // namespace stagewatch

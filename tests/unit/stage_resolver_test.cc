@@ -1,0 +1,214 @@
+#include "stages/stage_resolver.h"
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace stagewatch {
+namespace {
+
+StageConfig MakeStage(std::string name, std::vector<std::string> paths,
+                      std::vector<std::string> units = {}, std::string pipeline = "") {
+  StageConfig stage;
+  stage.name = std::move(name);
+  stage.pipeline = std::move(pipeline);
+  stage.cgroup_paths = std::move(paths);
+  stage.systemd_units = std::move(units);
+  return stage;
+}
+
+DiscoveryConfig Discovery(int max_stages = 32, std::string pipeline = "") {
+  DiscoveryConfig discovery;
+  discovery.max_stages = max_stages;
+  discovery.pipeline = std::move(pipeline);
+  return discovery;
+}
+
+std::string NameOf(StageResolver& resolver, std::string_view path) {
+  return resolver.Resolve(path).name;
+}
+
+TEST(StageResolverTest, PathGlobAndInheritance) {
+  StageResolver resolver({MakeStage("train", {"/**/train"}, {}, "nightly")}, Discovery());
+  Stage stage = resolver.Resolve("/a/b/train");
+  EXPECT_EQ(stage.name, "train");
+  EXPECT_EQ(stage.pipeline, "nightly");
+  EXPECT_EQ(NameOf(resolver, "/a/b/train/x"), "train");
+  EXPECT_EQ(NameOf(resolver, "/a/b/train/x/y/z"), "train");
+  EXPECT_EQ(NameOf(resolver, "/train"), "train");
+  EXPECT_EQ(NameOf(resolver, "/a/b"), kUnattributedStage);
+  EXPECT_EQ(NameOf(resolver, "/a/b/trainer"), kUnattributedStage);
+  EXPECT_EQ(resolver.Resolve("/").name, kUnattributedStage);
+  EXPECT_EQ(resolver.Resolve("/").pipeline, "");
+}
+
+TEST(StageResolverTest, DeepestAncestorWins) {
+  StageResolver resolver(
+      {MakeStage("pipeline", {"/research"}), MakeStage("validate", {"/research/validate"})},
+      Discovery());
+  EXPECT_EQ(NameOf(resolver, "/research"), "pipeline");
+  EXPECT_EQ(NameOf(resolver, "/research/ingest/job"), "pipeline");
+  EXPECT_EQ(NameOf(resolver, "/research/validate"), "validate");
+  EXPECT_EQ(NameOf(resolver, "/research/validate/job/1"), "validate");
+}
+
+TEST(StageResolverTest, DeeperMatchWinsOverFileOrder) {
+  // The first stage matches an ancestor of every cgroup below /a, but the second matches a
+  // deeper one.
+  StageResolver resolver({MakeStage("outer", {"/a"}), MakeStage("train", {"/a/train"})},
+                         Discovery());
+  EXPECT_EQ(NameOf(resolver, "/a/train/x"), "train");
+  EXPECT_EQ(NameOf(resolver, "/a/other"), "outer");
+  // "/**" matches every path itself, so at the deepest level it wins by file order.
+  StageResolver catch_all({MakeStage("all", {"/**"}), MakeStage("train", {"/a/train"})},
+                          Discovery());
+  EXPECT_EQ(NameOf(catch_all, "/a/train"), "all");
+}
+
+TEST(StageResolverTest, FirstConfiguredStageWinsAtSameDepth) {
+  StageResolver resolver({MakeStage("first", {"/jobs/*"}), MakeStage("second", {"/jobs/a"})},
+                         Discovery());
+  EXPECT_EQ(NameOf(resolver, "/jobs/a"), "first");
+  EXPECT_EQ(NameOf(resolver, "/jobs/a/sub"), "first");
+}
+
+TEST(StageResolverTest, SystemdUnitMatchesOneComponent) {
+  StageResolver resolver({MakeStage("train", {}, {"train*.service"}, "nightly")}, Discovery());
+  Stage stage = resolver.Resolve("/system.slice/train.service");
+  EXPECT_EQ(stage.name, "train");
+  EXPECT_EQ(stage.pipeline, "nightly");
+  EXPECT_EQ(NameOf(resolver, "/system.slice/train-2.service/payload"), "train");
+  EXPECT_EQ(NameOf(resolver, "/system.slice/training.scope"), kUnattributedStage);
+  EXPECT_EQ(NameOf(resolver, "/system.slice"), kUnattributedStage);
+}
+
+TEST(StageResolverTest, DiscoveryNamesStages) {
+  StageResolver resolver({}, Discovery(32, "nightly"));
+  Stage stage = resolver.Resolve("/svc/stagewatch/train/job1");
+  EXPECT_EQ(stage.name, "train");
+  EXPECT_EQ(stage.pipeline, "nightly");
+  EXPECT_EQ(NameOf(resolver, "/stagewatch/validate"), "validate");
+  EXPECT_EQ(NameOf(resolver, "/stagewatch"), kUnattributedStage);
+  EXPECT_EQ(NameOf(resolver, "/svc/stagewatch"), kUnattributedStage);
+  EXPECT_EQ(NameOf(resolver, "/svc/other/train"), kUnattributedStage);
+}
+
+TEST(StageResolverTest, DiscoveryUsesConfiguredDirectoryAndCanBeDisabled) {
+  DiscoveryConfig custom = Discovery();
+  custom.directory = "pipelines";
+  StageResolver resolver({}, custom);
+  EXPECT_EQ(NameOf(resolver, "/pipelines/ingest/1"), "ingest");
+  EXPECT_EQ(NameOf(resolver, "/stagewatch/ingest/1"), kUnattributedStage);
+
+  DiscoveryConfig off = Discovery();
+  off.enabled = false;
+  StageResolver disabled({}, off);
+  EXPECT_EQ(NameOf(disabled, "/stagewatch/train"), kUnattributedStage);
+}
+
+TEST(StageResolverTest, InvalidDiscoveredNamesAreUnattributed) {
+  StageResolver resolver({}, Discovery());
+  EXPECT_EQ(NameOf(resolver, "/stagewatch/9lives"), kUnattributedStage);
+  EXPECT_EQ(NameOf(resolver, "/stagewatch/has space"), kUnattributedStage);
+  EXPECT_EQ(NameOf(resolver, "/stagewatch/semi;colon/x"), kUnattributedStage);
+  EXPECT_EQ(NameOf(resolver, "/stagewatch/_ok.name-1"), "_ok.name-1");
+  // Only the valid name became a stage.
+  std::vector<Stage> known = resolver.KnownStages();
+  ASSERT_EQ(known.size(), 2u);
+  EXPECT_EQ(known[0].name, "_ok.name-1");
+  EXPECT_EQ(known[1].name, kUnattributedStage);
+}
+
+TEST(StageResolverTest, DiscoveredNameOfConfiguredStageUsesConfiguredStage) {
+  StageResolver resolver({MakeStage("train", {"/nowhere"}, {}, "nightly")},
+                         Discovery(1, "discovered"));
+  Stage stage = resolver.Resolve("/stagewatch/train/job");
+  EXPECT_EQ(stage.name, "train");
+  EXPECT_EQ(stage.pipeline, "nightly");
+  // It took no discovery slot: one other name still fits.
+  EXPECT_EQ(NameOf(resolver, "/stagewatch/eval"), "eval");
+  EXPECT_EQ(resolver.discovery_overflows(), 0u);
+}
+
+TEST(StageResolverTest, ConfiguredWinsOverDiscoveryAtSameDepth) {
+  StageResolver resolver({MakeStage("special", {"/stagewatch/train"})}, Discovery());
+  EXPECT_EQ(NameOf(resolver, "/stagewatch/train/x"), "special");
+  EXPECT_EQ(NameOf(resolver, "/stagewatch/eval/x"), "eval");
+}
+
+TEST(StageResolverTest, DeeperDiscoveryWinsOverShallowerConfigured) {
+  StageResolver resolver({MakeStage("research", {"/research"})}, Discovery());
+  EXPECT_EQ(NameOf(resolver, "/research/stagewatch/train/job"), "train");
+  EXPECT_EQ(NameOf(resolver, "/research/other"), "research");
+  // And a configured match deeper than the discovered name wins over it.
+  StageResolver nested({MakeStage("inner", {"/**/train/inner"})}, Discovery());
+  EXPECT_EQ(NameOf(nested, "/stagewatch/train/inner/1"), "inner");
+  EXPECT_EQ(NameOf(nested, "/stagewatch/train/other"), "train");
+}
+
+TEST(StageResolverTest, DiscoveryOverflowIsBoundedAndCounted) {
+  StageResolver resolver({}, Discovery(2));
+  EXPECT_EQ(NameOf(resolver, "/stagewatch/a"), "a");
+  EXPECT_EQ(NameOf(resolver, "/stagewatch/b/x"), "b");
+  EXPECT_EQ(resolver.discovery_overflows(), 0u);
+  EXPECT_EQ(NameOf(resolver, "/stagewatch/c"), kUnattributedStage);
+  EXPECT_EQ(resolver.discovery_overflows(), 1u);
+  // Every resolution of an overflowing name counts, memoised or not.
+  EXPECT_EQ(NameOf(resolver, "/stagewatch/c"), kUnattributedStage);
+  EXPECT_EQ(NameOf(resolver, "/stagewatch/d/1"), kUnattributedStage);
+  EXPECT_EQ(resolver.discovery_overflows(), 3u);
+  // Names already discovered still resolve.
+  EXPECT_EQ(NameOf(resolver, "/stagewatch/a/new"), "a");
+  EXPECT_EQ(resolver.discovery_overflows(), 3u);
+
+  std::vector<Stage> known = resolver.KnownStages();
+  ASSERT_EQ(known.size(), 3u);
+  EXPECT_EQ(known[0].name, "a");
+  EXPECT_EQ(known[1].name, "b");
+  EXPECT_EQ(known[2].name, kUnattributedStage);
+}
+
+TEST(StageResolverTest, KnownStagesListsConfiguredDiscoveredAndUnattributed) {
+  StageResolver resolver(
+      {MakeStage("ingest", {"/ingest"}, {}, "p1"), MakeStage("train", {}, {"train.service"})},
+      Discovery(32, "p2"));
+  std::vector<Stage> known = resolver.KnownStages();
+  ASSERT_EQ(known.size(), 3u);
+  EXPECT_EQ(known[0].name, "ingest");
+  EXPECT_EQ(known[0].pipeline, "p1");
+  EXPECT_EQ(known[1].name, "train");
+  EXPECT_EQ(known[2].name, kUnattributedStage);
+
+  resolver.Resolve("/stagewatch/eval/1");
+  resolver.Resolve("/stagewatch/eval/2");  // same name, one stage
+  known = resolver.KnownStages();
+  ASSERT_EQ(known.size(), 4u);
+  EXPECT_EQ(known[2].name, "eval");
+  EXPECT_EQ(known[2].pipeline, "p2");
+  EXPECT_EQ(known[3].name, kUnattributedStage);
+}
+
+TEST(StageResolverTest, ConcurrentResolutionsAgree) {
+  StageResolver resolver({MakeStage("train", {"/**/train"})}, Discovery(4));
+  std::vector<std::thread> threads;
+  std::vector<int> wrong(4, 0);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 2000; ++i) {
+        std::string path = "/x" + std::to_string(i % 50) + "/train/" + std::to_string(t);
+        if (resolver.Resolve(path).name != "train") ++wrong[t];
+        resolver.Resolve("/stagewatch/s" + std::to_string(i % 8));
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(wrong[t], 0);
+  // 8 names, 4 slots: exactly 4 discovered, whichever came first.
+  EXPECT_EQ(resolver.KnownStages().size(), 1u + 4u + 1u);
+  EXPECT_GT(resolver.discovery_overflows(), 0u);
+}
+
+}  // namespace
+}  // namespace stagewatch

@@ -2,7 +2,8 @@
 #
 # Compiles a BPF program with clang -target bpf and generates its libbpf skeleton with
 # `bpftool gen skeleton`. Defines the INTERFACE target `<name>_skel`; linking it puts
-# `<name>.skel.h` on the include path and links libbpf. Headers the source includes are
+# `<name>.skel.h` on the include path and links libbpf. C++ includes the shared structs as
+# "bpf/<name>.h" (bpf/ itself is not on the path: bpf/sched.h would shadow <sched.h>). Headers the source includes are
 # tracked through a clang depfile, so editing a shared bpf/*.h rebuilds the skeleton.
 
 find_program(BPF_CLANG NAMES clang clang-14 REQUIRED)
@@ -49,6 +50,6 @@ function(add_bpf_skeleton name source)
   add_custom_target(${name}_skel_gen DEPENDS ${skel})
   add_library(${name}_skel INTERFACE)
   add_dependencies(${name}_skel ${name}_skel_gen)
-  target_include_directories(${name}_skel INTERFACE ${out_dir} ${PROJECT_SOURCE_DIR}/bpf)
+  target_include_directories(${name}_skel INTERFACE ${out_dir})
   target_link_libraries(${name}_skel INTERFACE PkgConfig::LIBBPF)
 endfunction()

@@ -75,7 +75,8 @@ void AddGauge(prometheus::MetricFamily* family, const Labels& labels, double val
 }
 
 void AddLog2Histogram(prometheus::MetricFamily* family, const Labels& labels,
-                      const std::vector<uint64_t>& slots, uint64_t sum_raw, double unit) {
+                      const std::vector<uint64_t>& slots, uint64_t sum_raw, double unit,
+                      uint64_t above_last_edge) {
   prometheus::ClientMetric metric;
   metric.label = ToLabels(labels);
   auto& hist = metric.histogram;
@@ -89,6 +90,7 @@ void AddLog2Histogram(prometheus::MetricFamily* family, const Labels& labels,
   }
   // An explicit +Inf bucket: TextSerializer then adds none of its own, and the data model
   // is complete for any other serializer too.
+  cumulative += above_last_edge;
   hist.bucket.push_back({cumulative, std::numeric_limits<double>::infinity()});
   hist.sample_count = cumulative;
   hist.sample_sum = static_cast<double>(sum_raw) * unit;

@@ -22,9 +22,11 @@ void AddGauge(prometheus::MetricFamily* family, const Labels& labels, double val
 // 2^(i-1) < v <= 2^i (slot 0 holds v <= 1), so its upper edge is le = 2^i * unit. Buckets are
 // emitted cumulatively for every slot in `slots` (a fixed-size array, so the bucket set is the
 // same on every scrape), then +Inf; `sum_raw` is in the same raw unit and is scaled by `unit`
-// (e.g. 1e-9 for ns → s).
+// (e.g. 1e-9 for ns → s). `above_last_edge` counts values beyond the last slot's edge: they
+// appear only in +Inf, so no bucket claims a value larger than its le.
 void AddLog2Histogram(prometheus::MetricFamily* family, const Labels& labels,
-                      const std::vector<uint64_t>& slots, uint64_t sum_raw, double unit);
+                      const std::vector<uint64_t>& slots, uint64_t sum_raw, double unit,
+                      uint64_t above_last_edge = 0);
 
 // Prometheus text exposition format 0.0.4.
 std::string SerializeText(const std::vector<prometheus::MetricFamily>& families);

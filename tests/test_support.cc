@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +23,7 @@
 #include "cgroup/memcg_counters.h"
 #include "cgroup/path_cache.h"
 #include "cgroup/proc_cgroup.h"
+#include "absl/strings/str_split.h"
 #include "httplib.h"
 #include "probes/features.h"
 
@@ -49,7 +52,7 @@ void WriteFile(const std::string& path, const std::string& contents) {
 
 // ---- TestCgroup ---------------------------------------------------------------------------
 
-TestCgroup::TestCgroup(const std::string& relative) {
+TestCgroup::TestCgroup(const std::string& relative, const std::vector<std::string>& controllers) {
   static std::atomic<int> counter = 0;
   absl::StatusOr<CgroupLayout> layout = DetectHostCgroupLayout();
   if (!layout.ok()) {
@@ -62,15 +65,35 @@ TestCgroup::TestCgroup(const std::string& relative) {
     ADD_FAILURE() << own.status();
     return;
   }
-  const std::string own_path = *own == "/" ? "" : *own;
   const std::string unique = "sw-test-" + std::to_string(getpid()) + "-" +
                              std::to_string(counter++);
-  top_ = layout_.key_root + own_path + "/" + unique;
-  path_ = own_path + "/" + unique + "/" + relative;
+  path_ = (*own == "/" ? "" : *own) + "/" + unique + "/" + relative;
   dir_ = layout_.key_root + path_;
-  std::error_code ec;
-  std::filesystem::create_directories(dir_, ec);
-  if (ec) ADD_FAILURE() << "cannot create cgroup " << dir_ << ": " << ec.message();
+  MakeDirs(layout_.key_root, path_);
+  joined_.push_back(dir_);
+  for (const std::string& controller : controllers) {
+    const std::string mirror = ControllerDir(layout_, controller, path_);
+    if (mirror.empty() || mirror == dir_) continue;
+    MakeDirs(mirror.substr(0, mirror.size() - path_.size()), path_);
+    joined_.push_back(mirror);
+  }
+}
+
+std::string TestCgroup::dir(const std::string& controller) const {
+  return ControllerDir(layout_, controller, path_);
+}
+
+void TestCgroup::MakeDirs(const std::string& root, const std::string& path) {
+  std::string dir = root;
+  for (absl::string_view part : absl::StrSplit(path, '/', absl::SkipEmpty())) {
+    dir += "/" + std::string(part);
+    if (mkdir(dir.c_str(), 0755) == 0) {
+      created_.push_back(dir);
+    } else if (errno != EEXIST) {
+      ADD_FAILURE() << "cannot create cgroup " << dir << ": " << strerror(errno);
+      return;
+    }
+  }
 }
 
 TestCgroup::~TestCgroup() {
@@ -78,18 +101,9 @@ TestCgroup::~TestCgroup() {
     kill(pid, SIGKILL);
     waitpid(pid, nullptr, 0);
   }
-  if (top_.empty()) return;
-  // cgroupfs directories are removed with rmdir, deepest first.
-  std::vector<std::string> dirs;
-  std::error_code ec;
-  for (auto it = std::filesystem::recursive_directory_iterator(top_, ec);
-       it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-    if (it->is_directory()) dirs.push_back(it->path());
-  }
-  std::sort(dirs.rbegin(), dirs.rend());
-  dirs.push_back(top_);
-  for (const std::string& d : dirs) {
-    if (rmdir(d.c_str()) != 0) ADD_FAILURE() << "cannot remove cgroup " << d;
+  // cgroupfs directories are removed with rmdir, deepest first; only what this object made.
+  for (auto it = created_.rbegin(); it != created_.rend(); ++it) {
+    if (rmdir(it->c_str()) != 0) ADD_FAILURE() << "cannot remove cgroup " << *it << ": " << strerror(errno);
   }
 }
 
@@ -107,12 +121,13 @@ uint64_t TestCgroup::OomKillCount() const {
 }
 
 pid_t TestCgroup::Spawn(const std::string& comm, std::function<void()> body) {
-  const std::string procs = dir_ + "/cgroup.procs";
   pid_t pid = fork();
   if (pid == 0) {
-    int fd = open(procs.c_str(), O_WRONLY);
-    if (fd < 0 || write(fd, "0", 1) != 1) _exit(120);  // "0" moves the writer itself
-    close(fd);
+    for (const std::string& dir : joined_) {
+      int fd = open((dir + "/cgroup.procs").c_str(), O_WRONLY);
+      if (fd < 0 || write(fd, "0", 1) != 1) _exit(120);  // "0" moves the writer itself
+      close(fd);
+    }
     prctl(PR_SET_NAME, comm.c_str());
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     body();

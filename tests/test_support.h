@@ -33,16 +33,19 @@ std::string ReadFile(const std::string& path);
 void WriteFile(const std::string& path, const std::string& contents);
 
 // A cgroup tree made beneath this process's own cgroup in the hierarchy the agent keys on,
-// at <own>/<unique>/<relative>. Removed, with every process the test started in it killed,
-// when the object goes away, on failure too.
+// at <own>/<unique>/<relative>, and mirrored at the same path in the hierarchies of
+// `controllers` ("cpu", "cpuacct", "pressure" for cgroup2's PSI files) as systemd does.
+// Only directories it created are removed, deepest first, with every process the test
+// started in them killed, when the object goes away, on failure too.
 class TestCgroup {
  public:
-  explicit TestCgroup(const std::string& relative);
+  explicit TestCgroup(const std::string& relative, const std::vector<std::string>& controllers = {});
   ~TestCgroup();
   TestCgroup(const TestCgroup&) = delete;
   TestCgroup& operator=(const TestCgroup&) = delete;
 
   const std::string& dir() const { return dir_; }    // absolute directory
+  std::string dir(const std::string& controller) const;  // a mirror's directory
   const std::string& path() const { return path_; }  // path within the hierarchy
   const CgroupLayout& layout() const { return layout_; }
   uint64_t id() const;
@@ -54,10 +57,13 @@ class TestCgroup {
   pid_t Spawn(const std::string& comm, std::function<void()> body);
 
  private:
+  void MakeDirs(const std::string& root, const std::string& path);
+
   CgroupLayout layout_;
-  std::string top_;  // <own>/<unique>, removed recursively
   std::string dir_;
   std::string path_;
+  std::vector<std::string> joined_;   // every directory whose cgroup.procs a child joins
+  std::vector<std::string> created_;  // in creation order
   std::vector<pid_t> children_;
 };
 

@@ -133,6 +133,9 @@ absl::StatusOr<CgroupLayout> DetectCgroupLayout(std::string_view mountinfo_text,
     if (layout.v1_memory_root.empty() && HasController(*mount, "memory")) {
       layout.v1_memory_root = mount->mount_point;
     }
+    for (const std::string& controller : mount->controllers) {
+      layout.v1_roots.emplace(controller, mount->mount_point);  // the first mount wins
+    }
   }
 
   const bool has_v2 = !layout.v2_root.empty();
@@ -164,6 +167,18 @@ absl::StatusOr<CgroupLayout> DetectCgroupLayout(std::string_view mountinfo_text,
         "(checked /proc/self/mountinfo); mount the v1 memory controller or cgroup2");
   }
   return layout;
+}
+
+std::string ControllerDir(const CgroupLayout& layout, std::string_view controller,
+                          std::string_view cgroup_path) {
+  std::string root;
+  if (controller == "pressure" || layout.key == CGROUP_KEY_DEFAULT) {
+    root = layout.v2_root;
+  } else if (auto it = layout.v1_roots.find(std::string(controller)); it != layout.v1_roots.end()) {
+    root = it->second;
+  }
+  if (root.empty()) return "";
+  return cgroup_path == "/" ? root : absl::StrCat(root, Av(cgroup_path));
 }
 
 absl::StatusOr<CgroupLayout> DetectHostCgroupLayout() {

@@ -5,7 +5,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "cgroup_key.h"
+#include "bpf/cgroup_key.h"
 
 namespace stagewatch {
 

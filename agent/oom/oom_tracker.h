@@ -10,8 +10,8 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "cgroup/path_cache.h"
-#include "cgroup_key.h"
-#include "oom.h"
+#include "bpf/cgroup_key.h"
+#include "bpf/oom.h"
 #include "stages/stage_counters.h"
 #include "stages/stage_resolver.h"
 

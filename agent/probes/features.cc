@@ -92,6 +92,20 @@ bool RawTracepointArgIsTask(const std::string& btf_path, std::string_view name, 
                                       std::string_view("task_struct");
 }
 
+bool BtfStructHasMember(const std::string& btf_path, std::string_view type,
+                        std::string_view member) {
+  BtfPtr b = ParseBtf(btf_path);
+  if (!b) return false;
+  int id = btf__find_by_name_kind(b.get(), std::string(type).c_str(), BTF_KIND_STRUCT);
+  if (id < 0) return false;
+  const btf_type* t = btf__type_by_id(b.get(), id);
+  const btf_member* m = btf_members(t);
+  for (int i = 0; i < btf_vlen(t); i++, m++) {
+    if (btf__name_by_offset(b.get(), m->name_off) == member) return true;
+  }
+  return false;
+}
+
 KernelFeatures ProbeKernelFeatures(const std::string& btf_override) {
   KernelFeatures f;
   utsname uts{};

@@ -31,6 +31,10 @@ bool RawTracepointArgIsTask(const std::string& btf_path, std::string_view name, 
 // Whether the running kernel has the tracepoint (its btf_trace_<name> type in BTF).
 bool BtfHasRawTracepoint(const std::string& btf_path, std::string_view name);
 
+// Whether `struct <type>` has a member `member` in the kernel's BTF (a config-dependent field).
+bool BtfStructHasMember(const std::string& btf_path, std::string_view type,
+                        std::string_view member);
+
 // Where tracefs is mounted, or "" (libbpf needs it to attach classic tracepoints).
 std::string TracefsPath();
 

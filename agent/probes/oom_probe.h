@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "cgroup_key.h"
-#include "oom.h"
+#include "bpf/cgroup_key.h"
+#include "bpf/oom.h"
 #include "probes/features.h"
 #include "probes/probe_status.h"
 #include "probes/skeleton.h"

@@ -1,0 +1,189 @@
+#include "probes/sched_probe.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "probes/cgroup_map.h"
+#include "sched.skel.h"
+
+namespace stagewatch {
+
+static_assert(sizeof(log2_hist) == (HIST_SLOTS + 2) * 8);
+static_assert(sizeof(sched_cgroup_stats) == 32 + sizeof(log2_hist));
+static_assert(offsetof(sched_cgroup_stats, runq_latency) == 32);
+static_assert(sizeof(sched_pair) == 16);
+
+namespace {
+
+constexpr const char* kSwitchProbe = "sched_switch";
+constexpr const char* kExitProbe = "sched_process_exit";
+constexpr const char* kWakeupProbe = "sched_wakeup";
+
+void AddStats(sched_cgroup_stats& sum, const sched_cgroup_stats& cpu) {
+  sum.voluntary_switches += cpu.voluntary_switches;
+  sum.nonvoluntary_switches += cpu.nonvoluntary_switches;
+  sum.oncpu_ns += cpu.oncpu_ns;
+  sum.exited_processes += cpu.exited_processes;
+  for (int i = 0; i < HIST_SLOTS; i++) sum.runq_latency.slots[i] += cpu.runq_latency.slots[i];
+  sum.runq_latency.above += cpu.runq_latency.above;
+  sum.runq_latency.sum += cpu.runq_latency.sum;
+}
+
+// Whether the run-queue wait can be read from sched_info with the clock it was stamped with.
+bool HasSchedInfo(const KernelFeatures& f) {
+  return BtfStructHasMember(f.btf_path, "sched_info", "last_queued") &&
+         BtfStructHasMember(f.btf_path, "cfs_rq", "rq");
+}
+
+struct Attempt {
+  SkeletonPtr<sched_bpf, DestroySchedSkeleton> skel;
+  int err = 0;
+};
+
+// Opens and loads with the chosen switch variant; tp_btf and raw_tp are otherwise the same.
+Attempt OpenAndLoad(const SchedProbeOptions& o, bool tp_btf, bool sched_info) {
+  Attempt a;
+  LIBBPF_OPTS(bpf_object_open_opts, open_opts);
+  if (!o.features.btf_path.empty()) open_opts.btf_custom_path = o.features.btf_path.c_str();
+  a.skel.reset(sched_bpf__open_opts(&open_opts));
+  if (!a.skel) {
+    a.err = -errno;
+    return a;
+  }
+  sched_bpf* s = a.skel.get();
+  s->rodata->cgroup_key = o.key;
+  s->rodata->runq_source = sched_info ? SCHED_RUNQ_SCHED_INFO : SCHED_RUNQ_WAKEUP_HOOK;
+  bpf_program__set_autoload(s->progs.sched_switch_btf, tp_btf);
+  bpf_program__set_autoload(s->progs.sched_switch_raw, !tp_btf);
+  bpf_program__set_autoload(s->progs.sched_wakeup_raw, !sched_info);
+  bpf_program__set_autoload(s->progs.sched_wakeup_new_raw, !sched_info);
+  a.err = sched_bpf__load(s);
+  if (a.err) a.skel.reset();
+  return a;
+}
+
+ProbeStatus AttachOne(const char* name, const char* type, bpf_program* prog, bpf_link** slot) {
+  ProbeStatus status{.name = name, .attach_type = type};
+  *slot = bpf_program__attach(prog);
+  if (*slot) {
+    status.attached = true;
+  } else {
+    status.error = absl::StrCat("attaching ", bpf_program__name(prog), ": ", strerror(errno));
+  }
+  return status;
+}
+
+}  // namespace
+
+void DestroySchedSkeleton(sched_bpf* skel) { sched_bpf__destroy(skel); }
+
+std::vector<ProbeStatus> SchedProbe::NotStarted(const std::string& why) {
+  return {{.name = kSwitchProbe, .error = why}, {.name = kExitProbe, .error = why}};
+}
+
+absl::StatusOr<std::unique_ptr<SchedProbe>> SchedProbe::Start(const SchedProbeOptions& options) {
+  const bool sched_info = HasSchedInfo(options.features);
+  bool tp_btf = options.features.tracing;
+  Attempt a = OpenAndLoad(options, tp_btf, sched_info);
+  if (!a.skel && tp_btf) {  // trampolines refused after all: the raw form needs none
+    tp_btf = false;
+    a = OpenAndLoad(options, tp_btf, sched_info);
+  }
+  if (!a.skel) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "loading the sched BPF programs: ", strerror(-a.err),
+        "; run with --log.level=debug to see the verifier log"));
+  }
+  std::unique_ptr<SchedProbe> probe(new SchedProbe());
+  probe->skel_ = std::move(a.skel);
+  sched_bpf* s = probe->skel_.get();
+  probe->statuses_.push_back(
+      tp_btf ? AttachOne(kSwitchProbe, "tp_btf", s->progs.sched_switch_btf, &s->links.sched_switch_btf)
+             : AttachOne(kSwitchProbe, "raw_tracepoint", s->progs.sched_switch_raw,
+                         &s->links.sched_switch_raw));
+  probe->statuses_.push_back(AttachOne(kExitProbe, "raw_tracepoint", s->progs.sched_process_exit_raw,
+                                       &s->links.sched_process_exit_raw));
+  if (!sched_info) {
+    ProbeStatus wakeup = AttachOne(kWakeupProbe, "raw_tracepoint", s->progs.sched_wakeup_raw,
+                                   &s->links.sched_wakeup_raw);
+    if (wakeup.attached) {
+      wakeup = AttachOne(kWakeupProbe, "raw_tracepoint", s->progs.sched_wakeup_new_raw,
+                         &s->links.sched_wakeup_new_raw);
+    }
+    probe->statuses_.push_back(wakeup);
+  }
+  return probe;
+}
+
+std::string SchedProbe::runq_source() const {
+  return skel_->rodata->runq_source == SCHED_RUNQ_SCHED_INFO ? "sched_info" : "wakeup_hook";
+}
+
+std::map<uint64_t, sched_cgroup_stats> SchedProbe::ReadCgroups() const {
+  std::map<uint64_t, sched_cgroup_stats> out;
+  ForEachPerCpuEntry<sched_cgroup_stats>(
+      bpf_map__fd(skel_->maps.sched_stats), AddStats,
+      [&](uint64_t id, const sched_cgroup_stats& s) { out[id] = s; });
+  return out;
+}
+
+std::map<std::pair<uint64_t, uint64_t>, uint64_t> SchedProbe::ReadPreemptions() const {
+  std::map<std::pair<uint64_t, uint64_t>, uint64_t> out;
+  const int fd = bpf_map__fd(skel_->maps.sched_preemptions);
+  static const int cpus = libbpf_num_possible_cpus();
+  std::vector<uint64_t> per_cpu(cpus);
+  sched_pair key{}, next{};
+  const void* prev = nullptr;
+  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+    key = next;
+    prev = &key;
+    if (bpf_map_lookup_elem(fd, &key, per_cpu.data()) != 0) continue;
+    uint64_t n = 0;
+    for (uint64_t v : per_cpu) n += v;
+    out[{key.preempted, key.preempting}] = n;
+  }
+  return out;
+}
+
+std::map<uint64_t, int> SchedProbe::ReadRunning() const {
+  static const int cpus = libbpf_num_possible_cpus();
+  std::vector<uint64_t> per_cpu(cpus);
+  uint32_t zero = 0;
+  std::map<uint64_t, int> out;
+  if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.sched_cpu_cgroup), &zero, per_cpu.data()) != 0) {
+    return out;
+  }
+  for (uint64_t cgroup : per_cpu) {
+    if (cgroup) out[cgroup]++;
+  }
+  return out;
+}
+
+void SchedProbe::Forget(uint64_t cgroup_id) {
+  bpf_map_delete_elem(bpf_map__fd(skel_->maps.sched_stats), &cgroup_id);
+  const int fd = bpf_map__fd(skel_->maps.sched_preemptions);
+  std::vector<sched_pair> doomed;
+  sched_pair key{}, next{};
+  const void* prev = nullptr;
+  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+    key = next;
+    prev = &key;
+    if (key.preempted == cgroup_id || key.preempting == cgroup_id) doomed.push_back(key);
+  }
+  for (const sched_pair& k : doomed) bpf_map_delete_elem(fd, &k);
+}
+
+uint64_t SchedProbe::stats_overflows() const {
+  return __atomic_load_n(&skel_->bss->sched_stats_overflows, __ATOMIC_RELAXED);
+}
+
+uint64_t SchedProbe::pair_overflows() const {
+  return __atomic_load_n(&skel_->bss->sched_pairs_overflows, __ATOMIC_RELAXED);
+}
+
+}  // namespace stagewatch

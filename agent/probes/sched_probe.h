@@ -1,0 +1,59 @@
+// Loads bpf/sched.bpf.c and reads its per-cgroup CPU contention aggregates.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "bpf/cgroup_key.h"
+#include "probes/features.h"
+#include "probes/probe_status.h"
+#include "probes/skeleton.h"
+#include "bpf/sched.h"
+
+struct sched_bpf;
+
+namespace stagewatch {
+
+void DestroySchedSkeleton(sched_bpf* skel);
+
+struct SchedProbeOptions {
+  cgroup_key_hierarchy key = CGROUP_KEY_DEFAULT;
+  KernelFeatures features;
+};
+
+class SchedProbe {
+ public:
+  // Tries tp_btf where the kernel has BPF trampolines, then raw tracepoints. The run-queue
+  // wait comes from task->sched_info where the kernel keeps it (CONFIG_SCHED_INFO), else
+  // from a sched_wakeup hook. A probe that cannot attach is reported in statuses().
+  static absl::StatusOr<std::unique_ptr<SchedProbe>> Start(const SchedProbeOptions& options);
+
+  const std::vector<ProbeStatus>& statuses() const { return statuses_; }
+  std::string runq_source() const;
+
+  // Per cgroup id, summed over CPUs.
+  std::map<uint64_t, sched_cgroup_stats> ReadCgroups() const;
+  // (preempted cgroup, preempting cgroup) → count.
+  std::map<std::pair<uint64_t, uint64_t>, uint64_t> ReadPreemptions() const;
+  // Cgroup id → CPUs running one of its tasks right now.
+  std::map<uint64_t, int> ReadRunning() const;
+  // Drops a dead cgroup's entries so the maps stay bounded by the live tree.
+  void Forget(uint64_t cgroup_id);
+
+  uint64_t stats_overflows() const;
+  uint64_t pair_overflows() const;
+
+  static std::vector<ProbeStatus> NotStarted(const std::string& why);
+
+ private:
+  SchedProbe() = default;
+
+  SkeletonPtr<sched_bpf, DestroySchedSkeleton> skel_;
+  std::vector<ProbeStatus> statuses_;
+};
+
+}  // namespace stagewatch

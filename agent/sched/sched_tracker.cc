@@ -1,0 +1,128 @@
+#include "sched/sched_tracker.h"
+
+#include <set>
+
+namespace stagewatch {
+namespace {
+
+// The order of values in a cgroup's StageCounters sample.
+enum : size_t { kVoluntary, kNonvoluntary, kOncpu, kExited, kRunqAbove, kRunqSum, kRunqSlot0 };
+constexpr size_t kWidth = kRunqSlot0 + HIST_SLOTS;
+
+std::vector<uint64_t> Flatten(const sched_cgroup_stats& s) {
+  std::vector<uint64_t> v(kWidth);
+  v[kVoluntary] = s.voluntary_switches;
+  v[kNonvoluntary] = s.nonvoluntary_switches;
+  v[kOncpu] = s.oncpu_ns;
+  v[kExited] = s.exited_processes;
+  v[kRunqAbove] = s.runq_latency.above;
+  v[kRunqSum] = s.runq_latency.sum;
+  for (int i = 0; i < HIST_SLOTS; i++) v[kRunqSlot0 + i] = s.runq_latency.slots[i];
+  return v;
+}
+
+}  // namespace
+
+SchedTracker::SchedTracker(SchedProbe* probe, CgroupNamer* namer)
+    : probe_(probe), namer_(namer), cgroups_(kWidth) {}
+
+std::optional<Stage> SchedTracker::StageFor(uint64_t id, std::set<uint64_t>* dead) {
+  if (std::optional<Stage> stage = namer_->StageOf(id)) {
+    if (!namer_->Alive(id)) dead->insert(id);
+    return stage;
+  }
+  // Born after the last walk, most likely: the next collection names it. Still unknown then,
+  // it died unseen: its counts go to `unattributed`, counted as unknown.
+  if (!unnamed_.contains(id)) {
+    unnamed_next_.insert(id);
+    return std::nullopt;
+  }
+  unknown_++;
+  dead->insert(id);
+  return Stage{std::string(kUnattributedStage), ""};
+}
+
+uint64_t SchedTracker::PairKey(std::pair<uint64_t, uint64_t> pair) {
+  auto [it, inserted] = pair_keys_.try_emplace(pair, next_pair_key_);
+  if (inserted) next_pair_key_++;
+  return it->second;
+}
+
+void SchedTracker::Collect() {
+  namer_->Refresh();
+  const auto cgroups = probe_->ReadCgroups();
+  const auto pairs = probe_->ReadPreemptions();
+  const auto running = probe_->ReadRunning();
+
+  absl::MutexLock lock(&mu_);
+  std::set<uint64_t> dead;
+  unnamed_next_.clear();
+  std::vector<CgroupCounterSample> samples;
+  for (const auto& [id, stats] : cgroups) {
+    if (std::optional<Stage> stage = StageFor(id, &dead)) {
+      samples.push_back({id, stage->name, Flatten(stats)});
+    }
+  }
+  cgroups_.Update(samples);
+
+  std::vector<CgroupCounterSample> pair_samples;
+  for (const auto& [pair, n] : pairs) {
+    std::optional<Stage> preempted = StageFor(pair.first, &dead);
+    std::optional<Stage> preempting = StageFor(pair.second, &dead);
+    if (preempted && preempting) {
+      pair_samples.push_back({PairKey(pair), preempted->name + "\t" + preempting->name, {n}});
+    }
+  }
+  pairs_.Update(pair_samples);
+
+  running_.clear();
+  for (const auto& [id, cpus] : running) {
+    std::optional<Stage> stage = namer_->StageOf(id);
+    running_[stage ? stage->name : std::string(kUnattributedStage)] += cpus;
+  }
+  unnamed_.swap(unnamed_next_);
+
+  // Their last counts are folded in above; the next Update retires them.
+  for (uint64_t id : dead) probe_->Forget(id);
+  for (auto it = pair_keys_.begin(); it != pair_keys_.end();) {
+    if (dead.contains(it->first.first) || dead.contains(it->first.second)) {
+      it = pair_keys_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+std::map<std::string, SchedStageTotals> SchedTracker::Totals() const {
+  absl::MutexLock lock(&mu_);
+  std::map<std::string, SchedStageTotals> out;
+  for (const auto& [stage, v] : cgroups_.Totals()) {
+    SchedStageTotals& t = out[stage];
+    t.voluntary_switches = v[kVoluntary];
+    t.nonvoluntary_switches = v[kNonvoluntary];
+    t.oncpu_ns = v[kOncpu];
+    t.exited_processes = v[kExited];
+    t.runq_above = v[kRunqAbove];
+    t.runq_sum_ns = v[kRunqSum];
+    for (int i = 0; i < HIST_SLOTS; i++) t.runq_slots[i] = v[kRunqSlot0 + i];
+  }
+  for (const auto& [stage, cpus] : running_) out[stage].running_now = cpus;
+  return out;
+}
+
+std::map<StagePair, uint64_t> SchedTracker::Preemptions() const {
+  absl::MutexLock lock(&mu_);
+  std::map<StagePair, uint64_t> out;
+  for (const auto& [stages, v] : pairs_.Totals()) {
+    const size_t tab = stages.find('\t');
+    out[{stages.substr(0, tab), stages.substr(tab + 1)}] += v[0];
+  }
+  return out;
+}
+
+uint64_t SchedTracker::unknown_cgroups() const {
+  absl::MutexLock lock(&mu_);
+  return unknown_;
+}
+
+}  // namespace stagewatch

@@ -1,0 +1,66 @@
+// Folds the sched probe's per-cgroup aggregates into per-stage totals that never go
+// backwards, and the preemption matrix into stage pairs.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "cgroup/cgroup_namer.h"
+#include "probes/sched_probe.h"
+#include "stages/stage_counters.h"
+
+namespace stagewatch {
+
+struct SchedStageTotals {
+  uint64_t voluntary_switches = 0;
+  uint64_t nonvoluntary_switches = 0;
+  uint64_t oncpu_ns = 0;
+  uint64_t exited_processes = 0;
+  std::vector<uint64_t> runq_slots = std::vector<uint64_t>(HIST_SLOTS, 0);
+  uint64_t runq_above = 0;
+  uint64_t runq_sum_ns = 0;
+  uint64_t running_now = 0;  // CPUs running one of the stage's tasks at collect time
+};
+
+using StagePair = std::pair<std::string, std::string>;  // (preempted, preempting)
+
+class SchedTracker {
+ public:
+  SchedTracker(SchedProbe* probe, CgroupNamer* namer);
+
+  // Reads the maps, folds them, and drops the entries of cgroups that died.
+  void Collect();
+
+  std::map<std::string, SchedStageTotals> Totals() const;
+  std::map<StagePair, uint64_t> Preemptions() const;
+  uint64_t unknown_cgroups() const;
+
+ private:
+  // The stage to fold `id` into now; nullopt to wait a collection for the walk to name it.
+  // Adds `id` to `dead` when its map entries should go.
+  std::optional<Stage> StageFor(uint64_t id, std::set<uint64_t>* dead)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  uint64_t PairKey(std::pair<uint64_t, uint64_t> pair);
+
+  SchedProbe* const probe_;
+  CgroupNamer* const namer_;
+  mutable absl::Mutex mu_;
+  StageCounters cgroups_ ABSL_GUARDED_BY(mu_);
+  // Pairs are folded by StageCounters too, under a key of their own and a "preempted\tpreempting"
+  // stage name (tabs cannot occur in stage names).
+  StageCounters pairs_ ABSL_GUARDED_BY(mu_){1};
+  std::map<std::pair<uint64_t, uint64_t>, uint64_t> pair_keys_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_pair_key_ ABSL_GUARDED_BY(mu_) = 1;
+  std::map<std::string, uint64_t> running_ ABSL_GUARDED_BY(mu_);
+  uint64_t unknown_ ABSL_GUARDED_BY(mu_) = 0;
+  std::set<uint64_t> unnamed_ ABSL_GUARDED_BY(mu_);       // unknown at the last collection
+  std::set<uint64_t> unnamed_next_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace stagewatch

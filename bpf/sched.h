@@ -1,0 +1,36 @@
+/* CPU contention per cgroup: the layout shared by bpf/sched.bpf.c and the agent
+ * (agent/probes/sched_probe.cc). Fixed-width fields only. */
+#ifndef STAGEWATCH_SCHED_H
+#define STAGEWATCH_SCHED_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+#include "histogram.h"
+
+#define SCHED_MAX_CGROUPS 10240
+#define SCHED_MAX_PAIRS 16384
+
+/* Per cgroup, per CPU (BPF_MAP_TYPE_PERCPU_HASH keyed by cgroup id). */
+struct sched_cgroup_stats {
+	__u64 voluntary_switches;    /* the task blocked */
+	__u64 nonvoluntary_switches; /* the task was still runnable: preempted or yielded */
+	__u64 oncpu_ns;
+	__u64 exited_processes; /* thread-group leaders that exited */
+	struct log2_hist runq_latency; /* wait between becoming runnable and getting the CPU */
+};
+
+/* Key of the preemption matrix: a task of `preempted` was switched out while runnable and a
+ * task of `preempting` got the CPU. */
+struct sched_pair {
+	__u64 preempted;
+	__u64 preempting;
+};
+
+/* Which clock the run-queue wait is read from; set by user space before load. */
+enum sched_runq_source {
+	SCHED_RUNQ_SCHED_INFO = 0, /* task->sched_info.last_queued (CONFIG_SCHED_INFO) */
+	SCHED_RUNQ_WAKEUP_HOOK = 1, /* sched_wakeup + a pid-keyed timestamp map */
+};
+
+#endif

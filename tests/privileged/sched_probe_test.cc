@@ -1,0 +1,211 @@
+// The sched probe against the kernel's own accounting: /proc/<pid>/status context switches,
+// /proc/<pid>/schedstat run delay, and cpuacct usage, for workloads in real cgroups.
+#include <sched.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "cgroup/cgroup_namer.h"
+#include "cgroup/path_cache.h"
+#include "gtest/gtest.h"
+#include "probes/sched_probe.h"
+#include "sched/sched_tracker.h"
+#include "stages/stage_resolver.h"
+#include "test_support.h"
+
+namespace stagewatch {
+namespace {
+
+using testing::TestCgroup;
+
+// What a task's kernel counters say about it.
+struct TaskCounters {
+  uint64_t voluntary = 0, nonvoluntary = 0, run_delay_ns = 0;
+};
+
+TaskCounters ReadSelf() {
+  TaskCounters c;
+  std::istringstream status(testing::ReadFile("/proc/self/status"));
+  std::string key;
+  while (status >> key) {
+    if (key == "voluntary_ctxt_switches:") status >> c.voluntary;
+    if (key == "nonvoluntary_ctxt_switches:") status >> c.nonvoluntary;
+  }
+  uint64_t oncpu = 0;
+  std::istringstream(testing::ReadFile("/proc/self/schedstat")) >> oncpu >> c.run_delay_ns;
+  return c;
+}
+
+void PinTo(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  sched_setaffinity(0, sizeof(set), &set);
+}
+
+void BusyFor(std::chrono::milliseconds d) {
+  const auto end = std::chrono::steady_clock::now() + d;
+  volatile uint64_t x = 0;
+  while (std::chrono::steady_clock::now() < end) x = x + 1;
+}
+
+// A child's counters from its start to its end of work, sent back through a pipe.
+class Report {
+ public:
+  Report() { EXPECT_EQ(pipe(fds_), 0); }
+  ~Report() {
+    close(fds_[0]);
+    close(fds_[1]);
+  }
+  template <typename Work>
+  std::function<void()> Wrap(Work work) {
+    return [this, work] {
+      TaskCounters start = ReadSelf();
+      work();
+      TaskCounters end = ReadSelf();
+      TaskCounters delta{end.voluntary - start.voluntary, end.nonvoluntary - start.nonvoluntary,
+                         end.run_delay_ns - start.run_delay_ns};
+      (void)!write(fds_[1], &delta, sizeof(delta));
+    };
+  }
+  TaskCounters Collect(int children) {
+    TaskCounters sum;
+    for (int i = 0; i < children; i++) {
+      TaskCounters one;
+      EXPECT_EQ(read(fds_[0], &one, sizeof(one)), static_cast<ssize_t>(sizeof(one)));
+      sum.voluntary += one.voluntary;
+      sum.nonvoluntary += one.nonvoluntary;
+      sum.run_delay_ns += one.run_delay_ns;
+    }
+    return sum;
+  }
+
+ private:
+  int fds_[2];
+};
+
+sched_cgroup_stats StatsOf(SchedProbe& probe, uint64_t id) {
+  auto all = probe.ReadCgroups();
+  auto it = all.find(id);
+  return it == all.end() ? sched_cgroup_stats{} : it->second;
+}
+
+uint64_t CpuacctUsage(const TestCgroup& cgroup) {
+  return std::stoull(testing::ReadFile(cgroup.dir("cpuacct") + "/cpuacct.usage"));
+}
+
+std::unique_ptr<SchedProbe> StartProbe(cgroup_key_hierarchy key) {
+  auto probe = SchedProbe::Start({.key = key, .features = ProbeKernelFeatures()});
+  EXPECT_TRUE(probe.ok()) << probe.status();
+  return probe.ok() ? std::move(*probe) : nullptr;
+}
+
+TEST(SchedProbeTest, EveryProgramLoadsAndAttaches) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();
+  auto probe = StartProbe(CGROUP_KEY_DEFAULT);
+  ASSERT_NE(probe, nullptr);
+  for (const ProbeStatus& s : probe->statuses()) EXPECT_TRUE(s.attached) << s.name << ": " << s.error;
+  std::printf("run-queue source: %s, switch attach type: %s\n", probe->runq_source().c_str(),
+              probe->statuses()[0].attach_type.c_str());
+}
+
+// Ping-pong over pipes (voluntary switches) beside two CPU hogs sharing one CPU (preemption),
+// all pinned so no wait ends in a migration.
+TEST(SchedProbeTest, SwitchesRunDelayAndCpuTimeMatchTheKernel) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();
+  TestCgroup cgroup("stagewatch/contend", {"cpuacct"});
+  auto probe = StartProbe(cgroup.layout().key);
+  ASSERT_NE(probe, nullptr);
+  const sched_cgroup_stats before = StatsOf(*probe, cgroup.id());
+  const uint64_t usage_before = CpuacctUsage(cgroup);
+
+  Report report;
+  int ping[2], pong[2];
+  ASSERT_EQ(pipe(ping), 0);
+  ASSERT_EQ(pipe(pong), 0);
+  constexpr int kRounds = 5000;
+  std::vector<pid_t> children = {
+      cgroup.Spawn("sw-ping", report.Wrap([&] {
+        PinTo(1);
+        char b = 0;
+        for (int i = 0; i < kRounds; i++) {
+          (void)!write(ping[1], &b, 1);
+          (void)!read(pong[0], &b, 1);
+        }
+      })),
+      cgroup.Spawn("sw-pong", report.Wrap([&] {
+        PinTo(1);
+        char b = 0;
+        for (int i = 0; i < kRounds; i++) {
+          (void)!read(ping[0], &b, 1);
+          (void)!write(pong[1], &b, 1);
+        }
+      })),
+      cgroup.Spawn("sw-hog-a", report.Wrap([] { PinTo(0); BusyFor(std::chrono::milliseconds(1500)); })),
+      cgroup.Spawn("sw-hog-b", report.Wrap([] { PinTo(0); BusyFor(std::chrono::milliseconds(1500)); })),
+  };
+  const TaskCounters kernel = report.Collect(children.size());
+  for (pid_t pid : children) ASSERT_EQ(testing::WaitForChild(pid), -0);
+
+  const sched_cgroup_stats after = StatsOf(*probe, cgroup.id());
+  const double voluntary = after.voluntary_switches - before.voluntary_switches;
+  const double nonvoluntary = after.nonvoluntary_switches - before.nonvoluntary_switches;
+  const double wait_ns = after.runq_latency.sum - before.runq_latency.sum;
+  const double oncpu_ns = after.oncpu_ns - before.oncpu_ns;
+  const double usage_ns = CpuacctUsage(cgroup) - usage_before;
+  std::printf("voluntary: bpf %.0f /proc %lu; nonvoluntary: bpf %.0f /proc %lu\n", voluntary,
+              kernel.voluntary, nonvoluntary, kernel.nonvoluntary);
+  std::printf("run delay: bpf %.3f ms schedstat %.3f ms; on-cpu: bpf %.3f ms cpuacct %.3f ms\n",
+              wait_ns / 1e6, kernel.run_delay_ns / 1e6, oncpu_ns / 1e6, usage_ns / 1e6);
+
+  ASSERT_GT(kernel.voluntary, static_cast<uint64_t>(kRounds));  // each round blocks at least once
+  ASSERT_GT(kernel.nonvoluntary, 100u);
+  EXPECT_NEAR(voluntary, kernel.voluntary, 0.02 * kernel.voluntary);
+  EXPECT_NEAR(nonvoluntary, kernel.nonvoluntary, 0.02 * kernel.nonvoluntary);
+  EXPECT_NEAR(wait_ns, kernel.run_delay_ns, 0.05 * kernel.run_delay_ns);
+  EXPECT_NEAR(oncpu_ns, usage_ns, 0.05 * usage_ns);
+}
+
+// Two stages' CPU hogs on one CPU preempt each other; a third, idle stage shows nothing.
+TEST(SchedProbeTest, PreemptionMatrixShowsBothDirectionsAndNothingForAnIdleStage) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();
+  TestCgroup train("stagewatch/train");
+  TestCgroup validate("stagewatch/validate");
+  TestCgroup idle("stagewatch/serve");
+  auto probe = StartProbe(train.layout().key);
+  ASSERT_NE(probe, nullptr);
+  CgroupPathCache paths(train.layout().key_root);
+  StageResolver stages({}, DiscoveryConfig{});
+  CgroupNamer namer(&paths, &stages, absl::ZeroDuration());
+  SchedTracker tracker(probe.get(), &namer);
+  tracker.Collect();
+
+  auto hog = [] { PinTo(0); BusyFor(std::chrono::milliseconds(1000)); };
+  pid_t a = train.Spawn("sw-train", hog);
+  pid_t b = validate.Spawn("sw-validate", hog);
+  pid_t c = idle.Spawn("sw-serve", [] { pause(); });
+  ASSERT_EQ(testing::WaitForChild(a), 0);
+  ASSERT_EQ(testing::WaitForChild(b), 0);
+  tracker.Collect();
+
+  const auto matrix = tracker.Preemptions();
+  auto count = [&](const std::string& x, const std::string& y) {
+    auto it = matrix.find({x, y});
+    return it == matrix.end() ? uint64_t{0} : it->second;
+  };
+  std::printf("train preempted by validate: %lu, validate by train: %lu\n",
+              count("train", "validate"), count("validate", "train"));
+  EXPECT_GT(count("train", "validate"), 10u);
+  EXPECT_GT(count("validate", "train"), 10u);
+  for (const auto& [pair, n] : matrix) {
+    EXPECT_NE(pair.first, "serve") << "serve preempted by " << pair.second << ": " << n;
+    EXPECT_NE(pair.second, "serve") << pair.first << " preempted by serve: " << n;
+  }
+  kill(c, SIGKILL);
+}
+
+}  // namespace
+}  // namespace stagewatch

@@ -336,7 +336,7 @@ class ConfigParser {
 }  // namespace
 
 const std::vector<std::string>& KnownCollectors() {
-  static const std::vector<std::string> kCollectors = {"oom"};
+  static const std::vector<std::string> kCollectors = {"oom", "sched"};
   return kCollectors;
 }
 

@@ -3,12 +3,14 @@
 #include <signal.h>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "cgroup/cgroup_namer.h"
 #include "cgroup/layout.h"
 #include "cgroup/path_cache.h"
 #include "exporters/agent_collector.h"
@@ -16,10 +18,13 @@
 #include "exporters/http_server.h"
 #include "exporters/metric_builders.h"
 #include "exporters/oom_collector.h"
+#include "exporters/sched_collector.h"
 #include "log.h"
 #include "oom/oom_tracker.h"
 #include "probes/libbpf_log.h"
 #include "probes/oom_probe.h"
+#include "probes/sched_probe.h"
+#include "sched/sched_tracker.h"
 #include "stages/stage_resolver.h"
 #include "version.h"
 
@@ -105,8 +110,10 @@ int RunAgent(const AgentOptions& options) {
     return 1;
   }
 
+  CgroupNamer namer(&paths, &stages);
+  std::vector<std::function<std::vector<ProbeStatus>()>> probe_reports;
+
   std::unique_ptr<OomProbe> oom_probe;
-  std::vector<ProbeStatus> oom_not_started;
   if (config.collectors.at("oom")) {
     // Kills the kernel counted before the agent started are the baseline, not news.
     (void)oom.RefreshKernelCounts();
@@ -116,24 +123,50 @@ int RunAgent(const AgentOptions& options) {
         [&oom](const oom_event& e) { oom.OnEvent(e); });
     if (started.ok()) {
       oom_probe = std::move(*started);
-      for (const ProbeStatus& p : oom_probe->statuses()) LogProbe(p);
+      probe_reports.push_back([&oom_probe] {
+        std::vector<ProbeStatus> all = oom_probe->statuses();
+        std::vector<uint64_t> lost = oom_probe->lost_events();
+        for (size_t i = 0; i < all.size(); i++) all[i].lost_events = lost[i];
+        return all;
+      });
     } else {
-      oom_not_started = OomProbe::NotStarted(std::string(started.status().message()));
-      for (const ProbeStatus& p : oom_not_started) LogProbe(p);
+      probe_reports.push_back(
+          [why = std::string(started.status().message())] { return OomProbe::NotStarted(why); });
     }
     registry.Add(std::make_unique<exporters::OomCollector>(&oom, &stages));
   }
 
+  std::unique_ptr<SchedProbe> sched_probe;
+  std::unique_ptr<SchedTracker> sched;
+  if (config.collectors.at("sched")) {
+    auto started = SchedProbe::Start({.key = layout->key, .features = features});
+    if (started.ok()) {
+      sched_probe = std::move(*started);
+      sched = std::make_unique<SchedTracker>(sched_probe.get(), &namer);
+      probe_reports.push_back([&sched_probe] { return sched_probe->statuses(); });
+    } else {
+      probe_reports.push_back(
+          [why = std::string(started.status().message())] { return SchedProbe::NotStarted(why); });
+    }
+    // Without the probe, the cgroupfs half (throttling, usage, PSI) still runs.
+    registry.Add(std::make_unique<exporters::SchedCollector>(sched.get(), sched_probe.get(),
+                                                             &namer, *layout));
+  }
+
+  for (const auto& report : probe_reports) {
+    for (const ProbeStatus& p : report()) LogProbe(p);
+  }
   registry.Add(std::make_unique<exporters::AgentCollector>(exporters::AgentHealthSources{
       .probes =
-          [&] {
-            if (!oom_probe) return oom_not_started;
-            std::vector<ProbeStatus> all = oom_probe->statuses();
-            std::vector<uint64_t> lost = oom_probe->lost_events();
-            for (size_t i = 0; i < all.size(); i++) all[i].lost_events = lost[i];
+          [&probe_reports] {
+            std::vector<ProbeStatus> all;
+            for (const auto& report : probe_reports) {
+              for (ProbeStatus& p : report()) all.push_back(std::move(p));
+            }
             return all;
           },
-      .unknown_cgroup_events = [&oom] { return oom.unknown_cgroups(); },
+      .unknown_cgroup_events =
+          [&] { return oom.unknown_cgroups() + (sched ? sched->unknown_cgroups() : 0); },
       .path_cache = &paths,
       .stages = &stages}));
   registry.SetErrorHandler([](std::string_view collector, const absl::Status& s) {
@@ -161,6 +194,8 @@ int RunAgent(const AgentOptions& options) {
   stopping = true;
   poller.join();
   oom_probe.reset();  // detaches the BPF programs
+  sched.reset();
+  sched_probe.reset();
   Log::Info("stopped");
   return 0;
 }

@@ -10,6 +10,7 @@
 #include "probes/features.h"
 #include "probes/libbpf_log.h"
 #include "probes/oom_probe.h"
+#include "probes/sched_probe.h"
 
 namespace stagewatch {
 namespace {
@@ -29,14 +30,25 @@ std::string JsonString(std::string_view s) {
   return out + "\"";
 }
 
+// Each probe module started for real (then stopped), or the reason it cannot be.
 std::vector<ProbeStatus> TryProbes(const KernelFeatures& f, const std::string& btf_path,
                                    cgroup_key_hierarchy key) {
+  std::vector<ProbeStatus> all;
+  auto append = [&all](std::vector<ProbeStatus> some) {
+    all.insert(all.end(), some.begin(), some.end());
+  };
   if (absl::Status s = CheckCanLoadBpf(f, btf_path); !s.ok()) {
-    return OomProbe::NotStarted(std::string(s.message()));
+    const std::string why(s.message());
+    append(OomProbe::NotStarted(why));
+    append(SchedProbe::NotStarted(why));
+    return all;
   }
-  auto probe = OomProbe::Start({.key = key, .features = f}, [](const oom_event&) {});
-  if (!probe.ok()) return OomProbe::NotStarted(std::string(probe.status().message()));
-  return (*probe)->statuses();
+  auto oom = OomProbe::Start({.key = key, .features = f}, [](const oom_event&) {});
+  append(oom.ok() ? (*oom)->statuses() : OomProbe::NotStarted(std::string(oom.status().message())));
+  auto sched = SchedProbe::Start({.key = key, .features = f});
+  append(sched.ok() ? (*sched)->statuses()
+                    : SchedProbe::NotStarted(std::string(sched.status().message())));
+  return all;
 }
 
 }  // namespace

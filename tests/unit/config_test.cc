@@ -54,12 +54,12 @@ TEST(ConfigDefaultTest, EmbeddedDefaultParsesWithExpectedValues) {
   EXPECT_EQ(config->discovery.pipeline, "");
   EXPECT_EQ(config->discovery.max_stages, 32);
   EXPECT_TRUE(config->stages.empty());
-  EXPECT_THAT(config->collectors, ElementsAre(Pair("oom", true)));
+  EXPECT_THAT(config->collectors, ElementsAre(Pair("oom", true), Pair("sched", true)));
   EXPECT_THAT(config->oom.userspace_killers, ElementsAre("systemd-oomd", "earlyoom", "oomd"));
 }
 
 TEST(ConfigDefaultTest, KnownCollectorsCoverTheDefaultYaml) {
-  EXPECT_THAT(KnownCollectors(), ElementsAre("oom"));
+  EXPECT_THAT(KnownCollectors(), ElementsAre("oom", "sched"));
   const absl::StatusOr<Config> config = DefaultConfig();
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->collectors.size(), KnownCollectors().size());
@@ -72,7 +72,7 @@ TEST(ConfigParseTest, EmptyDocumentsGiveDefaults) {
     EXPECT_EQ(config->web.listen_address, ":9617");
     EXPECT_EQ(config->cgroup.cache_max_entries, 65536);
     EXPECT_EQ(config->discovery.max_stages, 32);
-    EXPECT_THAT(config->collectors, ElementsAre(Pair("oom", true)));
+    EXPECT_THAT(config->collectors, ElementsAre(Pair("oom", true), Pair("sched", true)));
     EXPECT_EQ(config->oom.userspace_killers.size(), 3u);
   }
 }
@@ -129,7 +129,7 @@ oom:
   EXPECT_TRUE(etl.cgroup_paths.empty());
   EXPECT_THAT(etl.systemd_units, ElementsAre("etl.service"));
   EXPECT_EQ(etl.line, 19);
-  EXPECT_THAT(config->collectors, ElementsAre(Pair("oom", false)));
+  EXPECT_THAT(config->collectors, ElementsAre(Pair("oom", false), Pair("sched", true)));
   EXPECT_THAT(config->oom.userspace_killers, ElementsAre("my-oom-killer", "abcdefghijklmno"));
 }
 
@@ -139,7 +139,7 @@ TEST(ConfigParseTest, PartialSectionsKeepOtherDefaults) {
   EXPECT_EQ(config->web.listen_address, ":9617");
   EXPECT_EQ(config->web.telemetry_path, "/m");
   EXPECT_THAT(config->oom.userspace_killers, ElementsAre("systemd-oomd", "earlyoom", "oomd"));
-  EXPECT_THAT(config->collectors, ElementsAre(Pair("oom", true)));
+  EXPECT_THAT(config->collectors, ElementsAre(Pair("oom", true), Pair("sched", true)));
 }
 
 TEST(ConfigParseTest, ListenAddressForms) {

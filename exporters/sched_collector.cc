@@ -1,5 +1,7 @@
 #include "exporters/sched_collector.h"
 
+#include "cgroup/cpu_stats.h"
+#include "cgroup/psi.h"
 #include "exporters/metric_builders.h"
 #include "exporters/stage_labels.h"
 
@@ -77,9 +79,53 @@ void SchedCollector::CollectKernel(const std::vector<Stage>& stages,
 
 absl::Status SchedCollector::CollectCgroupfs(const std::vector<Stage>& stages,
                                              std::vector<prometheus::MetricFamily>* out) {
-  (void)stages;
-  (void)out;
-  return absl::OkStatus();
+  namer_->Refresh();
+  absl::Status first_error;
+  std::vector<CgroupCounterSample> samples;
+  for (const NamedCgroup& top : namer_->StageTops()) {
+    absl::StatusOr<CpuCgroupStats> cpu = ReadCpuStats(layout_, top.path);
+    absl::StatusOr<PsiTotals> psi = ReadPsi(layout_, top.path, "cpu");
+    if (!cpu.ok() && !absl::IsNotFound(cpu.status()) && first_error.ok()) first_error = cpu.status();
+    const CpuCgroupStats c = cpu.value_or(CpuCgroupStats{});
+    const PsiTotals p = psi.value_or(PsiTotals{});
+    samples.push_back({top.id, top.stage.name,
+                       {c.usage_ns.value_or(0), c.nr_periods.value_or(0),
+                        c.nr_throttled.value_or(0), c.throttled_ns.value_or(0), p.some_us,
+                        p.full_us.value_or(0)}});
+  }
+  cgroupfs_.Update(samples);
+  const auto totals = cgroupfs_.Totals();
+
+  auto usage = CounterFamily("stagewatch_cgroup_cpu_usage_seconds_total",
+                             "CPU time charged to the stage's cgroups by the kernel (cpuacct.usage, "
+                             "cpu.stat usage_usec): a cross-check of stagewatch_cpu_seconds_total.");
+  auto periods = CounterFamily("stagewatch_cpu_periods_total",
+                               "CFS bandwidth periods elapsed for the stage's cgroups (cpu.stat).");
+  auto throttled = CounterFamily("stagewatch_cpu_throttled_periods_total",
+                                 "CFS bandwidth periods in which the stage was throttled.");
+  auto throttled_s = CounterFamily("stagewatch_cpu_throttled_seconds_total",
+                                   "Time the stage's cgroups spent throttled by their CPU limit.");
+  auto waiting = CounterFamily(
+      "stagewatch_cpu_pressure_waiting_seconds_total",
+      "Time some of the stage's tasks waited for a CPU (cpu.pressure some).");
+  auto stalled = CounterFamily(
+      "stagewatch_cpu_pressure_stalled_seconds_total",
+      "Time all of the stage's non-idle tasks waited for a CPU (cpu.pressure full).");
+  for (const Stage& stage : stages) {
+    auto it = totals.find(stage.name);
+    if (it == totals.end()) continue;  // `unattributed`, or a stage with no cgroup yet
+    const std::vector<uint64_t>& v = it->second;
+    AddCounter(&usage, StageLabels(stage), v[0] * kNs);
+    AddCounter(&periods, StageLabels(stage), v[1]);
+    AddCounter(&throttled, StageLabels(stage), v[2]);
+    AddCounter(&throttled_s, StageLabels(stage), v[3] * kNs);
+    AddCounter(&waiting, StageLabels(stage), v[4] * 1e-6);
+    AddCounter(&stalled, StageLabels(stage), v[5] * 1e-6);
+  }
+  for (auto* f : {&usage, &periods, &throttled, &throttled_s, &waiting, &stalled}) {
+    out->push_back(std::move(*f));
+  }
+  return first_error;
 }
 
 }  // namespace stagewatch::exporters

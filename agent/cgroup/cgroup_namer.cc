@@ -46,4 +46,21 @@ std::vector<NamedCgroup> CgroupNamer::Live() {
   return live_;
 }
 
+std::vector<NamedCgroup> CgroupNamer::StageTops() {
+  std::vector<NamedCgroup> live = Live();
+  absl::flat_hash_map<std::string, std::string> stage_of_path;
+  for (const NamedCgroup& c : live) stage_of_path[c.path] = c.stage.name;
+  std::vector<NamedCgroup> tops;
+  for (NamedCgroup& c : live) {
+    if (c.stage.name == kUnattributedStage) continue;
+    const size_t slash = c.path.rfind('/');
+    const std::string parent = slash == 0 ? "/" : c.path.substr(0, slash);
+    auto it = stage_of_path.find(parent);
+    if (c.path == "/" || it == stage_of_path.end() || it->second != c.stage.name) {
+      tops.push_back(std::move(c));
+    }
+  }
+  return tops;
+}
+
 }  // namespace stagewatch

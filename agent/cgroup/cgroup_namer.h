@@ -39,6 +39,10 @@ class CgroupNamer {
   // Every cgroup of the last walk, for collectors that read cgroupfs files.
   std::vector<NamedCgroup> Live();
 
+  // The outermost cgroups of each named stage (not `unattributed`): those whose parent is in
+  // another stage. Their hierarchical cgroupfs counters cover the whole stage once.
+  std::vector<NamedCgroup> StageTops();
+
   StageResolver* stages() const { return stages_; }
 
  private:

@@ -1,0 +1,147 @@
+#include "cgroup/cpu_stats.h"
+
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "cgroup/cgroup_tree.h"
+
+namespace stagewatch {
+namespace {
+
+// StrCat takes absl::string_view, which Debian's abseil does not convert from std::string_view.
+absl::string_view Av(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+
+// cgroupfs always ends its files with a newline: a file without one was cut short.
+absl::Status CheckComplete(std::string_view contents, std::string_view file) {
+  if (contents.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(Av(file), ": file is empty"));
+  }
+  if (contents.back() != '\n') {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Av(file), ": truncated (the last line has no newline)"));
+  }
+  return absl::OkStatus();
+}
+
+// The value of `key`, nullopt when the file has no such line.
+absl::StatusOr<std::optional<uint64_t>> OptionalKey(std::string_view contents, std::string_view key,
+                                                    std::string_view file) {
+  absl::StatusOr<uint64_t> value = ParseFlatKeyedValue(contents, key, file);
+  if (absl::IsNotFound(value.status())) return std::nullopt;
+  if (!value.ok()) return value.status();
+  return *value;
+}
+
+absl::StatusOr<uint64_t> UsecToNs(uint64_t usec, std::string_view key, std::string_view file) {
+  if (usec > std::numeric_limits<uint64_t>::max() / 1000) {
+    return absl::OutOfRangeError(
+        absl::StrCat(Av(file), ": ", Av(key), " ", usec, " overflows 64-bit nanoseconds"));
+  }
+  return usec * 1000;
+}
+
+absl::StatusOr<std::string> ReadIn(const std::string& dir, std::string_view name) {
+  return ReadCgroupFile(absl::StrCat(dir, "/", Av(name)));
+}
+
+}  // namespace
+
+absl::StatusOr<CpuCgroupStats> ParseCpuStatV1(std::string_view contents, std::string_view file) {
+  if (absl::Status complete = CheckComplete(contents, file); !complete.ok()) return complete;
+  CpuCgroupStats stats;
+  // The v1 cpu controller always writes all three; a missing one means a broken file.
+  for (auto [key, field] :
+       {std::pair{"nr_periods", &stats.nr_periods}, std::pair{"nr_throttled", &stats.nr_throttled},
+        std::pair{"throttled_time", &stats.throttled_ns}}) {
+    absl::StatusOr<uint64_t> value = ParseFlatKeyedValue(contents, key, file);
+    if (!value.ok()) return value.status();
+    *field = *value;
+  }
+  return stats;
+}
+
+absl::StatusOr<uint64_t> ParseCpuacctUsage(std::string_view contents, std::string_view file) {
+  if (absl::Status complete = CheckComplete(contents, file); !complete.ok()) return complete;
+  std::string_view text = contents.substr(0, contents.size() - 1);
+  uint64_t value = 0;
+  // SimpleAtoi would accept a sign and surrounding blanks; cgroupfs writes bare digits.
+  const bool digits_only = !text.empty() && text.find_first_not_of("0123456789") == text.npos;
+  if (!digits_only || !absl::SimpleAtoi(Av(text), &value)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Av(file), ": \"", absl::CEscape(Av(text)), "\" is not a number"));
+  }
+  return value;
+}
+
+absl::StatusOr<CpuCgroupStats> ParseCpuStatV2(std::string_view contents, std::string_view file) {
+  if (absl::Status complete = CheckComplete(contents, file); !complete.ok()) return complete;
+  CpuCgroupStats stats;
+  absl::StatusOr<uint64_t> usage_us = ParseFlatKeyedValue(contents, "usage_usec", file);
+  if (!usage_us.ok()) return usage_us.status();
+  absl::StatusOr<uint64_t> usage_ns = UsecToNs(*usage_us, "usage_usec", file);
+  if (!usage_ns.ok()) return usage_ns.status();
+  stats.usage_ns = *usage_ns;
+
+  absl::StatusOr<std::optional<uint64_t>> periods = OptionalKey(contents, "nr_periods", file);
+  absl::StatusOr<std::optional<uint64_t>> throttled = OptionalKey(contents, "nr_throttled", file);
+  absl::StatusOr<std::optional<uint64_t>> throttled_us =
+      OptionalKey(contents, "throttled_usec", file);
+  for (const auto* value : {&periods, &throttled, &throttled_us}) {
+    if (!value->ok()) return value->status();
+  }
+  const int present = periods->has_value() + throttled->has_value() + throttled_us->has_value();
+  if (present == 0) return stats;  // no cpu controller in this cgroup
+  if (present != 3) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        Av(file), ": has only some of nr_periods, nr_throttled and throttled_usec (truncated?)"));
+  }
+  absl::StatusOr<uint64_t> throttled_ns = UsecToNs(**throttled_us, "throttled_usec", file);
+  if (!throttled_ns.ok()) return throttled_ns.status();
+  stats.nr_periods = **periods;
+  stats.nr_throttled = **throttled;
+  stats.throttled_ns = *throttled_ns;
+  return stats;
+}
+
+absl::StatusOr<CpuCgroupStats> ReadCpuStats(const CgroupLayout& layout,
+                                            std::string_view cgroup_path) {
+  if (layout.key == CGROUP_KEY_DEFAULT) {
+    const std::string dir = ControllerDir(layout, "cpu", cgroup_path);
+    if (dir.empty()) return absl::NotFoundError("no cgroup2 hierarchy is mounted to read cpu.stat");
+    absl::StatusOr<std::string> contents = ReadIn(dir, "cpu.stat");
+    if (!contents.ok()) return contents.status();
+    return ParseCpuStatV2(*contents, absl::StrCat(dir, "/cpu.stat"));
+  }
+
+  const std::string cpu_dir = ControllerDir(layout, "cpu", cgroup_path);
+  const std::string cpuacct_dir = ControllerDir(layout, "cpuacct", cgroup_path);
+  if (cpu_dir.empty() && cpuacct_dir.empty()) {
+    return absl::NotFoundError("neither the v1 cpu nor the v1 cpuacct hierarchy is mounted");
+  }
+  CpuCgroupStats stats;
+  if (!cpu_dir.empty()) {
+    absl::StatusOr<std::string> contents = ReadIn(cpu_dir, "cpu.stat");
+    if (!contents.ok()) return contents.status();
+    absl::StatusOr<CpuCgroupStats> throttling =
+        ParseCpuStatV1(*contents, absl::StrCat(cpu_dir, "/cpu.stat"));
+    if (!throttling.ok()) return throttling.status();
+    stats = *throttling;
+  }
+  if (!cpuacct_dir.empty()) {
+    absl::StatusOr<std::string> contents = ReadIn(cpuacct_dir, "cpuacct.usage");
+    if (!contents.ok()) return contents.status();
+    absl::StatusOr<uint64_t> usage =
+        ParseCpuacctUsage(*contents, absl::StrCat(cpuacct_dir, "/cpuacct.usage"));
+    if (!usage.ok()) return usage.status();
+    stats.usage_ns = *usage;
+  }
+  return stats;
+}
+
+}  // namespace stagewatch

@@ -1,0 +1,227 @@
+#include "cgroup/memory_stats.h"
+
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "cgroup/cgroup_tree.h"
+
+namespace stagewatch {
+namespace {
+
+// v1 shows "no limit" as PAGE_COUNTER_MAX pages in bytes, which is never below 2^62.
+constexpr uint64_t kV1Unlimited = uint64_t{1} << 62;
+
+// StrCat takes absl::string_view, which Debian's abseil does not convert from std::string_view.
+absl::string_view Av(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+
+// cgroupfs always ends its files with a newline: a file without one was cut short.
+absl::Status CheckComplete(std::string_view contents, std::string_view file) {
+  if (contents.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(Av(file), ": file is empty"));
+  }
+  if (contents.back() != '\n') {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Av(file), ": truncated (the last line has no newline)"));
+  }
+  return absl::OkStatus();
+}
+
+// Bare digits only: SimpleAtoi would also take a sign and surrounding blanks.
+bool ParseDigits(std::string_view text, uint64_t& value) {
+  return !text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos &&
+         absl::SimpleAtoi(Av(text), &value);
+}
+
+std::string Path(std::string_view dir, std::string_view name) {
+  return absl::StrCat(Av(dir), "/", Av(name));
+}
+
+// The contents of dir/name, nullopt when the file does not exist.
+absl::StatusOr<std::optional<std::string>> ReadOptional(std::string_view dir,
+                                                        std::string_view name) {
+  absl::StatusOr<std::string> contents = ReadCgroupFile(Path(dir, name));
+  if (absl::IsNotFound(contents.status())) return std::nullopt;
+  if (!contents.ok()) return contents.status();
+  return std::move(*contents);
+}
+
+// Reads and parses dir/name into `out` when the file exists; leaves `out` alone otherwise.
+template <typename T, typename Parser>
+absl::Status ReadOptionalInto(std::string_view dir, std::string_view name, Parser parse, T& out) {
+  absl::StatusOr<std::optional<std::string>> contents = ReadOptional(dir, name);
+  if (!contents.ok()) return contents.status();
+  if (!contents->has_value()) return absl::OkStatus();
+  auto parsed = parse(**contents, Path(dir, name));
+  if (!parsed.ok()) return parsed.status();
+  out = std::move(*parsed);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> ReadRequiredValue(std::string_view dir, std::string_view name) {
+  absl::StatusOr<std::string> contents = ReadCgroupFile(Path(dir, name));
+  if (!contents.ok()) return contents.status();
+  return ParseMemoryValue(*contents, Path(dir, name));
+}
+
+absl::Status ReadMemoryStat(std::string_view dir, MemoryCgroupStats& stats) {
+  const std::string file = Path(dir, "memory.stat");
+  absl::StatusOr<std::string> contents = ReadCgroupFile(file);
+  if (!contents.ok()) return contents.status();
+  absl::StatusOr<std::map<std::string, uint64_t>> stat = ParseMemoryKeyedFile(*contents, file);
+  if (!stat.ok()) return stat.status();
+  return ApplyMemoryStat(*stat, file, stats);
+}
+
+void FinishWorkingSet(MemoryCgroupStats& stats) {
+  // usage and memory.stat are read at different instants, so inactive_file can exceed usage.
+  stats.working_set_bytes = stats.usage_bytes > stats.inactive_file_bytes
+                                ? stats.usage_bytes - stats.inactive_file_bytes
+                                : 0;
+}
+
+absl::StatusOr<MemoryCgroupStats> ReadV1(const std::string& dir) {
+  MemoryCgroupStats stats;
+  absl::StatusOr<uint64_t> usage = ReadRequiredValue(dir, "memory.usage_in_bytes");
+  if (!usage.ok()) return usage.status();
+  stats.usage_bytes = *usage;
+
+  std::optional<uint64_t> memsw;  // only with swap accounting (swapaccount=1)
+  std::optional<uint64_t> failcnt;
+  std::optional<std::map<std::string, uint64_t>> oom_control;
+  for (absl::Status status :
+       {ReadOptionalInto(dir, "memory.limit_in_bytes", ParseMemoryLimitV1, stats.limit_bytes),
+        ReadOptionalInto(dir, "memory.max_usage_in_bytes", ParseMemoryValue, stats.peak_bytes),
+        ReadOptionalInto(dir, "memory.memsw.usage_in_bytes", ParseMemoryValue, memsw),
+        ReadOptionalInto(dir, "memory.failcnt", ParseMemoryValue, failcnt),
+        ReadOptionalInto(dir, "memory.oom_control", ParseMemoryKeyedFile, oom_control),
+        ReadMemoryStat(dir, stats)}) {
+    if (!status.ok()) return status;
+  }
+  // memsw counts memory + swap; the two files are read apart, so floor the difference at 0.
+  if (memsw) stats.swap_bytes = *memsw > stats.usage_bytes ? *memsw - stats.usage_bytes : 0;
+  if (failcnt) stats.events["failcnt"] = *failcnt;
+  if (oom_control) {
+    // oom_kill appeared in Linux 4.13; older kernels only have oom_kill_disable and under_oom.
+    if (auto it = oom_control->find("oom_kill"); it != oom_control->end()) {
+      stats.events["oom_kill"] = it->second;
+    }
+  }
+  FinishWorkingSet(stats);
+  return stats;
+}
+
+absl::StatusOr<MemoryCgroupStats> ReadV2(const std::string& dir) {
+  MemoryCgroupStats stats;
+  absl::StatusOr<uint64_t> usage = ReadRequiredValue(dir, "memory.current");
+  if (absl::IsNotFound(usage.status())) {
+    return absl::NotFoundError(
+        absl::StrCat(usage.status().message(),
+                     " (the memory controller is not enabled for this cgroup, or it is the root)"));
+  }
+  if (!usage.ok()) return usage.status();
+  stats.usage_bytes = *usage;
+
+  for (absl::Status status :
+       {ReadOptionalInto(dir, "memory.max", ParseMemoryLimitV2, stats.limit_bytes),
+        ReadOptionalInto(dir, "memory.high", ParseMemoryLimitV2, stats.high_bytes),
+        ReadOptionalInto(dir, "memory.swap.current", ParseMemoryValue, stats.swap_bytes),
+        ReadOptionalInto(dir, "memory.peak", ParseMemoryValue, stats.peak_bytes),
+        ReadOptionalInto(dir, "memory.events", ParseMemoryKeyedFile, stats.events),
+        ReadMemoryStat(dir, stats)}) {
+    if (!status.ok()) return status;
+  }
+  FinishWorkingSet(stats);
+  return stats;
+}
+
+}  // namespace
+
+absl::StatusOr<std::map<std::string, uint64_t>> ParseMemoryKeyedFile(std::string_view contents,
+                                                                     std::string_view file) {
+  if (absl::Status complete = CheckComplete(contents, file); !complete.ok()) return complete;
+  std::map<std::string, uint64_t> values;
+  size_t number = 0;
+  for (std::string_view rest = contents; !rest.empty();) {
+    const size_t end = rest.find('\n');
+    const std::string_view line = rest.substr(0, end);
+    rest.remove_prefix(end + 1);  // CheckComplete guarantees a newline ends every line
+    ++number;
+    auto fail = [&](std::string_view what) {
+      return absl::InvalidArgumentError(absl::StrCat(Av(file), ": line ", number, " \"",
+                                                     absl::CEscape(Av(line)), "\": ", Av(what)));
+    };
+    const size_t space = line.find(' ');
+    if (space == 0 || space == std::string_view::npos) return fail("expected \"key value\"");
+    uint64_t value = 0;
+    if (!ParseDigits(line.substr(space + 1), value)) return fail("value is not a number");
+    if (!values.emplace(std::string(line.substr(0, space)), value).second) {
+      return fail("key appears twice");
+    }
+  }
+  return values;
+}
+
+absl::StatusOr<uint64_t> ParseMemoryValue(std::string_view contents, std::string_view file) {
+  if (absl::Status complete = CheckComplete(contents, file); !complete.ok()) return complete;
+  const std::string_view text = contents.substr(0, contents.size() - 1);
+  uint64_t value = 0;
+  if (!ParseDigits(text, value)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Av(file), ": \"", absl::CEscape(Av(text)), "\" is not a number"));
+  }
+  return value;
+}
+
+absl::StatusOr<std::optional<uint64_t>> ParseMemoryLimitV2(std::string_view contents,
+                                                           std::string_view file) {
+  if (contents == "max\n") return std::nullopt;
+  absl::StatusOr<uint64_t> value = ParseMemoryValue(contents, file);
+  if (!value.ok()) return value.status();
+  return *value;
+}
+
+absl::StatusOr<std::optional<uint64_t>> ParseMemoryLimitV1(std::string_view contents,
+                                                           std::string_view file) {
+  absl::StatusOr<uint64_t> value = ParseMemoryValue(contents, file);
+  if (!value.ok()) return value.status();
+  if (*value >= kV1Unlimited) return std::nullopt;
+  return *value;
+}
+
+absl::Status ApplyMemoryStat(const std::map<std::string, uint64_t>& stat, std::string_view file,
+                             MemoryCgroupStats& stats) {
+  // v1 lists both the cgroup's own (key) and hierarchical (total_key) values; usage is
+  // hierarchical, so the totals match it. v2 has only the plain keys, already hierarchical.
+  auto find = [&stat](const std::string& key) -> std::optional<uint64_t> {
+    for (const std::string& name : {"total_" + key, key}) {
+      if (auto it = stat.find(name); it != stat.end()) return it->second;
+    }
+    return std::nullopt;
+  };
+  std::optional<uint64_t> inactive_file = find("inactive_file");
+  if (!inactive_file) {
+    return absl::InvalidArgumentError(absl::StrCat(Av(file), ": no \"inactive_file\" line"));
+  }
+  stats.inactive_file_bytes = *inactive_file;
+  stats.pgfault = find("pgfault");
+  stats.pgmajfault = find("pgmajfault");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<MemoryCgroupStats> ReadMemoryStats(const CgroupLayout& layout,
+                                                  std::string_view cgroup_path) {
+  const std::string dir = ControllerDir(layout, "memory", cgroup_path);
+  const bool v2 = layout.key == CGROUP_KEY_DEFAULT;
+  if (dir.empty()) {
+    return absl::NotFoundError(v2 ? "no cgroup2 hierarchy is mounted to read memory files from"
+                                  : "no v1 memory hierarchy is mounted");
+  }
+  return v2 ? ReadV2(dir) : ReadV1(dir);
+}
+
+}  // namespace stagewatch

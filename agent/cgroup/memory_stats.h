@@ -1,0 +1,58 @@
+// Memory usage, limits and events of one cgroup, read from the v1 or v2 memory controller.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "cgroup/layout.h"
+
+namespace stagewatch {
+
+// Sizes in bytes. Counters are hierarchical (they include descendant cgroups) in both versions.
+struct MemoryCgroupStats {
+  uint64_t usage_bytes = 0;
+  std::optional<uint64_t> limit_bytes;  // none when unlimited
+  std::optional<uint64_t> high_bytes;   // v2 memory.high; none when unset or on v1
+  std::optional<uint64_t> swap_bytes;   // none without swap accounting
+  std::optional<uint64_t> peak_bytes;   // v1 max_usage_in_bytes, v2 memory.peak (5.19+)
+  uint64_t inactive_file_bytes = 0;
+  uint64_t working_set_bytes = 0;   // usage - inactive_file, floored at 0
+  std::optional<uint64_t> pgfault;  // page fault events
+  std::optional<uint64_t> pgmajfault;
+  // v2: every line of memory.events (low, high, max, oom, oom_kill, ...). v1: "failcnt" from
+  // memory.failcnt and "oom_kill" from memory.oom_control, when the kernel has them.
+  std::map<std::string, uint64_t> events;
+};
+
+// A file of "key value" lines with unsigned values (memory.stat, memory.events), every line
+// checked. `file` names the file in error messages, as in every parser here.
+absl::StatusOr<std::map<std::string, uint64_t>> ParseMemoryKeyedFile(std::string_view contents,
+                                                                     std::string_view file);
+
+// A file holding one unsigned number (memory.current, memory.usage_in_bytes, ...).
+absl::StatusOr<uint64_t> ParseMemoryValue(std::string_view contents, std::string_view file);
+
+// A v2 limit file (memory.max, memory.high): a number, or "max" for none (nullopt).
+absl::StatusOr<std::optional<uint64_t>> ParseMemoryLimitV2(std::string_view contents,
+                                                           std::string_view file);
+
+// v1 memory.limit_in_bytes: nullopt for unlimited, which the kernel shows as a value of at
+// least 2^62 (PAGE_COUNTER_MAX rounded down to pages, e.g. 9223372036854771712).
+absl::StatusOr<std::optional<uint64_t>> ParseMemoryLimitV1(std::string_view contents,
+                                                           std::string_view file);
+
+// Fills inactive_file_bytes, pgfault and pgmajfault from parsed memory.stat, preferring v1's
+// hierarchical total_* keys. InvalidArgument when inactive_file is missing.
+absl::Status ApplyMemoryStat(const std::map<std::string, uint64_t>& stat, std::string_view file,
+                             MemoryCgroupStats& stats);
+
+// The stats of the cgroup at `cgroup_path` in the memory hierarchy: v2 when the layout keys on
+// it, else v1. Missing usage or memory.stat files are NotFound; other files are optional.
+absl::StatusOr<MemoryCgroupStats> ReadMemoryStats(const CgroupLayout& layout,
+                                                  std::string_view cgroup_path);
+
+}  // namespace stagewatch

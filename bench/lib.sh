@@ -1,0 +1,48 @@
+# Shared by the bench scripts: start and stop the agent by pid, and take medians.
+# Source it; it expects to run from the repository root with build/ built.
+
+AGENT_BIN=${AGENT_BIN:-build/stagewatch}
+AGENT_LOG=$(mktemp /tmp/stagewatch-bench-XXXXXX.log)
+AGENT_PID=
+
+# start_agent [extra agent args...]: runs the agent on a free loopback port, waits until it
+# listens.
+start_agent() {
+  ( exec "$AGENT_BIN" --web.listen-address=127.0.0.1:0 "$@" >"$AGENT_LOG" 2>&1 ) &
+  AGENT_PID=$!
+  for _ in $(seq 100); do
+    grep -q 'msg="listening"' "$AGENT_LOG" && return 0
+    kill -0 "$AGENT_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "bench: the agent did not start:" >&2
+  cat "$AGENT_LOG" >&2
+  return 1
+}
+
+stop_agent() {
+  [ -n "$AGENT_PID" ] || return 0
+  kill -TERM "$AGENT_PID" 2>/dev/null
+  wait "$AGENT_PID" 2>/dev/null
+  AGENT_PID=
+}
+
+# A background tool other than the agent (e.g. runqlat), stopped by its pid.
+OTHER_PID=
+start_other() {
+  ( exec "$@" >/dev/null 2>&1 ) &
+  OTHER_PID=$!
+  sleep 2  # let it load its BPF programs
+}
+stop_other() {
+  [ -n "$OTHER_PID" ] || return 0
+  kill -INT "$OTHER_PID" 2>/dev/null
+  wait "$OTHER_PID" 2>/dev/null
+  OTHER_PID=
+}
+
+cleanup() { stop_agent; stop_other; rm -f "$AGENT_LOG"; }
+trap cleanup EXIT
+
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a/b}'; }

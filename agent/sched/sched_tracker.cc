@@ -24,23 +24,7 @@ std::vector<uint64_t> Flatten(const sched_cgroup_stats& s) {
 }  // namespace
 
 SchedTracker::SchedTracker(SchedProbe* probe, CgroupNamer* namer)
-    : probe_(probe), namer_(namer), cgroups_(kWidth) {}
-
-std::optional<Stage> SchedTracker::StageFor(uint64_t id, std::set<uint64_t>* dead) {
-  if (std::optional<Stage> stage = namer_->StageOf(id)) {
-    if (!namer_->Alive(id)) dead->insert(id);
-    return stage;
-  }
-  // Born after the last walk, most likely: the next collection names it. Still unknown then,
-  // it died unseen: its counts go to `unattributed`, counted as unknown.
-  if (!unnamed_.contains(id)) {
-    unnamed_next_.insert(id);
-    return std::nullopt;
-  }
-  unknown_++;
-  dead->insert(id);
-  return Stage{std::string(kUnattributedStage), ""};
-}
+    : probe_(probe), namer_(namer), naming_(namer), cgroups_(kWidth) {}
 
 uint64_t SchedTracker::PairKey(std::pair<uint64_t, uint64_t> pair) {
   auto [it, inserted] = pair_keys_.try_emplace(pair, next_pair_key_);
@@ -49,17 +33,15 @@ uint64_t SchedTracker::PairKey(std::pair<uint64_t, uint64_t> pair) {
 }
 
 void SchedTracker::Collect() {
-  namer_->Refresh();
+  absl::MutexLock lock(&mu_);
+  naming_.Begin();
   const auto cgroups = probe_->ReadCgroups();
   const auto pairs = probe_->ReadPreemptions();
   const auto running = probe_->ReadRunning();
 
-  absl::MutexLock lock(&mu_);
-  std::set<uint64_t> dead;
-  unnamed_next_.clear();
   std::vector<CgroupCounterSample> samples;
   for (const auto& [id, stats] : cgroups) {
-    if (std::optional<Stage> stage = StageFor(id, &dead)) {
+    if (std::optional<Stage> stage = naming_.StageFor(id)) {
       samples.push_back({id, stage->name, Flatten(stats)});
     }
   }
@@ -67,8 +49,8 @@ void SchedTracker::Collect() {
 
   std::vector<CgroupCounterSample> pair_samples;
   for (const auto& [pair, n] : pairs) {
-    std::optional<Stage> preempted = StageFor(pair.first, &dead);
-    std::optional<Stage> preempting = StageFor(pair.second, &dead);
+    std::optional<Stage> preempted = naming_.StageFor(pair.first);
+    std::optional<Stage> preempting = naming_.StageFor(pair.second);
     if (preempted && preempting) {
       pair_samples.push_back({PairKey(pair), preempted->name + "\t" + preempting->name, {n}});
     }
@@ -80,9 +62,8 @@ void SchedTracker::Collect() {
     std::optional<Stage> stage = namer_->StageOf(id);
     running_[stage ? stage->name : std::string(kUnattributedStage)] += cpus;
   }
-  unnamed_.swap(unnamed_next_);
-
   // Their last counts are folded in above; the next Update retires them.
+  const std::set<uint64_t>& dead = naming_.dead();
   for (uint64_t id : dead) probe_->Forget(id);
   for (auto it = pair_keys_.begin(); it != pair_keys_.end();) {
     if (dead.contains(it->first.first) || dead.contains(it->first.second)) {
@@ -91,6 +72,7 @@ void SchedTracker::Collect() {
       ++it;
     }
   }
+  naming_.End();
 }
 
 std::map<std::string, SchedStageTotals> SchedTracker::Totals() const {
@@ -122,7 +104,7 @@ std::map<StagePair, uint64_t> SchedTracker::Preemptions() const {
 
 uint64_t SchedTracker::unknown_cgroups() const {
   absl::MutexLock lock(&mu_);
-  return unknown_;
+  return naming_.unknown();
 }
 
 }  // namespace stagewatch

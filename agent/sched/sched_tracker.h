@@ -12,6 +12,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "cgroup/cgroup_namer.h"
+#include "cgroup/collection_naming.h"
 #include "probes/sched_probe.h"
 #include "stages/stage_counters.h"
 
@@ -42,15 +43,12 @@ class SchedTracker {
   uint64_t unknown_cgroups() const;
 
  private:
-  // The stage to fold `id` into now; nullopt to wait a collection for the walk to name it.
-  // Adds `id` to `dead` when its map entries should go.
-  std::optional<Stage> StageFor(uint64_t id, std::set<uint64_t>* dead)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   uint64_t PairKey(std::pair<uint64_t, uint64_t> pair);
 
   SchedProbe* const probe_;
   CgroupNamer* const namer_;
   mutable absl::Mutex mu_;
+  CollectionNaming naming_ ABSL_GUARDED_BY(mu_);
   StageCounters cgroups_ ABSL_GUARDED_BY(mu_);
   // Pairs are folded by StageCounters too, under a key of their own and a "preempted\tpreempting"
   // stage name (tabs cannot occur in stage names).
@@ -58,9 +56,7 @@ class SchedTracker {
   std::map<std::pair<uint64_t, uint64_t>, uint64_t> pair_keys_ ABSL_GUARDED_BY(mu_);
   uint64_t next_pair_key_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<std::string, uint64_t> running_ ABSL_GUARDED_BY(mu_);
-  uint64_t unknown_ ABSL_GUARDED_BY(mu_) = 0;
-  std::set<uint64_t> unnamed_ ABSL_GUARDED_BY(mu_);       // unknown at the last collection
-  std::set<uint64_t> unnamed_next_ ABSL_GUARDED_BY(mu_);
+
 };
 
 }  // namespace stagewatch

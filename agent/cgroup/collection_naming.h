@@ -1,0 +1,41 @@
+// Names the cgroup ids read from BPF maps during one collection, and says which ids died.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <set>
+
+#include "cgroup/cgroup_namer.h"
+
+namespace stagewatch {
+
+// Not thread-safe: one collection at a time (the trackers hold their own lock).
+class CollectionNaming {
+ public:
+  explicit CollectionNaming(CgroupNamer* namer) : namer_(namer) {}
+
+  // Starts a collection: walks the tree if it is due.
+  void Begin();
+
+  // The stage to fold `id` into, or nullopt to skip it this time: an id the last walk did not
+  // see was most likely born since, and the next collection names it. Still unknown then, it
+  // died unseen: it goes to `unattributed` and is counted in unknown().
+  std::optional<Stage> StageFor(uint64_t id);
+
+  // Ids whose map entries should be deleted once this collection has folded them in.
+  const std::set<uint64_t>& dead() const { return dead_; }
+
+  // Ends the collection.
+  void End();
+
+  uint64_t unknown() const { return unknown_; }
+
+ private:
+  CgroupNamer* const namer_;
+  std::set<uint64_t> dead_;
+  std::set<uint64_t> unnamed_;       // unknown at the previous collection
+  std::set<uint64_t> unnamed_next_;  // unknown at this one
+  uint64_t unknown_ = 0;
+};
+
+}  // namespace stagewatch

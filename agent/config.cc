@@ -198,6 +198,7 @@ class ConfigParser {
         {"stages", [&](const Value& v) { ParseStages(v, c.stages); }},
         {"collectors", [&](const Value& v) { ParseCollectors(v, c.collectors); }},
         {"oom", [&](const Value& v) { ParseOom(v, c.oom); }},
+        {"memory", [&](const Value& v) { ParseMemory(v, c.memory); }},
     });
   }
 
@@ -330,13 +331,40 @@ class ConfigParser {
     });
   }
 
+  void ParseMemory(const Value& section, MemoryConfig& memory) {
+    ParseMap(section, " in memory", {
+        {"near_limit_fraction",
+         [&](const Value& v) { ReadFraction(v, memory.near_limit_fraction); }},
+        {"sample_interval", [&](const Value& v) {
+           ReadDuration(v, memory.sample_interval);
+           if (memory.sample_interval < absl::Milliseconds(100)) {
+             diag_.Add(v.mark, absl::StrFormat("%s must be at least 100ms: faster sampling "
+                                               "costs more CPU than it tells", v.name));
+             memory.sample_interval = absl::Milliseconds(100);
+           }
+         }},
+    });
+  }
+
+  // A number in (0, 1].
+  void ReadFraction(const Value& v, double& out) {
+    double number = 0;
+    if (!IsPlainScalar(v.node) || !YAML::convert<double>::decode(v.node, number) ||
+        !(number > 0 && number <= 1)) {
+      diag_.Add(v.mark, absl::StrFormat("%s must be a number above 0 and at most 1, e.g. 0.9",
+                                        v.name));
+    } else {
+      out = number;
+    }
+  }
+
   Diagnostics diag_;
 };
 
 }  // namespace
 
 const std::vector<std::string>& KnownCollectors() {
-  static const std::vector<std::string> kCollectors = {"oom", "sched"};
+  static const std::vector<std::string> kCollectors = {"oom", "sched", "memory"};
   return kCollectors;
 }
 

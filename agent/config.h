@@ -50,12 +50,20 @@ struct OomConfig {
   std::vector<std::string> userspace_killers = {"systemd-oomd", "earlyoom", "oomd"};
 };
 
+struct MemoryConfig {
+  // Time counts as near the limit while usage is at least this fraction of it.
+  double near_limit_fraction = 0.9;
+  // How often usage is sampled for near-limit time, peaks and the detectors.
+  absl::Duration sample_interval = absl::Seconds(1);
+};
+
 struct Config {
   WebConfig web;
   LogConfig log;
   CgroupConfig cgroup;
   DiscoveryConfig discovery;
   OomConfig oom;
+  MemoryConfig memory;
   std::vector<StageConfig> stages;
   std::map<std::string, bool> collectors;  // every known collector, on or off
 };

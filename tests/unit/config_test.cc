@@ -54,12 +54,12 @@ TEST(ConfigDefaultTest, EmbeddedDefaultParsesWithExpectedValues) {
   EXPECT_EQ(config->discovery.pipeline, "");
   EXPECT_EQ(config->discovery.max_stages, 32);
   EXPECT_TRUE(config->stages.empty());
-  EXPECT_THAT(config->collectors, ElementsAre(Pair("oom", true), Pair("sched", true)));
+  EXPECT_THAT(config->collectors, ElementsAre(Pair("memory", true), Pair("oom", true), Pair("sched", true)));
   EXPECT_THAT(config->oom.userspace_killers, ElementsAre("systemd-oomd", "earlyoom", "oomd"));
 }
 
 TEST(ConfigDefaultTest, KnownCollectorsCoverTheDefaultYaml) {
-  EXPECT_THAT(KnownCollectors(), ElementsAre("oom", "sched"));
+  EXPECT_THAT(KnownCollectors(), ElementsAre("oom", "sched", "memory"));
   const absl::StatusOr<Config> config = DefaultConfig();
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->collectors.size(), KnownCollectors().size());
@@ -72,7 +72,7 @@ TEST(ConfigParseTest, EmptyDocumentsGiveDefaults) {
     EXPECT_EQ(config->web.listen_address, ":9617");
     EXPECT_EQ(config->cgroup.cache_max_entries, 65536);
     EXPECT_EQ(config->discovery.max_stages, 32);
-    EXPECT_THAT(config->collectors, ElementsAre(Pair("oom", true), Pair("sched", true)));
+    EXPECT_THAT(config->collectors, ElementsAre(Pair("memory", true), Pair("oom", true), Pair("sched", true)));
     EXPECT_EQ(config->oom.userspace_killers.size(), 3u);
   }
 }
@@ -129,7 +129,7 @@ oom:
   EXPECT_TRUE(etl.cgroup_paths.empty());
   EXPECT_THAT(etl.systemd_units, ElementsAre("etl.service"));
   EXPECT_EQ(etl.line, 19);
-  EXPECT_THAT(config->collectors, ElementsAre(Pair("oom", false), Pair("sched", true)));
+  EXPECT_THAT(config->collectors, ElementsAre(Pair("memory", true), Pair("oom", false), Pair("sched", true)));
   EXPECT_THAT(config->oom.userspace_killers, ElementsAre("my-oom-killer", "abcdefghijklmno"));
 }
 
@@ -139,7 +139,7 @@ TEST(ConfigParseTest, PartialSectionsKeepOtherDefaults) {
   EXPECT_EQ(config->web.listen_address, ":9617");
   EXPECT_EQ(config->web.telemetry_path, "/m");
   EXPECT_THAT(config->oom.userspace_killers, ElementsAre("systemd-oomd", "earlyoom", "oomd"));
-  EXPECT_THAT(config->collectors, ElementsAre(Pair("oom", true), Pair("sched", true)));
+  EXPECT_THAT(config->collectors, ElementsAre(Pair("memory", true), Pair("oom", true), Pair("sched", true)));
 }
 
 TEST(ConfigParseTest, ListenAddressForms) {
@@ -176,7 +176,7 @@ TEST(ConfigErrorTest, UnknownKeyWithoutCloseMatchListsAllowed) {
   EXPECT_THAT(error, StartsWith("cfg.yaml:2:1: unknown key \"prometheus\" at top level"));
   EXPECT_THAT(error, Not(HasSubstr("did you mean")));
   EXPECT_THAT(error,
-              HasSubstr("(allowed: web, log, cgroup, discovery, stages, collectors, oom)"));
+              HasSubstr("(allowed: web, log, cgroup, discovery, stages, collectors, oom, memory)"));
 }
 
 TEST(ConfigErrorTest, UnknownKeysAtEveryLevel) {
@@ -222,8 +222,8 @@ TEST(ConfigErrorTest, BooleansMustBeBooleans) {
 }
 
 TEST(ConfigErrorTest, UnknownCollectorListsKnownOnes) {
-  EXPECT_THAT(ErrorOf("collectors:\n  oom: true\n  sched: false\n"),
-              HasSubstr("cfg.yaml:3:3: unknown collector \"sched\" (known collectors: oom)"));
+  EXPECT_THAT(ErrorOf("collectors:\n  oom: true\n  gpu: false\n"),
+              HasSubstr("cfg.yaml:3:3: unknown collector \"gpu\" (known collectors: oom, sched, memory)"));
   EXPECT_THAT(ErrorOf("collectors:\n  om: true\n"),
               HasSubstr("unknown collector \"om\"; did you mean \"oom\"?"));
 }
@@ -416,6 +416,28 @@ TEST_F(ConfigFileTest, LoadsAndNamesTheFileInErrors) {
   const absl::StatusOr<Config> failed = LoadConfigFile(bad);
   ASSERT_FALSE(failed.ok());
   EXPECT_THAT(std::string(failed.status().message()), StartsWith(bad + ":4:10: unknown log level"));
+}
+
+}  // namespace
+}  // namespace stagewatch
+
+namespace stagewatch {
+namespace {
+
+TEST(ConfigMemoryTest, NearLimitFractionAndSampleInterval) {
+  absl::StatusOr<Config> config =
+      ParseConfig("memory:\n  near_limit_fraction: 0.8\n  sample_interval: 500ms\n", "cfg.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_DOUBLE_EQ(config->memory.near_limit_fraction, 0.8);
+  EXPECT_EQ(config->memory.sample_interval, absl::Milliseconds(500));
+
+  absl::StatusOr<Config> bad = ParseConfig(
+      "memory:\n  near_limit_fraction: 1.5\n  sample_interval: 10ms\n", "cfg.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()),
+              ::testing::HasSubstr("cfg.yaml:2:24: memory.near_limit_fraction must be a number above 0"));
+  EXPECT_THAT(std::string(bad.status().message()),
+              ::testing::HasSubstr("cfg.yaml:3:20: memory.sample_interval must be at least 100ms"));
 }
 
 }  // namespace

@@ -1,0 +1,119 @@
+#include "detectors/limit_eta.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+
+namespace stagewatch {
+namespace {
+
+struct Line {
+  double slope;  // per second
+  double at;     // value at x = 0 (the newest sample)
+};
+
+// Least squares over (x, y) with x in seconds relative to the newest sample; deviations
+// from the means keep the sums well conditioned for values in the 1e10 range.
+std::optional<Line> Fit(const std::vector<double>& x, const std::vector<double>& y, size_t begin,
+                        size_t end) {
+  if (end - begin < 2) return std::nullopt;
+  const double n = static_cast<double>(end - begin);
+  double mx = 0, my = 0;
+  for (size_t i = begin; i < end; ++i) {
+    mx += x[i];
+    my += y[i];
+  }
+  mx /= n;
+  my /= n;
+  double sxx = 0, sxy = 0;
+  for (size_t i = begin; i < end; ++i) {
+    sxx += (x[i] - mx) * (x[i] - mx);
+    sxy += (x[i] - mx) * (y[i] - my);
+  }
+  if (sxx <= 0) return std::nullopt;
+  const double slope = sxy / sxx;
+  return Line{slope, my - slope * mx};
+}
+
+}  // namespace
+
+LimitEtaDetector::LimitEtaDetector(const Config& config)
+    : config_(config), window_(config.window) {}
+
+void LimitEtaDetector::Estimate(std::optional<double> limit) {
+  slope_.reset();
+  fitted_.reset();
+  eta_s_.reset();
+
+  // The fit uses the window proper, not the anchor sample before it.
+  const absl::Time now = window_.newest().t;
+  std::vector<double> x, y;
+  for (const Sample& s : window_.samples()) {
+    if (s.t < now - config_.window) continue;
+    x.push_back(absl::ToDoubleSeconds(s.t - now));
+    y.push_back(s.value);
+  }
+  if (x.size() < config_.min_points || -x.front() < absl::ToDoubleSeconds(config_.min_span)) {
+    return;
+  }
+  const std::optional<Line> line = Fit(x, y, 0, x.size());
+  if (!line) return;
+  slope_ = line->slope;
+  fitted_ = line->at;
+  if (!limit || *limit <= 0 || line->slope <= 0) return;
+
+  double peak = y.front(), drop = 0;
+  for (double v : y) {
+    peak = std::max(peak, v);
+    drop = std::max(drop, peak - v);
+  }
+  if (drop > config_.max_release_fraction * *limit) return;
+
+  const double mid = x.front() / 2;
+  const size_t split = std::lower_bound(x.begin(), x.end(), mid) - x.begin();
+  const std::optional<Line> older = Fit(x, y, 0, split);
+  const std::optional<Line> newer = Fit(x, y, split, x.size());
+  if (!older || !newer) return;
+  if (older->slope > 0 && newer->slope < config_.min_recent_growth_ratio * older->slope) return;
+
+  eta_s_ = std::max(0.0, (*limit - line->at) / line->slope);
+}
+
+const DetectorState& LimitEtaDetector::Update(const Sample& usage, std::optional<double> limit) {
+  if (!config_.enabled) return state_;
+  if (!window_.Add(usage)) return state_;
+  if (!first_) first_ = usage.t;
+  Estimate(limit);
+
+  const double threshold_s = absl::ToDoubleSeconds(config_.threshold);
+  const bool warm = usage.t - *first_ >= config_.warmup;
+  const bool near =
+      warm && eta_s_ && *eta_s_ < threshold_s && *fitted_ >= config_.min_usage_fraction * *limit;
+  if (near) {
+    calm_since_.reset();
+    state_.active = true;
+    state_.summary =
+        absl::StrFormat("memory %s of %s limit (%.0f%%), growing %s/s: limit reached in about %s",
+                        FormatBytes(*fitted_), FormatBytes(*limit), 100 * *fitted_ / *limit,
+                        FormatBytes(*slope_), FormatRoundedDuration(absl::Seconds(*eta_s_)));
+    return state_;
+  }
+  if (!state_.active) return state_;
+  if (!limit) {
+    state_ = DetectorState{};
+    return state_;
+  }
+  if (eta_s_ && *eta_s_ <= 2 * threshold_s) {
+    calm_since_.reset();  // between the two thresholds: hysteresis keeps it active
+    return state_;
+  }
+  if (!calm_since_) calm_since_ = usage.t;
+  if (usage.t - *calm_since_ >= config_.clear_hold) {
+    state_ = DetectorState{};
+    calm_since_.reset();
+  }
+  return state_;
+}
+
+}  // namespace stagewatch

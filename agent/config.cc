@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <cmath>
 #include <limits>
 #include <tuple>
 
@@ -199,6 +200,8 @@ class ConfigParser {
         {"collectors", [&](const Value& v) { ParseCollectors(v, c.collectors); }},
         {"oom", [&](const Value& v) { ParseOom(v, c.oom); }},
         {"memory", [&](const Value& v) { ParseMemory(v, c.memory); }},
+        {"anomalies", [&](const Value& v) { ParseAnomalies(v, c.anomalies); }},
+        {"alerting", [&](const Value& v) { ParseAlerting(v, c.alerting); }},
     });
   }
 
@@ -344,6 +347,90 @@ class ConfigParser {
            }
          }},
     });
+  }
+
+  void ParseAnomalies(const Value& section, AnomalyConfig& a) {
+    ParseMap(section, " in anomalies", {
+        {"memory_climb", [&](const Value& v) {
+           ParseMap(v, " in anomalies.memory_climb", {
+               {"enabled", [&](const Value& f) { ReadBool(f, a.memory_climb.enabled); }},
+               {"window", [&](const Value& f) { ReadDuration(f, a.memory_climb.window); }},
+               {"warmup", [&](const Value& f) { ReadDuration(f, a.memory_climb.warmup); }},
+               {"k", [&](const Value& f) { ReadPositive(f, a.memory_climb.k); }},
+               {"min_growth_bytes",
+                [&](const Value& f) { ReadPositive(f, a.memory_climb.min_growth_bytes); }},
+           });
+         }},
+        {"limit_eta", [&](const Value& v) {
+           ParseMap(v, " in anomalies.limit_eta", {
+               {"enabled", [&](const Value& f) { ReadBool(f, a.limit_eta.enabled); }},
+               {"window", [&](const Value& f) { ReadDuration(f, a.limit_eta.window); }},
+               {"warmup", [&](const Value& f) { ReadDuration(f, a.limit_eta.warmup); }},
+               {"threshold", [&](const Value& f) { ReadDuration(f, a.limit_eta.threshold); }},
+               {"min_usage_fraction",
+                [&](const Value& f) { ReadFraction(f, a.limit_eta.min_usage_fraction); }},
+           });
+         }},
+        {"pressure_spike", [&](const Value& v) {
+           ParseMap(v, " in anomalies.pressure_spike", {
+               {"enabled", [&](const Value& f) { ReadBool(f, a.pressure_spike.enabled); }},
+               {"window", [&](const Value& f) { ReadDuration(f, a.pressure_spike.window); }},
+               {"threshold", [&](const Value& f) { ReadFraction(f, a.pressure_spike.threshold); }},
+               {"sustain", [&](const Value& f) { ReadDuration(f, a.pressure_spike.sustain); }},
+           });
+         }},
+        {"fault_storm", [&](const Value& v) { ParseRateBaseline(v, "fault_storm", a.fault_storm); }},
+        {"cpu_starvation",
+         [&](const Value& v) { ParseRateBaseline(v, "cpu_starvation", a.cpu_starvation); }},
+        {"oom_kill", [&](const Value& v) {
+           ParseMap(v, " in anomalies.oom_kill", {
+               {"enabled", [&](const Value& f) { ReadBool(f, a.oom_kill); }},
+               {"hold", [&](const Value& f) { ReadDuration(f, a.oom_kill_hold); }},
+           });
+         }},
+    });
+  }
+
+  // min_level: major faults per second, or p99 run-queue latency in seconds.
+  void ParseRateBaseline(const Value& v, const std::string& name, RateBaselineConfig& r) {
+    ParseMap(v, " in anomalies." + name, {
+        {"enabled", [&](const Value& f) { ReadBool(f, r.enabled); }},
+        {"window", [&](const Value& f) { ReadDuration(f, r.window); }},
+        {"warmup", [&](const Value& f) { ReadDuration(f, r.warmup); }},
+        {"k", [&](const Value& f) { ReadPositive(f, r.k); }},
+        {"min_level", [&](const Value& f) { ReadPositive(f, r.min_level); }},
+    });
+  }
+
+  void ParseAlerting(const Value& section, AlertingConfig& a) {
+    ParseMap(section, " in alerting", {
+        {"alertmanagers", [&](const Value& v) {
+           ReadStringList(v, a.alertmanagers, [](std::string_view url) -> std::string {
+             return url.starts_with("http://") || url.starts_with("https://")
+                        ? ""
+                        : "an Alertmanager URL starts with http:// or https://";
+           });
+         }},
+        {"basic_auth", [&](const Value& v) {
+           ParseMap(v, " in alerting.basic_auth", {
+               {"username", [&](const Value& f) { ReadString(f, a.basic_auth_username); }},
+               {"password", [&](const Value& f) { ReadString(f, a.basic_auth_password); }},
+           });
+         }},
+        {"bearer_token", [&](const Value& v) { ReadString(v, a.bearer_token); }},
+        {"timeout", [&](const Value& v) { ReadDuration(v, a.timeout); }},
+        {"resend_interval", [&](const Value& v) { ReadDuration(v, a.resend_interval); }},
+    });
+  }
+
+  void ReadPositive(const Value& v, double& out) {
+    double number = 0;
+    if (!IsPlainScalar(v.node) || !YAML::convert<double>::decode(v.node, number) ||
+        !(number >= 0) || !std::isfinite(number)) {
+      diag_.Add(v.mark, absl::StrFormat("%s must be a number, 0 or more", v.name));
+    } else {
+      out = number;
+    }
   }
 
   // A number in (0, 1].

@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "anomaly/anomaly_config.h"
 
 namespace stagewatch {
 
@@ -57,6 +58,16 @@ struct MemoryConfig {
   absl::Duration sample_interval = absl::Seconds(1);
 };
 
+// Where the agent pages directly (Alertmanager v2 API); no URLs: no direct pages.
+struct AlertingConfig {
+  std::vector<std::string> alertmanagers;  // e.g. http://127.0.0.1:9093; an HA pair gets both
+  std::string basic_auth_username;
+  std::string basic_auth_password;
+  std::string bearer_token;
+  absl::Duration timeout = absl::Seconds(5);
+  absl::Duration resend_interval = absl::Seconds(30);
+};
+
 struct Config {
   WebConfig web;
   LogConfig log;
@@ -64,6 +75,8 @@ struct Config {
   DiscoveryConfig discovery;
   OomConfig oom;
   MemoryConfig memory;
+  AnomalyConfig anomalies;
+  AlertingConfig alerting;
   std::vector<StageConfig> stages;
   std::map<std::string, bool> collectors;  // every known collector, on or off
 };

@@ -10,18 +10,25 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "anomaly/anomaly_engine.h"
+#include "anomaly/anomaly_feeder.h"
 #include "cgroup/cgroup_namer.h"
 #include "cgroup/layout.h"
 #include "cgroup/path_cache.h"
 #include "exporters/agent_collector.h"
+#include "exporters/anomaly_collector.h"
 #include "exporters/collector.h"
 #include "exporters/http_server.h"
 #include "exporters/metric_builders.h"
 #include "exporters/oom_collector.h"
+#include "exporters/memory_collector.h"
 #include "exporters/sched_collector.h"
 #include "log.h"
 #include "oom/oom_tracker.h"
 #include "probes/libbpf_log.h"
+#include "memory/memory_sampler.h"
+#include "memory/memory_tracker.h"
+#include "probes/memory_probe.h"
 #include "probes/oom_probe.h"
 #include "probes/sched_probe.h"
 #include "sched/sched_tracker.h"
@@ -42,6 +49,16 @@ sigset_t BlockShutdownSignals() {
   sigaddset(&set, SIGINT);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   return set;
+}
+
+void LogAnomaly(const AnomalyChange& c) {
+  if (c.active) {
+    Log::Warn("anomaly", {{"pipeline_stage", c.stage.name}, {"rule", AnomalyRuleName(c.rule)},
+                          {"state", "firing"}, {"summary", c.summary}});
+  } else {
+    Log::Info("anomaly", {{"pipeline_stage", c.stage.name}, {"rule", AnomalyRuleName(c.rule)},
+                          {"state", "resolved"}});
+  }
 }
 
 void LogProbe(const ProbeStatus& p) {
@@ -112,6 +129,8 @@ int RunAgent(const AgentOptions& options) {
 
   CgroupNamer namer(&paths, &stages);
   std::vector<std::function<std::vector<ProbeStatus>()>> probe_reports;
+  AnomalyEngine anomalies(config.anomalies, [](const AnomalyChange& c) { LogAnomaly(c); });
+  auto sampler = std::make_unique<MemorySampler>(&namer, *layout, config.memory);
 
   std::unique_ptr<OomProbe> oom_probe;
   if (config.collectors.at("oom")) {
@@ -120,7 +139,10 @@ int RunAgent(const AgentOptions& options) {
     auto started = OomProbe::Start(
         {.key = layout->key, .userspace_killers = config.oom.userspace_killers,
          .features = features},
-        [&oom](const oom_event& e) { oom.OnEvent(e); });
+        [&oom, &anomalies](const oom_event& e) {
+          auto [stage, summary] = oom.OnEvent(e);
+          anomalies.OnOomKill(stage, absl::Now(), summary);
+        });
     if (started.ok()) {
       oom_probe = std::move(*started);
       probe_reports.push_back([&oom_probe] {
@@ -153,6 +175,31 @@ int RunAgent(const AgentOptions& options) {
                                                              &namer, *layout));
   }
 
+  std::unique_ptr<MemoryProbe> memory_probe;
+  std::unique_ptr<MemoryTracker> memory;
+  if (config.collectors.at("memory")) {
+    auto started = MemoryProbe::Start({.key = layout->key, .features = features});
+    if (started.ok()) {
+      memory_probe = std::move(*started);
+      memory = std::make_unique<MemoryTracker>(memory_probe.get(), &namer);
+      probe_reports.push_back([&memory_probe] { return memory_probe->statuses(); });
+    } else {
+      probe_reports.push_back(
+          [why = std::string(started.status().message())] { return MemoryProbe::NotStarted(why); });
+    }
+    // Registered after "sched", whose collection refreshes the tasks running right now.
+    registry.Add(std::make_unique<exporters::MemoryCollector>(exporters::MemoryCollectorSources{
+        .tracker = memory.get(), .probe = memory_probe.get(), .sampler = sampler.get(),
+        .sched = sched.get(), .namer = &namer, .layout = *layout}));
+  }
+
+  // The sampler's clock drives near-limit time, peaks and the anomaly detectors.
+  AnomalyFeeder feeder(&anomalies, &stages, memory.get(), sched.get());
+  sampler->Start([&feeder](absl::Time now, const std::map<std::string, StageMemory>& sampled) {
+    feeder.Feed(now, sampled);
+  });
+  registry.Add(std::make_unique<exporters::AnomalyCollector>(&anomalies, &stages));
+
   for (const auto& report : probe_reports) {
     for (const ProbeStatus& p : report()) LogProbe(p);
   }
@@ -166,7 +213,10 @@ int RunAgent(const AgentOptions& options) {
             return all;
           },
       .unknown_cgroup_events =
-          [&] { return oom.unknown_cgroups() + (sched ? sched->unknown_cgroups() : 0); },
+          [&] {
+            return oom.unknown_cgroups() + (sched ? sched->unknown_cgroups() : 0) +
+                   (memory ? memory->unknown_cgroups() : 0);
+          },
       .path_cache = &paths,
       .stages = &stages}));
   registry.SetErrorHandler([](std::string_view collector, const absl::Status& s) {
@@ -193,9 +243,12 @@ int RunAgent(const AgentOptions& options) {
   http->reset();  // stop serving before the collectors' sources go away
   stopping = true;
   poller.join();
+  sampler.reset();
   oom_probe.reset();  // detaches the BPF programs
   sched.reset();
   sched_probe.reset();
+  memory.reset();
+  memory_probe.reset();
   Log::Info("stopped");
   return 0;
 }

@@ -9,6 +9,7 @@
 #include "log.h"
 #include "probes/features.h"
 #include "probes/libbpf_log.h"
+#include "probes/memory_probe.h"
 #include "probes/oom_probe.h"
 #include "probes/sched_probe.h"
 
@@ -41,6 +42,7 @@ std::vector<ProbeStatus> TryProbes(const KernelFeatures& f, const std::string& b
     const std::string why(s.message());
     append(OomProbe::NotStarted(why));
     append(SchedProbe::NotStarted(why));
+    append(MemoryProbe::NotStarted(why));
     return all;
   }
   auto oom = OomProbe::Start({.key = key, .features = f}, [](const oom_event&) {});
@@ -48,6 +50,9 @@ std::vector<ProbeStatus> TryProbes(const KernelFeatures& f, const std::string& b
   auto sched = SchedProbe::Start({.key = key, .features = f});
   append(sched.ok() ? (*sched)->statuses()
                     : SchedProbe::NotStarted(std::string(sched.status().message())));
+  auto memory = MemoryProbe::Start({.key = key, .features = f});
+  append(memory.ok() ? (*memory)->statuses()
+                     : MemoryProbe::NotStarted(std::string(memory.status().message())));
   return all;
 }
 

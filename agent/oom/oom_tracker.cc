@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "cgroup/memcg_counters.h"
 #include "cgroup/proc_cgroup.h"
 #include "log.h"
@@ -45,7 +46,7 @@ std::string OomTracker::VictimCgroupPath(const oom_event& event) {
   return path.value_or("");
 }
 
-void OomTracker::OnEvent(const oom_event& event) {
+std::pair<Stage, std::string> OomTracker::OnEvent(const oom_event& event) {
   const std::string cgroup = VictimCgroupPath(event);
   const Stage stage = cgroup.empty() ? Stage{std::string(kUnattributedStage), ""}
                                      : stages_->Resolve(cgroup);
@@ -75,6 +76,15 @@ void OomTracker::OnEvent(const oom_event& event) {
       {"trigger_pid", event.trigger_pid},
       {"trigger_comm", Comm(event.trigger_comm)},
   });
+  std::string summary = absl::StrFormat(
+      "%s (pid %d) was OOM-killed (%s) in stage %s", std::string(Comm(event.victim_comm)),
+      event.victim_pid, KindName(event.kind), stage.name);
+  if (figures) {
+    absl::StrAppendFormat(&summary, " with %.1f MiB anonymous and %.1f MiB file memory",
+                          event.anon_rss_pages * page / 1048576.0,
+                          event.file_rss_pages * page / 1048576.0);
+  }
+  return {stage, summary};
 }
 
 std::map<std::string, OomStageTotals> OomTracker::Totals() const {

@@ -29,7 +29,8 @@ class OomTracker {
  public:
   OomTracker(CgroupPathCache* paths, StageResolver* stages, cgroup_key_hierarchy key);
 
-  void OnEvent(const oom_event& event);
+  // Counts and logs the kill; returns its stage and a one-line summary for pages.
+  std::pair<Stage, std::string> OnEvent(const oom_event& event);
 
   std::map<std::string, OomStageTotals> Totals() const;
 

@@ -1,0 +1,159 @@
+#include "anomaly/anomaly_engine.h"
+
+#include <cmath>
+
+#include "bpf/histogram.h"
+
+namespace stagewatch {
+
+const char* AnomalyRuleName(AnomalyRule rule) {
+  switch (rule) {
+    case AnomalyRule::kMemoryClimb: return "memory_climb";
+    case AnomalyRule::kLimitEta: return "limit_eta";
+    case AnomalyRule::kPressureSpike: return "pressure_spike";
+    case AnomalyRule::kFaultStorm: return "fault_storm";
+    case AnomalyRule::kCpuStarvation: return "cpu_starvation";
+    case AnomalyRule::kOomKill: return "oom_kill";
+  }
+  return "unknown";
+}
+
+std::optional<double> Log2HistogramQuantile(const std::vector<uint64_t>& older,
+                                            const std::vector<uint64_t>& newer, double q) {
+  std::vector<uint64_t> added(newer.size(), 0);
+  uint64_t total = 0;
+  for (size_t i = 0; i < newer.size(); i++) {
+    added[i] = newer[i] - (i < older.size() ? std::min(older[i], newer[i]) : 0);
+    total += added[i];
+  }
+  if (total == 0) return std::nullopt;
+  const double rank = q * total;
+  uint64_t seen = 0;
+  for (size_t i = 0; i < added.size(); i++) {
+    seen += added[i];
+    if (seen >= rank) return std::ldexp((1 << HIST_UNIT_SHIFT) * 1e-9, static_cast<int>(i));
+  }
+  return std::ldexp((1 << HIST_UNIT_SHIFT) * 1e-9, static_cast<int>(added.size()));
+}
+
+AnomalyEngine::AnomalyEngine(AnomalyConfig config,
+                             std::function<void(const AnomalyChange&)> on_change)
+    : config_(std::move(config)), on_change_(std::move(on_change)) {}
+
+AnomalyEngine::PerStage& AnomalyEngine::StageState(const Stage& stage) {
+  auto it = stages_.find(stage.name);
+  if (it == stages_.end()) {
+    it = stages_.emplace(stage.name, PerStage{.stage = stage,
+                                              .climb = MemoryClimbDetector(config_.memory_climb),
+                                              .eta = LimitEtaDetector(config_.limit_eta),
+                                              .pressure = PressureSpikeDetector(config_.pressure_spike),
+                                              .faults = RateBaselineDetector(config_.fault_storm),
+                                              .starvation = RateBaselineDetector(config_.cpu_starvation)})
+             .first;
+  }
+  return it->second;
+}
+
+void AnomalyEngine::Note(PerStage& s, AnomalyRule rule, bool enabled, const DetectorState& state,
+                         absl::Time t, std::vector<AnomalyChange>* changes) {
+  const size_t i = static_cast<size_t>(rule);
+  const bool active = enabled && state.active;
+  if (active == s.view.active[i]) return;
+  s.view.active[i] = active;
+  if (active) s.view.fired[i]++;
+  changes->push_back({s.stage, rule, active, state.summary, t});
+}
+
+void AnomalyEngine::Report(const std::vector<AnomalyChange>& changes) {
+  for (const AnomalyChange& c : changes) on_change_(c);
+}
+
+void AnomalyEngine::OnMemory(const Stage& stage, absl::Time t, double working_set,
+                             std::optional<double> limit, std::optional<double> psi_full_seconds) {
+  std::vector<AnomalyChange> changes;
+  {
+    absl::MutexLock lock(&mu_);
+    PerStage& s = StageState(stage);
+    Note(s, AnomalyRule::kMemoryClimb, config_.memory_climb.enabled,
+         s.climb.Update({t, working_set}), t, &changes);
+    Note(s, AnomalyRule::kLimitEta, config_.limit_eta.enabled,
+         s.eta.Update({t, working_set}, limit), t, &changes);
+    s.view.limit_eta_seconds = s.eta.EtaSeconds();
+    if (psi_full_seconds) {
+      Note(s, AnomalyRule::kPressureSpike, config_.pressure_spike.enabled,
+           s.pressure.Update({t, *psi_full_seconds}), t, &changes);
+    }
+  }
+  Report(changes);
+}
+
+void AnomalyEngine::OnMajorFaults(const Stage& stage, absl::Time t, uint64_t total) {
+  std::vector<AnomalyChange> changes;
+  {
+    absl::MutexLock lock(&mu_);
+    PerStage& s = StageState(stage);
+    Note(s, AnomalyRule::kFaultStorm, config_.fault_storm.enabled,
+         s.faults.Update({t, static_cast<double>(total)}), t, &changes);
+  }
+  Report(changes);
+}
+
+void AnomalyEngine::OnRunqLatency(const Stage& stage, absl::Time t,
+                                  const std::vector<uint64_t>& slots, uint64_t above) {
+  std::vector<AnomalyChange> changes;
+  {
+    absl::MutexLock lock(&mu_);
+    PerStage& s = StageState(stage);
+    std::vector<uint64_t> cumulative = slots;
+    cumulative.push_back(above);
+    s.runq.emplace_back(t, std::move(cumulative));
+    while (s.runq.size() > 2 && s.runq[1].first <= t - config_.runq_window) s.runq.pop_front();
+    std::optional<double> p99 =
+        Log2HistogramQuantile(s.runq.front().second, s.runq.back().second, 0.99);
+    // No scheduling at all in the window: nothing waited, so no latency to judge.
+    Note(s, AnomalyRule::kCpuStarvation, config_.cpu_starvation.enabled,
+         s.starvation.Update({t, p99.value_or(0)}), t, &changes);
+  }
+  Report(changes);
+}
+
+void AnomalyEngine::OnOomKill(const Stage& stage, absl::Time t, const std::string& summary) {
+  if (!config_.oom_kill) return;
+  std::vector<AnomalyChange> changes;
+  {
+    absl::MutexLock lock(&mu_);
+    PerStage& s = StageState(stage);
+    s.oom_until = t + config_.oom_kill_hold;
+    const size_t i = static_cast<size_t>(AnomalyRule::kOomKill);
+    s.view.fired[i]++;  // every kill counts, even while the anomaly is already active
+    if (!s.view.active[i]) {
+      s.view.active[i] = true;
+    }
+    changes.push_back({s.stage, AnomalyRule::kOomKill, true, summary, t});
+  }
+  Report(changes);
+}
+
+void AnomalyEngine::Tick(absl::Time t) {
+  std::vector<AnomalyChange> changes;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& [name, s] : stages_) {
+      const size_t i = static_cast<size_t>(AnomalyRule::kOomKill);
+      if (s.view.active[i] && s.oom_until && t >= *s.oom_until) {
+        s.view.active[i] = false;
+        changes.push_back({s.stage, AnomalyRule::kOomKill, false, "", t});
+      }
+    }
+  }
+  Report(changes);
+}
+
+std::map<std::string, StageAnomalies> AnomalyEngine::Snapshot() const {
+  absl::MutexLock lock(&mu_);
+  std::map<std::string, StageAnomalies> out;
+  for (const auto& [name, s] : stages_) out[name] = s.view;
+  return out;
+}
+
+}  // namespace stagewatch

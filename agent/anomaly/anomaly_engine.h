@@ -1,0 +1,85 @@
+// Runs the detectors per stage on the samples the agent already collects, and reports each
+// change of state once.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "anomaly/anomaly_config.h"
+#include "stages/stage_resolver.h"
+
+namespace stagewatch {
+
+struct AnomalyChange {
+  Stage stage;
+  AnomalyRule rule;
+  bool active;
+  std::string summary;  // figures, for logs and pages
+  absl::Time at;
+};
+
+struct StageAnomalies {
+  std::array<bool, kAnomalyRules> active{};
+  std::array<uint64_t, kAnomalyRules> fired{};  // times each became active
+  std::optional<double> limit_eta_seconds;
+};
+
+// Thread-safe. Feed each series in time order; `on_change` runs on the feeding thread,
+// outside the engine's lock.
+class AnomalyEngine {
+ public:
+  AnomalyEngine(AnomalyConfig config, std::function<void(const AnomalyChange&)> on_change);
+
+  // Working set and limit in bytes; memory PSI "full" total in seconds, when known.
+  void OnMemory(const Stage& stage, absl::Time t, double working_set,
+                std::optional<double> limit, std::optional<double> psi_full_seconds);
+  void OnMajorFaults(const Stage& stage, absl::Time t, uint64_t total);
+  // Cumulative run-queue latency slots (bpf/histogram.h): p99 over runq_window is derived.
+  void OnRunqLatency(const Stage& stage, absl::Time t, const std::vector<uint64_t>& slots,
+                     uint64_t above);
+  void OnOomKill(const Stage& stage, absl::Time t, const std::string& summary);
+  // Ends OOM-kill anomalies whose hold has passed.
+  void Tick(absl::Time t);
+
+  std::map<std::string, StageAnomalies> Snapshot() const;
+  const AnomalyConfig& config() const { return config_; }
+
+ private:
+  struct PerStage {
+    Stage stage;
+    MemoryClimbDetector climb;
+    LimitEtaDetector eta;
+    PressureSpikeDetector pressure;
+    RateBaselineDetector faults;
+    RateBaselineDetector starvation;
+    std::deque<std::pair<absl::Time, std::vector<uint64_t>>> runq;  // cumulative, in window
+    std::optional<absl::Time> oom_until;
+    StageAnomalies view;
+  };
+
+  PerStage& StageState(const Stage& stage) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records the detector's state and queues a change when it flipped.
+  void Note(PerStage& s, AnomalyRule rule, bool enabled, const DetectorState& state,
+            absl::Time t, std::vector<AnomalyChange>* changes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Report(const std::vector<AnomalyChange>& changes);
+
+  const AnomalyConfig config_;
+  const std::function<void(const AnomalyChange&)> on_change_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, PerStage> stages_ ABSL_GUARDED_BY(mu_);
+};
+
+// The q-quantile's bucket edge, in seconds, of the increase between two cumulative log2
+// histograms (bpf/histogram.h slots); none when nothing was added.
+std::optional<double> Log2HistogramQuantile(const std::vector<uint64_t>& older,
+                                            const std::vector<uint64_t>& newer, double q);
+
+}  // namespace stagewatch

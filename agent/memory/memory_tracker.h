@@ -1,0 +1,41 @@
+// Folds the memory probe's per-cgroup page faults and reclaim stalls into per-stage totals
+// that never go backwards.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "cgroup/collection_naming.h"
+#include "probes/memory_probe.h"
+#include "stages/stage_counters.h"
+
+namespace stagewatch {
+
+struct MemoryStageTotals {
+  uint64_t minor_faults = 0;
+  uint64_t major_faults = 0;
+  std::vector<uint64_t> stall_slots = std::vector<uint64_t>(HIST_SLOTS, 0);
+  uint64_t stall_above = 0;
+  uint64_t stall_sum_ns = 0;
+};
+
+class MemoryTracker {
+ public:
+  MemoryTracker(MemoryProbe* probe, CgroupNamer* namer);
+
+  // Reads the probe's map, folds it, and drops the entries of cgroups that died.
+  void Collect();
+  std::map<std::string, MemoryStageTotals> Totals() const;
+  uint64_t unknown_cgroups() const;
+
+ private:
+  MemoryProbe* const probe_;
+  mutable absl::Mutex mu_;
+  CollectionNaming naming_ ABSL_GUARDED_BY(mu_);
+  StageCounters cgroups_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace stagewatch

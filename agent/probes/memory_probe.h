@@ -1,0 +1,80 @@
+// Loads bpf/memory.bpf.c: page faults and reclaim stalls per cgroup, aggregated in the kernel,
+// read from its per-CPU map at collection time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "bpf/cgroup_key.h"
+#include "bpf/histogram.h"
+#include "bpf/memory.h"
+#include "probes/features.h"
+#include "probes/probe_status.h"
+#include "probes/skeleton.h"
+
+struct memory_bpf;
+struct bpf_link;
+
+namespace stagewatch {
+
+void DestroyMemorySkeleton(memory_bpf* skel);
+void DestroyMemoryProbeLink(bpf_link* link);
+
+// Which hook counts page faults; kAuto picks by probing (see MemoryProbe::Start).
+enum class FaultSource { kAuto, kPerfEvents, kExceptionTracepoints };
+
+struct MemoryProbeOptions {
+  cgroup_key_hierarchy key = CGROUP_KEY_DEFAULT;
+  KernelFeatures features;
+  FaultSource fault_source = FaultSource::kAuto;
+};
+
+// One cgroup's totals since its entry was created, summed over CPUs.
+struct MemoryCgroupCounters {
+  uint64_t cgroup_id = 0;
+  uint64_t minor_faults = 0;
+  uint64_t major_faults = 0;
+  uint64_t reclaim_stalls = 0;  // reclaim passes that ended
+  log2_hist reclaim_stall_ns{}; // slots in units of 2^HIST_UNIT_SHIFT ns, sum in ns
+};
+
+class MemoryProbe {
+ public:
+  // Opens, loads and attaches. The two probes ("page_faults", "reclaim_stall") are chosen by
+  // probing, and one failing leaves the other running; see statuses(). An error means nothing
+  // could be loaded.
+  static absl::StatusOr<std::unique_ptr<MemoryProbe>> Start(const MemoryProbeOptions& options);
+  MemoryProbe(const MemoryProbe&) = delete;
+  MemoryProbe& operator=(const MemoryProbe&) = delete;
+  ~MemoryProbe();
+
+  // Every cgroup the kernel side has seen, in no particular order.
+  std::vector<MemoryCgroupCounters> Read() const;
+  // Drops a dead cgroup's entry (after its totals were folded into its stage's).
+  void Delete(uint64_t cgroup_id);
+
+  // Updates the kernel side refused because a map was full: new cgroups not counted, and
+  // reclaim passes not timed.
+  uint64_t cgroup_overflows() const;
+  uint64_t reclaim_overflows() const;
+
+  const std::vector<ProbeStatus>& statuses() const { return statuses_; }
+  FaultSource fault_source() const { return fault_source_; }
+
+  // The probes this module provides, in statuses() order.
+  static std::vector<ProbeStatus> NotStarted(const std::string& why);
+
+ private:
+  MemoryProbe() = default;
+
+  // Declared before the links so the perf links are destroyed first.
+  SkeletonPtr<memory_bpf, DestroyMemorySkeleton> skel_;
+  std::vector<SkeletonPtr<bpf_link, DestroyMemoryProbeLink>> perf_links_;  // one per CPU and event
+  std::vector<ProbeStatus> statuses_;
+  FaultSource fault_source_ = FaultSource::kAuto;
+};
+
+}  // namespace stagewatch

@@ -1,0 +1,42 @@
+// Collector "memory": page faults and reclaim stalls from the memory probe; usage, limits,
+// events and pressure from cgroupfs; time near the limit and peaks from the sampler; and
+// task states per stage.
+#pragma once
+
+#include "cgroup/cgroup_namer.h"
+#include "cgroup/layout.h"
+#include "exporters/collector.h"
+#include "memory/memory_sampler.h"
+#include "memory/memory_tracker.h"
+#include "sched/sched_tracker.h"
+#include "stages/stage_counters.h"
+
+namespace stagewatch::exporters {
+
+struct MemoryCollectorSources {
+  MemoryTracker* tracker = nullptr;  // null when the probe could not start
+  MemoryProbe* probe = nullptr;
+  MemorySampler* sampler = nullptr;
+  SchedTracker* sched = nullptr;     // tasks on a CPU right now; null without the sched probe
+  CgroupNamer* namer = nullptr;
+  CgroupLayout layout;
+};
+
+class MemoryCollector : public Collector {
+ public:
+  explicit MemoryCollector(MemoryCollectorSources sources);
+  std::string_view name() const override { return "memory"; }
+  absl::Status Collect(std::vector<prometheus::MetricFamily>* out) override;
+
+ private:
+  void CollectKernel(const std::vector<Stage>& stages, std::vector<prometheus::MetricFamily>* out);
+  absl::Status CollectCgroupfs(const std::vector<Stage>& stages,
+                               std::vector<prometheus::MetricFamily>* out);
+  void CollectTasks(const std::vector<Stage>& stages, std::vector<prometheus::MetricFamily>* out);
+
+  MemoryCollectorSources s_;
+  StageCounters events_;    // one value per kMemoryEvents entry
+  StageCounters pressure_;  // memory some, memory full, io some, io full (µs)
+};
+
+}  // namespace stagewatch::exporters

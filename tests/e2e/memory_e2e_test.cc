@@ -1,0 +1,124 @@
+// A stage heading for its memory limit, seen through the built agent's /metrics and checked
+// against the cgroup files the numbers come from.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <sstream>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "test_support.h"
+
+namespace stagewatch {
+namespace {
+
+using testing::AgentProcess;
+using testing::ParseExposition;
+using testing::TestCgroup;
+using testing::ValueOr;
+
+constexpr uint64_t kMiB = 1 << 20;
+
+uint64_t StatKey(const std::string& path, const std::string& key) {
+  std::istringstream in(testing::ReadFile(path));
+  std::string k;
+  uint64_t v = 0;
+  while (in >> k >> v) {
+    if (k == key) return v;
+  }
+  return 0;
+}
+
+void TouchAnon(uint64_t bytes) {
+  char* p = static_cast<char*>(
+      mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  for (uint64_t i = 0; i < bytes; i += 4096) p[i] = 1;
+}
+
+TEST(MemoryE2E, AStageNearItsLimitShowsUsageLimitNearLimitTimePeakEventsAndTasks) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();
+  TestCgroup train("stagewatch/train", {"pressure"});
+  if (train.layout().key != CGROUP_KEY_V1_MEMORY) GTEST_SKIP() << "written for cgroup v1 memory files";
+  train.SetMemoryLimit(64 * kMiB);
+  char config[] = "/tmp/stagewatch-memory-e2e-XXXXXX";
+  close(mkstemp(config));
+  testing::WriteFile(config, "memory:\n  sample_interval: 100ms\n");
+  AgentProcess agent({"--config.file", config, "--web.listen-address", "127.0.0.1:0"});
+  ASSERT_TRUE(agent.WaitListening()) << agent.log();
+
+  // Hold 60 MiB of a 64 MiB limit (above 90%) for 2 s, then run into the limit.
+  int go[2];
+  ASSERT_EQ(pipe(go), 0);
+  pid_t hog = train.Spawn("sw-mem-hog", [&] {
+    TouchAnon(60 * kMiB);
+    char c;
+    (void)!read(go[0], &c, 1);
+    testing::HogMemoryForever();
+  });
+  const std::string dir = train.dir();
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] { return std::stoull(testing::ReadFile(dir + "/memory.usage_in_bytes")) > 60 * kMiB; },
+      5000));
+  const auto held_from = std::chrono::steady_clock::now();
+
+  const std::string t = R"({pipeline_stage="train"})";
+  testing::Scrape m;
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] {
+        m = ParseExposition(agent.Get("/metrics").value_or(""));
+        return ValueOr(m, "stagewatch_memory_limit_bytes" + t, 0) == 64 * kMiB;
+      },
+      5000))
+      << agent.log();
+  const double usage = std::stoull(testing::ReadFile(dir + "/memory.usage_in_bytes"));
+  EXPECT_NEAR(ValueOr(m, "stagewatch_memory_usage_bytes" + t, 0), usage, 0.02 * usage);
+  const double inactive = StatKey(dir + "/memory.stat", "total_inactive_file");
+  EXPECT_NEAR(ValueOr(m, "stagewatch_memory_working_set_bytes" + t, 0), usage - inactive,
+              0.02 * usage);
+  EXPECT_EQ(ValueOr(m, R"(stagewatch_tasks{pipeline_stage="train",state="sleeping"})", -1), 1);
+
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  (void)!write(go[1], "x", 1);
+  ASSERT_EQ(testing::WaitForChild(hog), SIGKILL);
+  const double held_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - held_from).count();
+
+  const double failcnt = std::stoull(testing::ReadFile(dir + "/memory.failcnt"));
+  const double peak = std::stoull(testing::ReadFile(dir + "/memory.max_usage_in_bytes"));
+  const double pgfault = StatKey(dir + "/memory.stat", "total_pgfault");
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] {
+        m = ParseExposition(agent.Get("/metrics").value_or(""));
+        // The sampler reads the kernel's peak within its 100 ms interval.
+        return ValueOr(m, "stagewatch_memory_peak_bytes" + t, 0) == peak &&
+               ValueOr(m, R"(stagewatch_memory_events_total{pipeline_stage="train",event="oom_kill"})", 0) == 1 &&
+               ValueOr(m, R"(stagewatch_memory_events_total{pipeline_stage="train",event="failcnt"})", 0) == failcnt;
+      },
+      5000))
+      << agent.log();
+  const double near_s = ValueOr(m, "stagewatch_memory_near_limit_seconds_total" + t, 0);
+  const double faults = ValueOr(m, R"(stagewatch_page_faults_total{pipeline_stage="train",fault_type="minor"})", 0) +
+                        ValueOr(m, R"(stagewatch_page_faults_total{pipeline_stage="train",fault_type="major"})", 0);
+  std::printf("near limit %.2f s of %.2f s held; peak %.0f MiB; failcnt %.0f; faults bpf %.0f "
+              "memory.stat %.0f\n", near_s, held_s, ValueOr(m, "stagewatch_memory_peak_bytes" + t, 0) / kMiB,
+              failcnt, faults, pgfault);
+  EXPECT_GT(near_s, held_s - 0.5);
+  EXPECT_LT(near_s, held_s + 1.0);  // plus the run into the limit
+  EXPECT_EQ(ValueOr(m, "stagewatch_memory_peak_bytes" + t, 0), peak);
+  EXPECT_GT(failcnt, 0);
+  EXPECT_NEAR(faults, pgfault, 0.02 * pgfault);
+
+  const std::string pressure = testing::ReadFile(train.dir("pressure") + "/memory.pressure");
+  const double some_s = std::stoull(pressure.substr(pressure.find("total=") + 6)) * 1e-6;
+  EXPECT_NEAR(ValueOr(m, "stagewatch_memory_pressure_waiting_seconds_total" + t, -1), some_s,
+              0.01 * some_s + 0.001);
+
+  auto [rc, lint] = testing::RunWithInput("promtool check metrics", *agent.Get("/metrics"));
+  EXPECT_EQ(rc, 0) << lint;
+  unlink(config);
+}
+
+}  // namespace
+}  // namespace stagewatch

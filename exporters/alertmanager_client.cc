@@ -202,6 +202,31 @@ absl::StatusOr<AlertmanagerUrl> ParseUrl(const std::string& raw) {
   return url;
 }
 
+// httplib 0.11's to_string(Error) gives bare enum names ("Read"); say what happened.
+std::string DescribeError(httplib::Error e, absl::Duration timeout) {
+  const std::string t = absl::FormatDuration(timeout);
+  switch (e) {
+    case httplib::Error::Connection:
+      return "cannot connect (refused, unreachable or not resolvable)";
+    case httplib::Error::ConnectionTimeout:
+      return absl::StrCat("connect timed out after ", t);
+    case httplib::Error::Read:
+      return absl::StrCat("no answer: read failed or timed out after ", t);
+    case httplib::Error::Write:
+      return absl::StrCat("sending failed or timed out after ", t);
+    case httplib::Error::SSLConnection:
+      return "TLS handshake failed";
+    case httplib::Error::SSLLoadingCerts:
+      return "cannot load the system's CA certificates";
+    case httplib::Error::SSLServerVerification:
+      return "the server's TLS certificate did not verify";
+    case httplib::Error::Canceled:
+      return "canceled";
+    default:
+      return absl::StrCat("request failed (", httplib::to_string(e), ")");
+  }
+}
+
 struct PostOutcome {
   bool ok = false;
   bool retryable = true;
@@ -500,7 +525,7 @@ void AlertmanagerClient::Run(Target* t) {
     PostOutcome outcome;
     httplib::Result res = t->http->Post(t->path, body, "application/json");
     if (!res) {
-      outcome.error = httplib::to_string(res.error());
+      outcome.error = DescribeError(res.error(), options_.timeout);
     } else if (res->status >= 200 && res->status < 300) {
       outcome.ok = true;
     } else {

@@ -93,6 +93,7 @@ TEST(MemoryE2E, AStageNearItsLimitShowsUsageLimitNearLimitTimePeakEventsAndTasks
         m = ParseExposition(agent.Get("/metrics").value_or(""));
         // The sampler reads the kernel's peak within its 100 ms interval.
         return ValueOr(m, "stagewatch_memory_peak_bytes" + t, 0) == peak &&
+               ValueOr(m, R"(stagewatch_page_faults_total{pipeline_stage="train",fault_type="minor"})", 0) >= 0.98 * pgfault &&
                ValueOr(m, R"(stagewatch_memory_events_total{pipeline_stage="train",event="oom_kill"})", 0) == 1 &&
                ValueOr(m, R"(stagewatch_memory_events_total{pipeline_stage="train",event="failcnt"})", 0) == failcnt;
       },

@@ -366,6 +366,7 @@ class ConfigParser {
                {"enabled", [&](const Value& f) { ReadBool(f, a.limit_eta.enabled); }},
                {"window", [&](const Value& f) { ReadDuration(f, a.limit_eta.window); }},
                {"warmup", [&](const Value& f) { ReadDuration(f, a.limit_eta.warmup); }},
+               {"min_span", [&](const Value& f) { ReadDuration(f, a.limit_eta.min_span); }},
                {"threshold", [&](const Value& f) { ReadDuration(f, a.limit_eta.threshold); }},
                {"min_usage_fraction",
                 [&](const Value& f) { ReadFraction(f, a.limit_eta.min_usage_fraction); }},

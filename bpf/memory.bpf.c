@@ -76,14 +76,12 @@ static __always_inline struct memory_cgroup_stats *current_stats(void)
  * current. Faults taken for get_user_pages() (MAP_POPULATE, mlock) pass no regs and raise no
  * event: memory.stat and getrusage count those, this does not.
  *
- * Measured on the development VM (Linux 6.18, 2 vCPUs, about 12 us per anonymous fault):
- * bench/page_fault_storm.sh-style pinned fault storms, CPU time with the probe over CPU time
- * without, no probe / perf / exceptions interleaved over 30 rounds, twice:
- *   perf events MIN + MAJ                  1.022 and 1.017 (medians)    +210..270 ns a fault
- *   exceptions:page_fault_* + perf MAJ     1.014 and 1.014              +170 ns a fault
- * bench/page_fault_storm.sh itself (20 A/B rounds) gave 1.027 (perf) and 1.021. Most of it is
- * the program (bpf_stats): the per-CPU hash lookup, then the cgroup id, which plain BTF loads
- * make half as costly as bpf_probe_read_kernel() calls. Both sources counted
+ * Measured on the development VM (Linux 6.18, 2 vCPUs, about 12 us per anonymous fault) with
+ * pinned fault storms, as CPU time with the probe over CPU time without (bench/README.md):
+ *   perf events MIN + MAJ                 1.017 to 1.027    +210 to 330 ns a fault
+ *   exceptions:page_fault_* + perf MAJ    1.011 to 1.021    +170 to 260 ns a fault
+ * Most of it is the program (bpf_stats): the per-CPU hash lookup, then the cgroup id, which
+ * plain BTF loads make half as costly as bpf_probe_read_kernel() calls. Both sources counted
  * exactly memory.stat's pgfault for 16384 touched pages. The perf events are the default
  * (agent/probes/memory_probe.cc) for 50-100 ns more a fault: they count accounted faults, not
  * exceptions (a fault on a bad address or a kernel address is none in getrusage), and exist on
@@ -109,8 +107,9 @@ int memory_major_fault(struct bpf_perf_event_data *ctx)
 	return 0;
 }
 
-/* MEMORY_FAULTS_EXCEPTION: every #PF exception (arch/x86/mm/fault.c:
- * trace_page_fault_entries()), minor and major alike; user space subtracts the major ones. */
+/* The exception source: minor_faults counts every #PF exception (arch/x86/mm/fault.c:
+ * trace_page_fault_entries()), minor and major alike, and user space subtracts the major
+ * ones, which the perf event still counts. */
 static __always_inline void on_fault_exception(void)
 {
 	struct memory_cgroup_stats *s = current_stats();

@@ -16,21 +16,12 @@
 /* Per cgroup, per CPU (BPF_MAP_TYPE_PERCPU_HASH keyed by cgroup id). */
 struct memory_cgroup_stats {
 	/* The kernel's minor/major split (mm_account_fault() in mm/memory.c): the counts behind
-	 * getrusage ru_minflt/ru_majflt. With MEMORY_FAULTS_EXCEPTION, minor_faults holds every
-	 * fault exception and user space subtracts major_faults (see memory.bpf.c). */
+	 * getrusage ru_minflt/ru_majflt. With the exception tracepoints as the source, minor_faults
+	 * holds every fault exception and user space subtracts major_faults (see memory.bpf.c). */
 	__u64 minor_faults;
 	__u64 major_faults;
-	__u64 reclaim_stalls;             /* direct and memcg reclaim passes that ended */
-	struct log2_hist reclaim_stall;   /* time each pass held up its task */
-};
-
-/* Where fault counts come from; set by user space before load. */
-enum memory_fault_source {
-	/* perf software events PAGE_FAULTS_MIN and PAGE_FAULTS_MAJ, one per CPU. */
-	MEMORY_FAULTS_PERF = 0,
-	/* exceptions:page_fault_user/kernel count every fault (x86 only), PAGE_FAULTS_MAJ the
-	 * major ones. */
-	MEMORY_FAULTS_EXCEPTION = 1,
+	__u64 reclaim_stalls;           /* direct and memcg reclaim passes that ended */
+	struct log2_hist reclaim_stall; /* time each pass held up its task */
 };
 
 #endif

@@ -203,11 +203,13 @@ absl::StatusOr<AlertmanagerUrl> ParseUrl(const std::string& raw) {
 }
 
 // httplib 0.11's to_string(Error) gives bare enum names ("Read"); say what happened.
-std::string DescribeError(httplib::Error e, absl::Duration timeout) {
+std::string DescribeError(httplib::Error e, absl::Duration timeout, bool tls) {
   const std::string t = absl::FormatDuration(timeout);
   switch (e) {
     case httplib::Error::Connection:
-      return "cannot connect (refused, unreachable or not resolvable)";
+      return tls ? "cannot connect (refused, unreachable, not resolvable, or the TLS handshake "
+                   "or certificate check failed)"
+                 : "cannot connect (refused, unreachable or not resolvable)";
     case httplib::Error::ConnectionTimeout:
       return absl::StrCat("connect timed out after ", t);
     case httplib::Error::Read:
@@ -395,8 +397,12 @@ AlertmanagerClient::LabelSet AlertmanagerClient::FinalLabels(
   for (const auto& [name, value] : labels) {
     if (value.empty()) continue;  // an empty label is an absent one
     if (!IsValidLabelName(name)) {
-      // A bad name would make Alertmanager reject the whole batch.
-      Log::Warn("alertmanager: label left out, its name is not valid", {{"label", name}});
+      // A bad name would make Alertmanager reject the whole batch (HTTP 400). It is a bug in
+      // the caller, so say it once rather than on every Fire.
+      if (!warned_bad_label_.exchange(true)) {
+        Log::Warn("alertmanager: label left out, its name is not valid",
+                  {{"label", name}, {"alertname", alertname}});
+      }
       continue;
     }
     out.emplace(name, value);
@@ -525,7 +531,7 @@ void AlertmanagerClient::Run(Target* t) {
     PostOutcome outcome;
     httplib::Result res = t->http->Post(t->path, body, "application/json");
     if (!res) {
-      outcome.error = DescribeError(res.error(), options_.timeout);
+      outcome.error = DescribeError(res.error(), options_.timeout, t->url.scheme == "https");
     } else if (res->status >= 200 && res->status < 300) {
       outcome.ok = true;
     } else {
@@ -544,13 +550,16 @@ void AlertmanagerClient::Run(Target* t) {
       t->batch.clear();
       t->resend = false;
       t->retry_at = absl::InfinitePast();
-      if (t->consecutive_failures > 0) {
-        Log::Info("alertmanager reachable again",
-                  {{"url", t->url.display}, {"failed_attempts", t->consecutive_failures}});
-      }
+      const int recovered_after = t->consecutive_failures;
       t->consecutive_failures = 0;
-      t->suppressed_warnings = 0;
-      t->last_warn = absl::InfinitePast();
+      if (recovered_after > 0) {
+        mu_.Unlock();  // never write logs under the lock Fire and Resolve take
+        Log::Info("alertmanager reachable again",
+                  {{"url", t->url.display}, {"failed_attempts", recovered_after}});
+        t->suppressed_warnings = 0;
+        t->last_warn = absl::InfinitePast();
+        mu_.Lock();
+      }
       continue;
     }
     ++t->failure;

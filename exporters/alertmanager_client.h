@@ -9,6 +9,7 @@
 // startsAt, as Alertmanager needs to keep them active.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -114,6 +115,7 @@ class AlertmanagerClient {
   void Run(Target* target);
 
   const AlertmanagerOptions options_;
+  mutable std::atomic<bool> warned_bad_label_{false};
   std::vector<std::unique_ptr<Target>> targets_;  // fixed after construction
 
   mutable absl::Mutex mu_;

@@ -11,7 +11,7 @@ packages=(
   # user side
   prometheus-cpp-dev libcli11-dev libabsl-dev libyaml-cpp-dev libcpp-httplib-dev libssl-dev
   # tests
-  libgtest-dev libgmock-dev prometheus procps util-linux
+  libgtest-dev libgmock-dev prometheus prometheus-alertmanager python3 procps util-linux
 )
 
 missing=()

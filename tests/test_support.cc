@@ -1,6 +1,9 @@
 #include "test_support.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -198,10 +201,34 @@ std::pair<int, std::string> RunWithInput(const std::string& command, const std::
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
 }
 
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{.sin_family = AF_INET, .sin_port = 0};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+bool WaitForPort(int port, int timeout_ms) {
+  return WaitUntil(
+      [port] {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{.sin_family = AF_INET, .sin_port = htons(port)};
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        bool ok = connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+        close(fd);
+        return ok;
+      },
+      timeout_ms);
+}
+
 // ---- AgentProcess -------------------------------------------------------------------------
 
 AgentProcess::AgentProcess(const std::vector<std::string>& args,
-                           std::function<void()> before_exec) {
+                           std::function<void()> before_exec, const std::string& binary) {
   char path[] = "/tmp/stagewatch-agent-log-XXXXXX";
   int log_fd = mkstemp(path);
   log_path_ = path;
@@ -211,10 +238,10 @@ AgentProcess::AgentProcess(const std::vector<std::string>& args,
     dup2(log_fd, STDOUT_FILENO);
     dup2(log_fd, STDERR_FILENO);
     if (before_exec) before_exec();
-    std::vector<char*> argv{const_cast<char*>(STAGEWATCH_BINARY)};
+    std::vector<char*> argv{const_cast<char*>(binary.c_str())};
     for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
-    execv(STAGEWATCH_BINARY, argv.data());
+    execv(binary.c_str(), argv.data());
     _exit(127);
   }
   close(log_fd);

@@ -81,12 +81,14 @@ using Scrape = std::map<std::string, double>;
 Scrape ParseExposition(const std::string& text);
 double ValueOr(const Scrape& scrape, const std::string& series, double fallback);
 
-// The built stagewatch binary, run as a child with stderr captured to a file.
+// A program run as a child, by default the built stagewatch binary, with its output captured
+// to a file. Ended by its pid when the object goes.
 class AgentProcess {
  public:
   // `before_exec` runs in the child (drop privileges, unshare, ...).
   explicit AgentProcess(const std::vector<std::string>& args,
-                        std::function<void()> before_exec = nullptr);
+                        std::function<void()> before_exec = nullptr,
+                        const std::string& binary = STAGEWATCH_BINARY);
   ~AgentProcess();  // SIGTERM, then SIGKILL if it does not stop within 5 s
 
   // Waits for the "listening" log line and reads the port from it.
@@ -107,6 +109,12 @@ class AgentProcess {
   std::string log_path_;
   std::optional<int> exit_code_;
 };
+
+// A free loopback TCP port (bound, then released: the caller binds it right away).
+int FreePort();
+
+// Waits until `port` on 127.0.0.1 accepts connections.
+bool WaitForPort(int port, int timeout_ms = 10000);
 
 // Runs `command` with `input` on stdin; returns exit status and combined output.
 std::pair<int, std::string> RunWithInput(const std::string& command, const std::string& input);

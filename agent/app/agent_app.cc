@@ -1,6 +1,7 @@
 #include "app/agent_app.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <functional>
@@ -16,6 +17,8 @@
 #include "cgroup/layout.h"
 #include "cgroup/path_cache.h"
 #include "exporters/agent_collector.h"
+#include "exporters/alertmanager_client.h"
+#include "exporters/anomaly_pager.h"
 #include "exporters/anomaly_collector.h"
 #include "exporters/collector.h"
 #include "exporters/http_server.h"
@@ -49,6 +52,13 @@ sigset_t BlockShutdownSignals() {
   sigaddset(&set, SIGINT);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   return set;
+}
+
+// The `instance` label of direct pages: this host and the port Prometheus scrapes.
+std::string InstanceName(const std::string& bound_address) {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  return absl::StrCat(host, bound_address.substr(bound_address.rfind(':')));
 }
 
 void LogAnomaly(const AnomalyChange& c) {
@@ -127,9 +137,28 @@ int RunAgent(const AgentOptions& options) {
     return 1;
   }
 
+  exporters::AlertmanagerOptions alerting{
+      .urls = config.alerting.alertmanagers,
+      .basic_auth_user = config.alerting.basic_auth_username,
+      .basic_auth_password = config.alerting.basic_auth_password,
+      .bearer_token = config.alerting.bearer_token,
+      .timeout = config.alerting.timeout,
+      .resend_interval = config.alerting.resend_interval,
+      .instance = InstanceName((*http)->address())};
+  if (auto valid = exporters::AlertmanagerClient::Validate(alerting); !valid.ok()) {
+    Log::Error("cannot start", {{"err", valid.status().message()}});
+    return 1;
+  }
+  exporters::AlertmanagerClient alertmanager(alerting);
+  exporters::AnomalyPager pager(&alertmanager);
+  registry.Add(std::make_unique<exporters::AlertmanagerCollector>(&alertmanager));
+
   CgroupNamer namer(&paths, &stages);
   std::vector<std::function<std::vector<ProbeStatus>()>> probe_reports;
-  AnomalyEngine anomalies(config.anomalies, [](const AnomalyChange& c) { LogAnomaly(c); });
+  AnomalyEngine anomalies(config.anomalies, [&pager](const AnomalyChange& c) {
+    LogAnomaly(c);
+    pager.OnChange(c);
+  });
   auto sampler = std::make_unique<MemorySampler>(&namer, *layout, config.memory);
 
   std::unique_ptr<OomProbe> oom_probe;

@@ -23,7 +23,8 @@ namespace stagewatch {
 void DestroyMemorySkeleton(memory_bpf* skel);
 void DestroyMemoryProbeLink(bpf_link* link);
 
-// Which hook counts page faults; kAuto picks by probing (see MemoryProbe::Start).
+// Which hooks count page faults. kAuto is kPerfEvents (why: bpf/memory.bpf.c); the x86-only
+// exception tracepoints count every fault exception, less the perf event's major faults.
 enum class FaultSource { kAuto, kPerfEvents, kExceptionTracepoints };
 
 struct MemoryProbeOptions {
@@ -37,15 +38,17 @@ struct MemoryCgroupCounters {
   uint64_t cgroup_id = 0;
   uint64_t minor_faults = 0;
   uint64_t major_faults = 0;
-  uint64_t reclaim_stalls = 0;  // reclaim passes that ended
-  log2_hist reclaim_stall_ns{}; // slots in units of 2^HIST_UNIT_SHIFT ns, sum in ns
+  uint64_t reclaim_stalls = 0;   // reclaim passes that ended
+  log2_hist reclaim_stall_ns{};  // slots in units of 2^HIST_UNIT_SHIFT ns, sum in ns
 };
 
 class MemoryProbe {
  public:
-  // Opens, loads and attaches. The two probes ("page_faults", "reclaim_stall") are chosen by
-  // probing, and one failing leaves the other running; see statuses(). An error means nothing
-  // could be loaded.
+  // Opens, loads and attaches. The two probes, "page_faults" (attach_type "perf_event": one
+  // event per online CPU and kind) and "reclaim_stall" ("raw_tracepoint"), are set up by
+  // probing, and one failing leaves the other running; see statuses(). A kernel without the
+  // memcg (or direct) reclaim tracepoints still times the other kind, but reports
+  // reclaim_stall as not attached, saying so. An error means nothing could be loaded.
   static absl::StatusOr<std::unique_ptr<MemoryProbe>> Start(const MemoryProbeOptions& options);
   MemoryProbe(const MemoryProbe&) = delete;
   MemoryProbe& operator=(const MemoryProbe&) = delete;
@@ -72,7 +75,8 @@ class MemoryProbe {
 
   // Declared before the links so the perf links are destroyed first.
   SkeletonPtr<memory_bpf, DestroyMemorySkeleton> skel_;
-  std::vector<SkeletonPtr<bpf_link, DestroyMemoryProbeLink>> perf_links_;  // one per CPU and event
+  // One per online CPU and event kind; each owns its perf event fd.
+  std::vector<SkeletonPtr<bpf_link, DestroyMemoryProbeLink>> perf_links_;
   std::vector<ProbeStatus> statuses_;
   FaultSource fault_source_ = FaultSource::kAuto;
 };

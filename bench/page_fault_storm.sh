@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Overhead of counting page faults: a pinned page-fault storm (bench/fault_storm.c) timed
+# without and with the probe loaded, alternating A/B and B/A over several rounds so drift on
+# a shared machine falls on both sides. Prints each run, the medians and their ratio. The
+# ratio is of the storm's own CPU time (user + system), which leaves out time spent waiting
+# for a CPU that other work holds; wall seconds are printed alongside.
+#
+#   sudo bench/page_fault_storm.sh                      # defaults below
+#   sudo AGENT="build/load_memory_probe --faults=exceptions" bench/page_fault_storm.sh
+#   sudo AGENT="build/stagewatch --web.listen-address=127.0.0.1:0" READY='msg="listening"' \
+#     bench/page_fault_storm.sh                         # the whole agent, once it loads the probe
+#
+# Environment: BUILD (build dir, default build), AGENT (command that loads the probe; default
+# $BUILD/load_memory_probe), READY (what AGENT prints once attached, an extended regex;
+# default ^ready), ROUNDS (20), ITERATIONS (4), MIB (64 MiB mapped per iteration), CPU (0, the
+# CPU the storm is pinned to). Needs root; build the two programs first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BUILD=${BUILD:-build}
+AGENT=${AGENT:-$BUILD/load_memory_probe}
+READY=${READY:-^ready}
+STORM=${STORM:-$BUILD/fault_storm}
+ROUNDS=${ROUNDS:-20}
+ITERATIONS=${ITERATIONS:-4}
+MIB=${MIB:-64}
+CPU=${CPU:-0}
+
+for bin in "$STORM" "${AGENT%% *}"; do
+  if [[ ! -x $bin ]]; then
+    echo "missing $bin: build it first (make -C $BUILD fault_storm load_memory_probe)" >&2
+    exit 1
+  fi
+done
+[[ $(id -u) == 0 ]] || { echo "run as root: the probe loads BPF programs" >&2; exit 1; }
+
+agent_log=$(mktemp)
+agent_pid=
+stop_agent() {
+  if [[ -n $agent_pid ]]; then
+    kill -TERM "$agent_pid" 2>/dev/null || true
+    wait "$agent_pid" 2>/dev/null || true
+    agent_pid=
+  fi
+}
+trap 'stop_agent; rm -f "$agent_log"' EXIT
+
+start_agent() {
+  : >"$agent_log"
+  $AGENT >"$agent_log" 2>&1 &
+  agent_pid=$!
+  for _ in $(seq 100); do
+    grep -Eq "$READY" "$agent_log" && return 0
+    kill -0 "$agent_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "the probe did not start:" >&2
+  cat "$agent_log" >&2
+  exit 1
+}
+
+# One storm; prints "<wall seconds> <CPU seconds> <minor faults>".
+storm() { taskset -c "$CPU" "$STORM" "$ITERATIONS" "$MIB"; }
+
+without=()
+with=()
+run() {  # run without|with
+  local wall cpu faults
+  if [[ $1 == with ]]; then
+    start_agent
+    read -r wall cpu faults < <(storm)
+    stop_agent
+    with+=("$cpu")
+  else
+    read -r wall cpu faults < <(storm)
+    without+=("$cpu")
+  fi
+  printf 'round %d %-8s cpu %s s  wall %s s  %s faults\n' "$round" "$1" "$cpu" "$wall" "$faults"
+}
+
+echo "storm: $ITERATIONS x $MIB MiB on CPU $CPU; agent: $AGENT"
+storm >/dev/null  # warm up
+for round in $(seq "$ROUNDS"); do
+  if ((round % 2)); then run without; run with; else run with; run without; fi
+done
+
+median() {
+  printf '%s\n' "$@" | sort -g |
+    awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'
+}
+ratios=()
+for i in "${!with[@]}"; do
+  ratios+=("$(awk -v a="${without[$i]}" -v b="${with[$i]}" 'BEGIN {print b / a}')")
+done
+faults=$((ITERATIONS * MIB * 256))
+awk -v a="$(median "${without[@]}")" -v b="$(median "${with[@]}")" \
+    -v r="$(median "${ratios[@]}")" -v n="$faults" 'BEGIN {
+  printf "median CPU time without %.4f s, with %.4f s (%+.0f ns per fault)\n",
+         a, b, (b - a) * 1e9 / n
+  printf "ratio with/without: %.3f (median of the rounds\047 paired ratios: %.3f)\n", b / a, r
+}'

@@ -1,0 +1,619 @@
+#!/usr/bin/env python3
+"""Live check of the Grafana dashboards against a real agent and a real Prometheus.
+
+Starts the stagewatch agent and a Prometheus server that scrapes it every second, makes two
+pipeline stages (`train` and `validate`) do real work in cgroups beneath this process's own
+cgroup -- CPU hogs sharing one CPU, a CPU-throttled stage, major page faults, and a memory climb
+that ends in an OOM kill -- and then evaluates every panel query and annotation query of every
+dashboard through Prometheus's HTTP API, with the template variables substituted. It fails if
+any query is rejected by Prometheus or returns no series with a value.
+
+Needs root (BPF, cgroupfs). Python standard library only. Usage:
+
+    live_test.py [--binary build/stagewatch] [--prometheus /usr/bin/prometheus]
+
+Exit status: 0 all queries returned data, 1 failure, 77 skipped (not root and
+STAGEWATCH_REQUIRE_PRIVILEGED is not 1).
+"""
+
+import argparse
+import ctypes
+import json
+import math
+import mmap
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+JOB = "stagewatch"
+STAGES = ("train", "validate")
+MIB = 1 << 20
+
+# The memory climb in `train`: flat for IDLE_S so the detectors settle, then CLIMB_STEP bytes
+# every CLIMB_PERIOD_S until the kernel OOM-kills it at TRAIN_LIMIT. The climb lasts ~30 s so
+# that the limit_eta detector (40 s window; it needs 30 s of samples, its default min_span)
+# gets to compute an ETA before the kill.
+TRAIN_LIMIT = 256 * MIB
+IDLE_S = 14
+CLIMB_STEP = 2 * MIB
+CLIMB_PERIOD_S = 0.25
+VALIDATE_QUOTA_US = 20000  # 20 ms per 100 ms period: validate's hog is throttled
+FAULT_FILE_BYTES = 48 * MIB
+
+# Metric families whose exporter may not be in the binary under test yet. A query that reads
+# only these is reported as SKIPPED (not failed) while the agent's own /metrics lacks every
+# family with the prefix; once the agent exports them, their queries must return data.
+PENDING_PREFIXES = {
+    "stagewatch_alertmanager_": "the Alertmanager client is not wired into this agent binary",
+}
+
+# Grafana's built-in variables, as substituted for the live queries (a scrape interval of 1 s).
+RATE_INTERVAL = "15s"
+INTERVAL = "1s"
+
+AGENT_CONFIG = """\
+memory:
+  sample_interval: 200ms
+anomalies:
+  memory_climb: {{warmup: 5s, window: 5s, min_growth_bytes: 16777216}}
+  limit_eta: {{warmup: 5s, window: 40s}}
+alerting:
+  # Nothing listens there: every push fails, which the agent-health dashboard shows.
+  alertmanagers: ["http://127.0.0.1:{am_port}"]
+  timeout: 1s
+"""
+
+PROMETHEUS_CONFIG = """\
+global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+  evaluation_interval: 1s
+rule_files: {rule_files}
+scrape_configs:
+  - job_name: {job}
+    static_configs:
+      - targets: ["{target}"]
+"""
+
+# ---- workloads (run as `python3 -c CODE args...`, each in one stage's cgroups) ------------
+
+HOG = r"""
+import time
+# Busy 20 ms, asleep 2 ms: wake-ups for run-queue latency, preemptions on the shared CPU.
+while True:
+    end = time.perf_counter() + 0.020
+    while time.perf_counter() < end:
+        pass
+    time.sleep(0.002)
+"""
+
+FAULTS = r"""
+import mmap, os, sys, time
+path = sys.argv[1]
+fd = os.open(path, os.O_RDONLY)
+size = os.fstat(fd).st_size
+# Drop the file from the page cache, then touch every page through a mapping: each first
+# touch is a major fault that waits for the disk.
+while True:
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    m = mmap.mmap(fd, size, prot=mmap.PROT_READ)
+    total = 0
+    for off in range(0, size, 4096):
+        total += m[off]
+    m.close()
+    time.sleep(0.2)
+"""
+
+CLIMB = r"""
+import sys, time
+idle, step, period = float(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+time.sleep(idle)
+held = []
+while True:  # until the kernel OOM-kills this process
+    held.append(bytearray(b"\x5a") * step)  # written, so every page is charged
+    time.sleep(period)
+"""
+
+# ---- small helpers ---------------------------------------------------------------------------
+
+
+def log(msg):
+    print(f"[live_test] {msg}", flush=True)
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_get(url, timeout=5):
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return r.read().decode()
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent():
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+# ---- cgroups -----------------------------------------------------------------------------
+
+
+class Cgroups:
+    """Stage cgroups beneath this process's own cgroup, in the hierarchy the agent keys on,
+    mirrored under the cpu, cpuacct and cgroup2 hierarchies. Removes what it created."""
+
+    def __init__(self):
+        self.created = []  # every directory made, in creation order
+        self.roots = []    # hierarchy mount points mirrored (keyed one first)
+        self.relative = None
+        self.v2_only = False
+
+    @staticmethod
+    def _mounts():
+        """mount point → (fstype, super options) for cgroup filesystems."""
+        out = {}
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                pre, post = line.split(" - ", 1)
+                mount_point = pre.split()[4]
+                fstype, _, sopts = post.split()[:3]
+                if fstype in ("cgroup", "cgroup2"):
+                    out[mount_point] = (fstype, sopts.split(","))
+        return out
+
+    def setup(self):
+        own = {}  # controller (or "" for cgroup2) → path
+        with open("/proc/self/cgroup") as f:
+            for line in f:
+                _, controllers, path = line.rstrip("\n").split(":", 2)
+                for c in controllers.split(",") if controllers else [""]:
+                    own[c] = path
+        mounts = self._mounts()
+        v1 = {c: mp for mp, (t, opts) in mounts.items() if t == "cgroup"
+              for c in opts if c in ("memory", "cpu", "cpuacct")}
+        v2 = [mp for mp, (t, _) in mounts.items() if t == "cgroup2"]
+        if "memory" in v1 and "memory" in own:
+            # Hybrid or v1 host: the agent keys on the v1 memory hierarchy.
+            key_path = own["memory"]
+            self.roots = [v1["memory"]] + [v1[c] for c in ("cpu", "cpuacct") if c in v1] + v2
+        elif v2 and "" in own:
+            self.v2_only = True
+            key_path = own[""]
+            self.roots = v2[:1]
+        else:
+            raise RuntimeError("cannot find this process's cgroup in a memory hierarchy")
+        self.roots = list(dict.fromkeys(self.roots))
+        base = (key_path.rstrip("/") or "") + f"/sw-dash-{os.getpid()}/stagewatch"
+        self.relative = base
+        for root in self.roots:
+            for stage in STAGES:
+                self._makedirs(root, f"{base}/{stage}")
+        if self.v2_only:
+            # Controllers must be enabled top-down on the directories this test made.
+            parts = [p for p in base.split("/") if p]
+            dirs = [self.roots[0] + "/" + "/".join(parts[:i]) for i in range(len(parts) + 1)]
+            for d in dirs:
+                try:
+                    write(d + "/cgroup.subtree_control", "+memory +cpu")
+                except OSError as e:
+                    if d in self.created:
+                        raise RuntimeError(f"cannot enable controllers in {d}: {e}")
+
+    def _makedirs(self, root, path):
+        d = root
+        for part in [p for p in path.split("/") if p]:
+            d = f"{d}/{part}"
+            try:
+                os.mkdir(d, 0o755)
+                self.created.append(d)
+            except FileExistsError:
+                pass
+
+    def dirs(self, stage):
+        return [f"{root}{self.relative}/{stage}" for root in self.roots]
+
+    def key_dir(self, stage):
+        return self.dirs(stage)[0]
+
+    def set_memory_limit(self, stage, limit):
+        d = self.key_dir(stage)
+        if os.path.exists(d + "/memory.limit_in_bytes"):
+            write(d + "/memory.limit_in_bytes", str(limit))
+        else:
+            write(d + "/memory.max", str(limit))
+
+    def set_cpu_quota(self, stage, quota_us, period_us=100000):
+        for d in self.dirs(stage):
+            if os.path.exists(d + "/cpu.cfs_quota_us"):
+                write(d + "/cpu.cfs_period_us", str(period_us))
+                write(d + "/cpu.cfs_quota_us", str(quota_us))
+                return
+            if os.path.exists(d + "/cpu.max"):
+                write(d + "/cpu.max", f"{quota_us} {period_us}")
+                return
+        raise RuntimeError(f"no CPU bandwidth control for stage {stage}")
+
+    def cleanup(self):
+        errors = []
+        for d in reversed(self.created):  # deepest first
+            for attempt in range(50):
+                try:
+                    os.rmdir(d)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError as e:
+                    if attempt == 49:
+                        errors.append(f"cannot remove {d}: {e}")
+                    time.sleep(0.1)
+        self.created = []
+        return errors
+
+
+class Workloads:
+    """Processes this test starts, each joined to one stage's cgroups before it runs."""
+
+    def __init__(self, cgroups):
+        self.cgroups = cgroups
+        self.procs = {}
+
+    def start(self, name, stage, code, args=(), cpu=None):
+        dirs = self.cgroups.dirs(stage)
+
+        def join():
+            die_with_parent()
+            pid = str(os.getpid())
+            for d in dirs:
+                with open(d + "/cgroup.procs", "w") as f:
+                    f.write(pid)
+            if cpu is not None:
+                os.sched_setaffinity(0, {cpu})
+
+        p = subprocess.Popen([sys.executable, "-c", code, *map(str, args)], preexec_fn=join,
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        self.procs[name] = p
+        return p
+
+    def stop_all(self):
+        for p in self.procs.values():
+            if p.poll() is None:
+                try:
+                    os.kill(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            p.wait()
+
+
+# ---- agent and Prometheus ------------------------------------------------------------------
+
+
+class Server:
+    def __init__(self, name, argv, log_path):
+        self.name = name
+        self.log_path = log_path
+        self.log_file = open(log_path, "w")
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.log_file,
+                                     stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
+
+    def log_text(self):
+        try:
+            with open(self.log_path) as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def stop(self):
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self.log_file.close()
+
+
+def start_agent(binary, config_path, log_path):
+    agent = Server("agent", [binary, "--web.listen-address=127.0.0.1:0",
+                             "--config.file", config_path], log_path)
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        m = re.search(r'msg="listening" address=(\S+):(\d+)', agent.log_text())
+        if m:
+            return agent, f"{m.group(1)}:{m.group(2)}"
+        if agent.proc.poll() is not None:
+            break
+        time.sleep(0.1)
+    text = agent.log_text()
+    agent.stop()
+    raise RuntimeError(f"agent did not start listening; its log:\n{text}")
+
+
+def rules_file_usable(promtool, path):
+    if not os.path.exists(path):
+        return False
+    r = subprocess.run([promtool, "check", "rules", path], capture_output=True, text=True)
+    if r.returncode != 0:
+        log(f"WARNING: not loading {path}: promtool check rules failed:\n{r.stdout}{r.stderr}")
+        return False
+    return True
+
+
+def start_prometheus(binary, workdir, target, rule_files):
+    config_path = os.path.join(workdir, "prometheus.yml")
+    write(config_path, PROMETHEUS_CONFIG.format(
+        rule_files=json.dumps(rule_files), job=JOB, target=target))
+    for attempt in range(3):
+        port = free_port()
+        data = os.path.join(workdir, f"tsdb-{attempt}")
+        prom = Server("prometheus", [
+            binary, f"--config.file={config_path}", f"--storage.tsdb.path={data}",
+            f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
+            os.path.join(workdir, f"prometheus-{attempt}.log"))
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.time() + 30
+        while time.time() < deadline and prom.proc.poll() is None:
+            try:
+                http_get(url + "/-/ready", timeout=1)
+                return prom, url
+            except (urllib.error.URLError, ConnectionError, OSError):
+                time.sleep(0.2)
+        text = prom.log_text()
+        prom.stop()
+        log(f"prometheus on port {port} did not become ready:\n{text}")
+    raise RuntimeError("prometheus did not start")
+
+
+def prom_api(url, path, params):
+    q = urllib.parse.urlencode(params)
+    try:
+        body = http_get(f"{url}{path}?{q}", timeout=30)
+    except urllib.error.HTTPError as e:
+        body = e.read().decode()
+    return json.loads(body)
+
+
+def instant(url, expr):
+    r = prom_api(url, "/api/v1/query", {"query": expr})
+    return r.get("data", {}).get("result", []) if r.get("status") == "success" else []
+
+
+# ---- dashboards ----------------------------------------------------------------------------
+
+
+def iter_panels(panels):
+    for p in panels or []:
+        yield p
+        yield from iter_panels(p.get("panels"))
+
+
+def dashboard_queries(path):
+    """(where, expr, instant?) for every panel target and annotation with a PromQL expr."""
+    with open(path) as f:
+        d = json.load(f)
+    out = []
+    for a in d.get("annotations", {}).get("list", []):
+        if a.get("expr"):
+            out.append((f"annotation '{a.get('name')}'", a["expr"], False))
+    for p in iter_panels(d.get("panels")):
+        for t in p.get("targets", []) or []:
+            if t.get("expr") and not t.get("hide"):
+                where = f"{p.get('title')} [{t.get('refId', '?')}]"
+                out.append((where, t["expr"], bool(t.get("instant")) and not t.get("range")))
+    return d, out
+
+
+def substitute(expr, values):
+    """Replaces $var, ${var} and [[var]] (also ${var:format}) by values[var]."""
+    def repl(m):
+        name = m.group(1) or m.group(2) or m.group(3)
+        name = name.split(":", 1)[0]
+        if name not in values:
+            raise KeyError(name)
+        return values[name]
+    return re.sub(r"\$\{([^}]+)\}|\[\[([^\]]+)\]\]|\$([A-Za-z_][A-Za-z0-9_]*)", repl, expr)
+
+
+METRIC_NAME = re.compile(r"\b(stagewatch_[a-zA-Z0-9_:]*)")
+
+
+def evaluate(prom_url, dashboards_dir, instance, start, end, exported_names):
+    span = max(1, int(math.ceil(end - start)))
+    rows, failures, skipped = [], [], []
+    for name in sorted(os.listdir(dashboards_dir)):
+        if not name.endswith(".json"):
+            continue
+        d, queries = dashboard_queries(os.path.join(dashboards_dir, name))
+        stage = ".+"
+        for v in d.get("templating", {}).get("list", []):
+            if v.get("name") == "pipeline_stage" and not v.get("includeAll"):
+                stage = "train"  # a single-stage dashboard: the stage that was OOM-killed
+        values = {"job": JOB, "instance": re.escape(instance).replace("\\", "\\\\"),
+                  "pipeline_stage": stage, "__rate_interval": RATE_INTERVAL,
+                  "__interval": INTERVAL, "__range": f"{span}s", "__range_s": str(span),
+                  "__range_ms": str(span * 1000), "datasource": "n/a"}
+        for where, expr, is_instant in queries:
+            label = f"{name}: {where}"
+            try:
+                q = substitute(expr, values)
+            except KeyError as e:
+                failures.append(f"{label}: unknown template variable ${e.args[0]} in {expr!r}")
+                rows.append((label, "?", "unknown var"))
+                continue
+            # Instant queries (tables) are evaluated at every step too: the test passes when the
+            # panel would show data for some end of the time range within the test.
+            r = prom_api(prom_url, "/api/v1/query_range",
+                         {"query": q, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": "1"})
+            if r.get("status") != "success":
+                failures.append(f"{label}: Prometheus rejected {q!r}: {r.get('error')}")
+                rows.append((label, "ERR", "invalid"))
+                continue
+            series = 0
+            for s in r["data"]["result"]:
+                if any(math.isfinite(float(v)) for _, v in s.get("values", [])):
+                    series += 1
+            mode = "instant" if is_instant else "range"
+            if series == 0:
+                names = set(METRIC_NAME.findall(expr))
+                pending = [(p, why) for p, why in PENDING_PREFIXES.items()
+                           if names and all(n.startswith(p) for n in names)
+                           and not any(e.startswith(p) for e in exported_names)]
+                if pending:
+                    skipped.append(f"{label}: {pending[0][1]}")
+                    rows.append((label, 0, f"{mode}, SKIPPED"))
+                    continue
+                failures.append(f"{label}: no series with a value for {q!r}")
+            rows.append((label, series, mode))
+    return rows, failures, skipped
+
+
+# ---- the test ------------------------------------------------------------------------------
+
+
+def exported_families(agent_address):
+    text = http_get(f"http://{agent_address}/metrics")
+    return {line.split()[2] for line in text.splitlines() if line.startswith("# TYPE ")}, text
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--binary", default=os.environ.get("STAGEWATCH_BINARY",
+                                                       os.path.join(REPO, "build/stagewatch")))
+    ap.add_argument("--prometheus", default=shutil.which("prometheus") or "/usr/bin/prometheus")
+    ap.add_argument("--promtool", default=shutil.which("promtool") or "/usr/bin/promtool")
+    ap.add_argument("--dashboards", default=os.path.join(REPO, "dashboards"))
+    ap.add_argument("--rules", default=os.path.join(REPO, "alerts/stagewatch.rules.yml"))
+    ap.add_argument("--dump-scrape", help="write the agent's last scrape to this file")
+    args = ap.parse_args()
+
+    if os.geteuid() != 0:
+        msg = "live dashboard test needs root (BPF, cgroupfs)"
+        if os.environ.get("STAGEWATCH_REQUIRE_PRIVILEGED") == "1":
+            log(f"FAIL: {msg}, and STAGEWATCH_REQUIRE_PRIVILEGED=1")
+            return 1
+        log(f"SKIP: {msg}")
+        return 77
+    for tool in (args.binary, args.prometheus):
+        if not os.access(tool, os.X_OK):
+            log(f"FAIL: {tool} is not an executable")
+            return 1
+
+    t0 = time.time()
+    workdir = tempfile.mkdtemp(prefix="sw-dash-")
+    cgroups = Cgroups()
+    workloads = Workloads(cgroups)
+    agent = prom = None
+    failed = True
+    try:
+        cgroups.setup()
+        log(f"cgroups beneath {cgroups.relative} in {', '.join(cgroups.roots)}")
+        cgroups.set_memory_limit("train", TRAIN_LIMIT)
+        cgroups.set_cpu_quota("validate", VALIDATE_QUOTA_US)
+
+        config_path = os.path.join(workdir, "agent.yaml")
+        write(config_path, AGENT_CONFIG.format(am_port=free_port()))
+        agent, address = start_agent(args.binary, config_path, os.path.join(workdir, "agent.log"))
+        log(f"agent pid {agent.proc.pid} listening on {address}")
+        rule_files = [args.rules] if rules_file_usable(args.promtool, args.rules) else []
+        prom, prom_url = start_prometheus(args.prometheus, workdir, address, rule_files)
+        log(f"prometheus pid {prom.proc.pid} at {prom_url}, rules: {rule_files or 'none'}")
+
+        fault_file = os.path.join(workdir, "faults.bin")
+        with open(fault_file, "wb") as f:
+            chunk = os.urandom(MIB)
+            for _ in range(FAULT_FILE_BYTES // MIB):
+                f.write(chunk)
+            f.flush()
+            os.fsync(f.fileno())
+
+        start = time.time()
+        # Both stages' hogs on CPU 0: they preempt each other and wait in the run queue.
+        workloads.start("train-hog", "train", HOG, cpu=0)
+        workloads.start("validate-hog", "validate", HOG, cpu=0)
+        workloads.start("validate-faults", "validate", FAULTS, [fault_file])
+        climb = workloads.start("train-climb", "train", CLIMB,
+                                [IDLE_S, CLIMB_STEP, CLIMB_PERIOD_S])
+        log("workloads started: hogs on CPU 0 (train, validate), validate throttled to "
+            f"{VALIDATE_QUOTA_US // 1000} ms/100 ms, major faults in validate, memory climb "
+            f"in train to its {TRAIN_LIMIT // MIB} MiB limit after {IDLE_S} s")
+
+        try:
+            rc = climb.wait(timeout=IDLE_S + 60)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError("the memory climb in train was not OOM-killed within "
+                               f"{IDLE_S + 60} s")
+        if rc != -signal.SIGKILL:
+            raise RuntimeError(f"the memory climb exited with {rc}, not SIGKILL")
+        log(f"train's memory climb was killed after {time.time() - start:.1f} s")
+
+        # Until Prometheus has scraped the kill and the anomaly it raised.
+        sel = f'job="{JOB}",pipeline_stage="train"'
+        deadline = time.time() + 20
+        checks = [f'stagewatch_oom_kills_total{{{sel},kind="kernel"}} > 0',
+                  f'stagewatch_anomaly_active{{{sel},rule="oom_kill"}} == 1']
+        while time.time() < deadline and not all(instant(prom_url, c) for c in checks):
+            time.sleep(0.5)
+        for c in checks:
+            if not instant(prom_url, c):
+                log(f"WARNING: Prometheus has no result yet for {c}")
+        time.sleep(3)  # a few more scrapes after the kill
+        end = time.time()
+
+        exported, scrape = exported_families(address)
+        if args.dump_scrape:
+            write(args.dump_scrape, scrape)
+        rows, failures, skipped = evaluate(prom_url, args.dashboards, address, start - 2, end,
+                                           exported)
+
+        width = max(len(r[0]) for r in rows) if rows else 10
+        print(f"\n{'query (dashboard: panel [refId])':<{width}}  {'series':>6}  mode")
+        print("-" * (width + 22))
+        for label, n, mode in rows:
+            print(f"{label:<{width}}  {n!s:>6}  {mode}")
+        print(f"\n{len(rows)} queries evaluated over {end - start:.0f} s of data, "
+              f"{len(failures)} failed, {len(skipped)} skipped")
+        for s in skipped:
+            log(f"SKIPPED {s}")
+        for f in failures:
+            log(f"FAIL {f}")
+        failed = bool(failures) or not rows
+    except Exception as e:  # noqa: BLE001 — report, then clean up
+        log(f"FAIL: {e}")
+        if agent:
+            log("agent log (tail):\n" + "\n".join(agent.log_text().splitlines()[-40:]))
+    finally:
+        workloads.stop_all()
+        if agent:
+            agent.stop()
+        if prom:
+            prom.stop()
+        for err in cgroups.cleanup():
+            log(f"FAIL: {err}")
+            failed = True
+        shutil.rmtree(workdir, ignore_errors=True)
+    log(f"{'FAILED' if failed else 'PASSED'} in {time.time() - t0:.0f} s")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

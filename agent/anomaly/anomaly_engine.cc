@@ -125,10 +125,8 @@ void AnomalyEngine::OnOomKill(const Stage& stage, absl::Time t, const std::strin
     PerStage& s = StageState(stage);
     s.oom_until = t + config_.oom_kill_hold;
     const size_t i = static_cast<size_t>(AnomalyRule::kOomKill);
-    s.view.fired[i]++;  // every kill counts, even while the anomaly is already active
-    if (!s.view.active[i]) {
-      s.view.active[i] = true;
-    }
+    s.view.fired[i]++;  // every kill counts and pages, even while already active
+    s.view.active[i] = true;
     changes.push_back({s.stage, AnomalyRule::kOomKill, true, summary, t});
   }
   Report(changes);

@@ -39,13 +39,15 @@ JOB = "stagewatch"
 STAGES = ("train", "validate")
 MIB = 1 << 20
 
-# The memory climb in `train`: flat for IDLE_S so the detectors settle, then CLIMB_STEP bytes
-# every CLIMB_PERIOD_S until the kernel OOM-kills it at TRAIN_LIMIT. The climb lasts ~30 s so
-# that the limit_eta detector (40 s window; it needs 30 s of samples, its default min_span)
-# gets to compute an ETA before the kill.
-TRAIN_LIMIT = 256 * MIB
-IDLE_S = 14
-CLIMB_STEP = 2 * MIB
+# The memory climb in `train`: flat for IDLE_S after the workloads start (they start WARMUP_S
+# before the agent, so the detectors never see their start-up growth), then CLIMB_STEP bytes
+# every CLIMB_PERIOD_S until the kernel OOM-kills it at TRAIN_LIMIT. memory_climb fires on the
+# climb against a flat baseline. limit_eta needs 30 s of samples (its min_span, unless the agent
+# accepts a shorter one) and a steady climb: the climb lasts past 30 s of agent time.
+WARMUP_S = 2
+TRAIN_LIMIT = 384 * MIB
+IDLE_S = 18
+CLIMB_STEP = 4 * MIB
 CLIMB_PERIOD_S = 0.25
 VALIDATE_QUOTA_US = 20000  # 20 ms per 100 ms period: validate's hog is throttled
 FAULT_FILE_BYTES = 48 * MIB
@@ -66,11 +68,13 @@ memory:
   sample_interval: 200ms
 anomalies:
   memory_climb: {{warmup: 5s, window: 5s, min_growth_bytes: 16777216}}
-  limit_eta: {{warmup: 5s, window: 40s}}
+  limit_eta: {{warmup: 5s, window: 40s{min_span}}}
 alerting:
-  # Nothing listens there: every push fails, which the agent-health dashboard shows.
-  alertmanagers: ["http://127.0.0.1:{am_port}"]
+  # The first accepts every batch (a stand-in Alertmanager in this test); nothing listens
+  # on the second, so pushes to it fail. The agent-health dashboard shows both.
+  alertmanagers: ["http://127.0.0.1:{am_ok_port}", "http://127.0.0.1:{am_down_port}"]
   timeout: 1s
+  resend_interval: 5s
 """
 
 PROMETHEUS_CONFIG = """\
@@ -349,6 +353,50 @@ def start_agent(binary, config_path, log_path):
     raise RuntimeError(f"agent did not start listening; its log:\n{text}")
 
 
+def agent_config(binary, workdir, am_ok_port):
+    """The agent configuration; a short limit_eta min_span where the agent accepts the key."""
+    min_span = ", min_span: 5s"
+    probe = os.path.join(workdir, "probe.yaml")
+    write(probe, "anomalies: {limit_eta: {min_span: 5s}}\n")
+    r = subprocess.run([binary, "check-config", probe], capture_output=True, text=True)
+    if r.returncode != 0:
+        min_span = ""
+    return AGENT_CONFIG.format(min_span=min_span, am_ok_port=am_ok_port,
+                               am_down_port=free_port())
+
+
+FAKE_ALERTMANAGER = r"""
+import http.server, sys
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(200 if self.path.endswith("/api/v2/alerts") else 404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"""
+
+
+class FakeAlertmanager:
+    """A process that accepts every POST to /api/v2/alerts with 200, as Alertmanager does."""
+
+    def __init__(self):
+        self.proc = subprocess.Popen([sys.executable, "-c", FAKE_ALERTMANAGER],
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     text=True, preexec_fn=die_with_parent)
+        self.port = int(self.proc.stdout.readline())
+
+    def stop(self):
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+        self.proc.stdout.close()
+
+
 def rules_file_usable(promtool, path):
     if not os.path.exists(path):
         return False
@@ -519,6 +567,7 @@ def main():
             return 1
 
     t0 = time.time()
+    alertmanager = None
     workdir = tempfile.mkdtemp(prefix="sw-dash-")
     cgroups = Cgroups()
     workloads = Workloads(cgroups)
@@ -530,14 +579,6 @@ def main():
         cgroups.set_memory_limit("train", TRAIN_LIMIT)
         cgroups.set_cpu_quota("validate", VALIDATE_QUOTA_US)
 
-        config_path = os.path.join(workdir, "agent.yaml")
-        write(config_path, AGENT_CONFIG.format(am_port=free_port()))
-        agent, address = start_agent(args.binary, config_path, os.path.join(workdir, "agent.log"))
-        log(f"agent pid {agent.proc.pid} listening on {address}")
-        rule_files = [args.rules] if rules_file_usable(args.promtool, args.rules) else []
-        prom, prom_url = start_prometheus(args.prometheus, workdir, address, rule_files)
-        log(f"prometheus pid {prom.proc.pid} at {prom_url}, rules: {rule_files or 'none'}")
-
         fault_file = os.path.join(workdir, "faults.bin")
         with open(fault_file, "wb") as f:
             chunk = os.urandom(MIB)
@@ -546,6 +587,7 @@ def main():
             f.flush()
             os.fsync(f.fileno())
 
+        # The workloads start before the agent: the detectors' baselines then start flat.
         start = time.time()
         # Both stages' hogs on CPU 0: they preempt each other and wait in the run queue.
         workloads.start("train-hog", "train", HOG, cpu=0)
@@ -556,6 +598,16 @@ def main():
         log("workloads started: hogs on CPU 0 (train, validate), validate throttled to "
             f"{VALIDATE_QUOTA_US // 1000} ms/100 ms, major faults in validate, memory climb "
             f"in train to its {TRAIN_LIMIT // MIB} MiB limit after {IDLE_S} s")
+        alertmanager = FakeAlertmanager()
+        time.sleep(WARMUP_S)
+
+        config_path = os.path.join(workdir, "agent.yaml")
+        write(config_path, agent_config(args.binary, workdir, alertmanager.port))
+        agent, address = start_agent(args.binary, config_path, os.path.join(workdir, "agent.log"))
+        log(f"agent pid {agent.proc.pid} listening on {address}")
+        rule_files = [args.rules] if rules_file_usable(args.promtool, args.rules) else []
+        prom, prom_url = start_prometheus(args.prometheus, workdir, address, rule_files)
+        log(f"prometheus pid {prom.proc.pid} at {prom_url}, rules: {rule_files or 'none'}")
 
         try:
             rc = climb.wait(timeout=IDLE_S + 60)
@@ -603,6 +655,8 @@ def main():
             log("agent log (tail):\n" + "\n".join(agent.log_text().splitlines()[-40:]))
     finally:
         workloads.stop_all()
+        if alertmanager:
+            alertmanager.stop()
         if agent:
             agent.stop()
         if prom:

@@ -176,7 +176,7 @@ TEST(ConfigErrorTest, UnknownKeyWithoutCloseMatchListsAllowed) {
   EXPECT_THAT(error, StartsWith("cfg.yaml:2:1: unknown key \"prometheus\" at top level"));
   EXPECT_THAT(error, Not(HasSubstr("did you mean")));
   EXPECT_THAT(error,
-              HasSubstr("(allowed: web, log, cgroup, discovery, stages, collectors, oom, memory)"));
+              HasSubstr("(allowed: web, log, cgroup, discovery, stages, collectors, oom, memory, anomalies, alerting)"));
 }
 
 TEST(ConfigErrorTest, UnknownKeysAtEveryLevel) {
@@ -438,6 +438,52 @@ TEST(ConfigMemoryTest, NearLimitFractionAndSampleInterval) {
               ::testing::HasSubstr("cfg.yaml:2:24: memory.near_limit_fraction must be a number above 0"));
   EXPECT_THAT(std::string(bad.status().message()),
               ::testing::HasSubstr("cfg.yaml:3:20: memory.sample_interval must be at least 100ms"));
+}
+
+}  // namespace
+}  // namespace stagewatch
+
+namespace stagewatch {
+namespace {
+
+TEST(ConfigAnomaliesTest, DetectorSettingsAndAlerting) {
+  absl::StatusOr<Config> config = ParseConfig(
+      "anomalies:\n"
+      "  memory_climb: {warmup: 5s, window: 10s, k: 4, min_growth_bytes: 1048576}\n"
+      "  limit_eta: {threshold: 5m, min_span: 10s}\n"
+      "  fault_storm: {enabled: false}\n"
+      "  cpu_starvation: {min_level: 0.1}\n"
+      "  oom_kill: {hold: 1m}\n"
+      "alerting:\n"
+      "  alertmanagers: [\"http://am-1:9093\", \"http://am-2:9093\"]\n"
+      "  basic_auth: {username: pager, password: secret}\n"
+      "  timeout: 2s\n",
+      "cfg.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->anomalies.memory_climb.warmup, absl::Seconds(5));
+  EXPECT_EQ(config->anomalies.memory_climb.window, absl::Seconds(10));
+  EXPECT_DOUBLE_EQ(config->anomalies.memory_climb.k, 4);
+  EXPECT_DOUBLE_EQ(config->anomalies.memory_climb.min_growth_bytes, 1048576);
+  EXPECT_EQ(config->anomalies.limit_eta.threshold, absl::Minutes(5));
+  EXPECT_EQ(config->anomalies.limit_eta.min_span, absl::Seconds(10));
+  EXPECT_FALSE(config->anomalies.fault_storm.enabled);
+  EXPECT_DOUBLE_EQ(config->anomalies.cpu_starvation.min_level, 0.1);
+  EXPECT_EQ(config->anomalies.oom_kill_hold, absl::Minutes(1));
+  EXPECT_THAT(config->alerting.alertmanagers, ElementsAre("http://am-1:9093", "http://am-2:9093"));
+  EXPECT_EQ(config->alerting.basic_auth_username, "pager");
+  EXPECT_EQ(config->alerting.timeout, absl::Seconds(2));
+}
+
+TEST(ConfigAnomaliesTest, BadValuesNameTheKey) {
+  absl::StatusOr<Config> bad = ParseConfig(
+      "anomalies:\n  memory_climb: {k: -1}\n  limit_eta: {treshold: 5m}\n"
+      "alerting:\n  alertmanagers: [am-1:9093]\n",
+      "cfg.yaml");
+  ASSERT_FALSE(bad.ok());
+  const std::string message(bad.status().message());
+  EXPECT_THAT(message, HasSubstr("memory_climb.k must be a number, 0 or more"));
+  EXPECT_THAT(message, HasSubstr("did you mean \"threshold\"?"));
+  EXPECT_THAT(message, HasSubstr("an Alertmanager URL starts with http:// or https://"));
 }
 
 }  // namespace

@@ -1,0 +1,80 @@
+#include "anomaly/anomaly_engine.h"
+
+#include <vector>
+
+#include "bpf/histogram.h"
+#include "gtest/gtest.h"
+
+namespace stagewatch {
+namespace {
+
+const Stage kTrain{"train", "nightly"};
+const absl::Time kStart = absl::FromUnixSeconds(1'800'000'000);
+
+TEST(Log2HistogramQuantileTest, TakesTheQuantileOfTheIncreaseOnly) {
+  std::vector<uint64_t> older(HIST_SLOTS, 0), newer(HIST_SLOTS, 0);
+  older[2] = 1000;  // old waits that must not count
+  newer[2] = 1000;
+  newer[5] = 98;
+  newer[9] = 2;
+  // 100 new waits: the 99th lies in slot 9, whose edge is 2^9 * 1.024 us.
+  EXPECT_DOUBLE_EQ(*Log2HistogramQuantile(older, newer, 0.99), 512 * 1.024e-6);
+  EXPECT_DOUBLE_EQ(*Log2HistogramQuantile(older, newer, 0.5), 32 * 1.024e-6);
+  EXPECT_FALSE(Log2HistogramQuantile(older, older, 0.99).has_value());
+}
+
+TEST(AnomalyEngineTest, OomKillFiresAtOnceCountsEveryKillAndEndsAfterItsHold) {
+  std::vector<AnomalyChange> changes;
+  AnomalyConfig config;
+  config.oom_kill_hold = absl::Minutes(1);
+  AnomalyEngine engine(config, [&](const AnomalyChange& c) { changes.push_back(c); });
+
+  engine.OnOomKill(kTrain, kStart, "python (pid 7) was OOM-killed");
+  engine.OnOomKill(kTrain, kStart + absl::Seconds(10), "python (pid 8) was OOM-killed");
+  ASSERT_EQ(changes.size(), 2u);  // each kill pages, with its own figures
+  EXPECT_TRUE(changes[0].active);
+  EXPECT_EQ(changes[0].stage.pipeline, "nightly");
+  const size_t oom = static_cast<size_t>(AnomalyRule::kOomKill);
+  EXPECT_TRUE(engine.Snapshot()["train"].active[oom]);
+  EXPECT_EQ(engine.Snapshot()["train"].fired[oom], 2u);
+
+  engine.Tick(kStart + absl::Seconds(60));  // the hold runs from the last kill
+  EXPECT_TRUE(engine.Snapshot()["train"].active[oom]);
+  engine.Tick(kStart + absl::Seconds(71));
+  EXPECT_FALSE(engine.Snapshot()["train"].active[oom]);
+  ASSERT_EQ(changes.size(), 3u);
+  EXPECT_FALSE(changes[2].active);
+}
+
+TEST(AnomalyEngineTest, ASteadyStageThenAStepFiresMemoryClimbOnceAndSetsAnEta) {
+  std::vector<AnomalyChange> changes;
+  AnomalyConfig config;
+  config.memory_climb.warmup = absl::Seconds(20);
+  config.limit_eta.warmup = absl::Seconds(20);
+  AnomalyEngine engine(config, [&](const AnomalyChange& c) { changes.push_back(c); });
+  const double gib = 1 << 30;
+  absl::Time t = kStart;
+  for (int i = 0; i < 120; i++, t += absl::Seconds(1)) {
+    engine.OnMemory(kTrain, t, 2 * gib + (i % 2) * 1e6, 8 * gib, std::nullopt);
+  }
+  EXPECT_TRUE(changes.empty());
+  for (int i = 0; i < 20; i++, t += absl::Seconds(1)) {
+    engine.OnMemory(kTrain, t, 2 * gib + i * 0.2 * gib, 8 * gib, std::nullopt);
+  }
+  int climbs = 0;
+  for (const AnomalyChange& c : changes) climbs += c.rule == AnomalyRule::kMemoryClimb && c.active;
+  EXPECT_EQ(climbs, 1);
+  EXPECT_TRUE(engine.Snapshot()["train"].limit_eta_seconds.has_value());
+}
+
+TEST(AnomalyEngineTest, DisabledDetectorsNeverFire) {
+  std::vector<AnomalyChange> changes;
+  AnomalyConfig config;
+  config.oom_kill = false;
+  AnomalyEngine engine(config, [&](const AnomalyChange& c) { changes.push_back(c); });
+  engine.OnOomKill(kTrain, kStart, "killed");
+  EXPECT_TRUE(changes.empty());
+}
+
+}  // namespace
+}  // namespace stagewatch

@@ -71,6 +71,23 @@ void LogAnomaly(const AnomalyChange& c) {
   }
 }
 
+// What each probe module says of its probes, asked at every scrape.
+using ProbeReport = std::function<std::vector<ProbeStatus>()>;
+
+// Keeps a started probe module, or the reason it could not start, in `reports`.
+template <typename Probe>
+std::unique_ptr<Probe> Adopt(absl::StatusOr<std::unique_ptr<Probe>> started,
+                             std::vector<ProbeReport>* reports) {
+  if (!started.ok()) {
+    reports->push_back(
+        [why = std::string(started.status().message())] { return Probe::NotStarted(why); });
+    return nullptr;
+  }
+  const Probe* probe = started->get();
+  reports->push_back([probe] { return probe->statuses(); });
+  return *std::move(started);
+}
+
 void LogProbe(const ProbeStatus& p) {
   if (p.attached) {
     Log::Info("probe attached", {{"probe", p.name}, {"attach_type", p.attach_type}});
@@ -154,7 +171,7 @@ int RunAgent(const AgentOptions& options) {
   registry.Add(std::make_unique<exporters::AlertmanagerCollector>(&alertmanager));
 
   CgroupNamer namer(&paths, &stages);
-  std::vector<std::function<std::vector<ProbeStatus>()>> probe_reports;
+  std::vector<ProbeReport> probe_reports;
   AnomalyEngine anomalies(config.anomalies, [&pager](const AnomalyChange& c) {
     LogAnomaly(c);
     pager.OnChange(c);
@@ -172,33 +189,16 @@ int RunAgent(const AgentOptions& options) {
           auto [stage, summary] = oom.OnEvent(e);
           anomalies.OnOomKill(stage, absl::Now(), summary);
         });
-    if (started.ok()) {
-      oom_probe = std::move(*started);
-      probe_reports.push_back([&oom_probe] {
-        std::vector<ProbeStatus> all = oom_probe->statuses();
-        std::vector<uint64_t> lost = oom_probe->lost_events();
-        for (size_t i = 0; i < all.size(); i++) all[i].lost_events = lost[i];
-        return all;
-      });
-    } else {
-      probe_reports.push_back(
-          [why = std::string(started.status().message())] { return OomProbe::NotStarted(why); });
-    }
+    oom_probe = Adopt(std::move(started), &probe_reports);
     registry.Add(std::make_unique<exporters::OomCollector>(&oom, &stages));
   }
 
   std::unique_ptr<SchedProbe> sched_probe;
   std::unique_ptr<SchedTracker> sched;
   if (config.collectors.at("sched")) {
-    auto started = SchedProbe::Start({.key = layout->key, .features = features});
-    if (started.ok()) {
-      sched_probe = std::move(*started);
-      sched = std::make_unique<SchedTracker>(sched_probe.get(), &namer);
-      probe_reports.push_back([&sched_probe] { return sched_probe->statuses(); });
-    } else {
-      probe_reports.push_back(
-          [why = std::string(started.status().message())] { return SchedProbe::NotStarted(why); });
-    }
+    sched_probe = Adopt(SchedProbe::Start({.key = layout->key, .features = features}),
+                        &probe_reports);
+    if (sched_probe) sched = std::make_unique<SchedTracker>(sched_probe.get(), &namer);
     // Without the probe, the cgroupfs half (throttling, usage, PSI) still runs.
     registry.Add(std::make_unique<exporters::SchedCollector>(sched.get(), sched_probe.get(),
                                                              &namer, *layout));
@@ -207,15 +207,9 @@ int RunAgent(const AgentOptions& options) {
   std::unique_ptr<MemoryProbe> memory_probe;
   std::unique_ptr<MemoryTracker> memory;
   if (config.collectors.at("memory")) {
-    auto started = MemoryProbe::Start({.key = layout->key, .features = features});
-    if (started.ok()) {
-      memory_probe = std::move(*started);
-      memory = std::make_unique<MemoryTracker>(memory_probe.get(), &namer);
-      probe_reports.push_back([&memory_probe] { return memory_probe->statuses(); });
-    } else {
-      probe_reports.push_back(
-          [why = std::string(started.status().message())] { return MemoryProbe::NotStarted(why); });
-    }
+    memory_probe = Adopt(MemoryProbe::Start({.key = layout->key, .features = features}),
+                         &probe_reports);
+    if (memory_probe) memory = std::make_unique<MemoryTracker>(memory_probe.get(), &namer);
     // Registered after "sched", whose collection refreshes the tasks running right now.
     registry.Add(std::make_unique<exporters::MemoryCollector>(exporters::MemoryCollectorSources{
         .tracker = memory.get(), .probe = memory_probe.get(), .sampler = sampler.get(),

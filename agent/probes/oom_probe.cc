@@ -134,10 +134,14 @@ int OomProbe::OnEvent(void* ctx, void* data, size_t size) {
 
 int OomProbe::Poll(int timeout_ms) { return ring_buffer__poll(ring_.get(), timeout_ms); }
 
-std::vector<uint64_t> OomProbe::lost_events() const {
+std::vector<ProbeStatus> OomProbe::statuses() const {
+  std::vector<ProbeStatus> out = statuses_;
+  // statuses_ is in enum oom_event_kind order: kernel kills, then user-space kills.
   const __u64* lost = skel_->bss->oom_events_lost;
-  return {__atomic_load_n(&lost[OOM_KIND_KERNEL], __ATOMIC_RELAXED),
-          __atomic_load_n(&lost[OOM_KIND_USERSPACE], __ATOMIC_RELAXED)};
+  for (size_t kind = 0; kind < out.size(); kind++) {
+    out[kind].lost_events = __atomic_load_n(&lost[kind], __ATOMIC_RELAXED);
+  }
+  return out;
 }
 
 }  // namespace stagewatch

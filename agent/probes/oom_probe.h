@@ -43,9 +43,8 @@ class OomProbe {
   // handled, or a negative errno.
   int Poll(int timeout_ms);
 
-  // Events each probe dropped because the ring buffer was full, in statuses() order.
-  std::vector<uint64_t> lost_events() const;
-  const std::vector<ProbeStatus>& statuses() const { return statuses_; }
+  // Each probe's state, with the events it dropped because the ring buffer was full.
+  std::vector<ProbeStatus> statuses() const;
 
   // The probes this module provides, in statuses() order.
   static std::vector<ProbeStatus> NotStarted(const std::string& why);

@@ -87,7 +87,9 @@ std::vector<ProbeStatus> SchedProbe::NotStarted(const std::string& why) {
 }
 
 absl::StatusOr<std::unique_ptr<SchedProbe>> SchedProbe::Start(const SchedProbeOptions& options) {
-  const bool sched_info = HasSchedInfo(options.features);
+  const bool sched_info = options.runq_source == RunqSource::kAuto
+                              ? HasSchedInfo(options.features)
+                              : options.runq_source == RunqSource::kSchedInfo;
   bool tp_btf = options.features.tracing;
   Attempt a = OpenAndLoad(options, tp_btf, sched_info);
   if (!a.skel && tp_btf) {  // trampolines refused after all: the raw form needs none

@@ -20,9 +20,14 @@ namespace stagewatch {
 
 void DestroySchedSkeleton(sched_bpf* skel);
 
+// Where the run-queue wait comes from. kAuto reads task->sched_info where the kernel keeps it
+// and falls back to a sched_wakeup hook; the others force one (to compare them).
+enum class RunqSource { kAuto, kSchedInfo, kWakeupHook };
+
 struct SchedProbeOptions {
   cgroup_key_hierarchy key = CGROUP_KEY_DEFAULT;
   KernelFeatures features;
+  RunqSource runq_source = RunqSource::kAuto;
 };
 
 class SchedProbe {

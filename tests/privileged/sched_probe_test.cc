@@ -97,8 +97,10 @@ uint64_t CpuacctUsage(const TestCgroup& cgroup) {
   return std::stoull(testing::ReadFile(cgroup.dir("cpuacct") + "/cpuacct.usage"));
 }
 
-std::unique_ptr<SchedProbe> StartProbe(cgroup_key_hierarchy key) {
-  auto probe = SchedProbe::Start({.key = key, .features = ProbeKernelFeatures()});
+std::unique_ptr<SchedProbe> StartProbe(cgroup_key_hierarchy key,
+                                       RunqSource source = RunqSource::kAuto) {
+  auto probe =
+      SchedProbe::Start({.key = key, .features = ProbeKernelFeatures(), .runq_source = source});
   EXPECT_TRUE(probe.ok()) << probe.status();
   return probe.ok() ? std::move(*probe) : nullptr;
 }
@@ -112,12 +114,16 @@ TEST(SchedProbeTest, EveryProgramLoadsAndAttaches) {
               probe->statuses()[0].attach_type.c_str());
 }
 
+// Both sources of the run-queue wait: sched_info (the default here) and the wakeup-hook
+// fallback for kernels without CONFIG_SCHED_INFO.
+class SchedAccuracyTest : public ::testing::TestWithParam<RunqSource> {};
+
 // Ping-pong over pipes (voluntary switches) beside two CPU hogs sharing one CPU (preemption),
 // all pinned so no wait ends in a migration.
-TEST(SchedProbeTest, SwitchesRunDelayAndCpuTimeMatchTheKernel) {
+TEST_P(SchedAccuracyTest, SwitchesRunDelayAndCpuTimeMatchTheKernel) {
   STAGEWATCH_REQUIRE_PRIVILEGES();
   TestCgroup cgroup("stagewatch/contend", {"cpuacct"});
-  auto probe = StartProbe(cgroup.layout().key);
+  auto probe = StartProbe(cgroup.layout().key, GetParam());
   ASSERT_NE(probe, nullptr);
   const sched_cgroup_stats before = StatsOf(*probe, cgroup.id());
   const uint64_t usage_before = CpuacctUsage(cgroup);
@@ -168,6 +174,12 @@ TEST(SchedProbeTest, SwitchesRunDelayAndCpuTimeMatchTheKernel) {
   EXPECT_NEAR(wait_ns, kernel.run_delay_ns, 0.05 * kernel.run_delay_ns);
   EXPECT_NEAR(oncpu_ns, usage_ns, 0.05 * usage_ns);
 }
+
+INSTANTIATE_TEST_SUITE_P(Sources, SchedAccuracyTest,
+                         ::testing::Values(RunqSource::kSchedInfo, RunqSource::kWakeupHook),
+                         [](const auto& info) {
+                           return info.param == RunqSource::kSchedInfo ? "SchedInfo" : "WakeupHook";
+                         });
 
 // Two stages' CPU hogs on one CPU preempt each other; a third, idle stage shows nothing.
 TEST(SchedProbeTest, PreemptionMatrixShowsBothDirectionsAndNothingForAnIdleStage) {

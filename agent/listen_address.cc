@@ -7,6 +7,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "string_util.h"
 
 namespace stagewatch {
 
@@ -33,11 +34,9 @@ absl::StatusOr<ListenAddress> ParseListenAddress(std::string_view address) {
     return absl::InvalidArgumentError(form);
   }
   uint32_t number = 0;
-  // Debian's abseil has its own string_view type, hence the explicit conversion.
   const bool valid = !port.empty() && port.size() <= 5 &&
                      std::all_of(port.begin(), port.end(), absl::ascii_isdigit) &&
-                     absl::SimpleAtoi(absl::string_view(port.data(), port.size()), &number) &&
-                     number <= 65535;
+                     absl::SimpleAtoi(ToAbsl(port), &number) && number <= 65535;
   if (!valid) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "port \"%s\" in listen address \"%s\" must be a number from 0 to 65535", port, address));

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 namespace stagewatch {
@@ -12,6 +13,10 @@ namespace stagewatch {
 // Reads a whole cgroupfs file (they report a size of 0 or 4096, so read to EOF). Errors name
 // the file and the errno text; a missing file is NotFound.
 absl::StatusOr<std::string> ReadCgroupFile(const std::string& path);
+
+// cgroupfs always ends its files with a newline: InvalidArgument when `contents` is empty or
+// its last line has none (it was cut short). `file` names the file in messages.
+absl::Status CheckCgroupFileComplete(std::string_view contents, std::string_view file);
 
 // The value of `key` in a flat keyed file of "key value" lines (memory.events,
 // memory.oom_control, cpu.stat). NotFound when the key is missing, InvalidArgument when its

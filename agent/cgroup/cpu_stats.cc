@@ -7,27 +7,12 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "cgroup/cgroup_tree.h"
+#include "string_util.h"
 
 namespace stagewatch {
 namespace {
-
-// StrCat takes absl::string_view, which Debian's abseil does not convert from std::string_view.
-absl::string_view Av(std::string_view s) { return absl::string_view(s.data(), s.size()); }
-
-// cgroupfs always ends its files with a newline: a file without one was cut short.
-absl::Status CheckComplete(std::string_view contents, std::string_view file) {
-  if (contents.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(Av(file), ": file is empty"));
-  }
-  if (contents.back() != '\n') {
-    return absl::InvalidArgumentError(
-        absl::StrCat(Av(file), ": truncated (the last line has no newline)"));
-  }
-  return absl::OkStatus();
-}
 
 // The value of `key`, nullopt when the file has no such line.
 absl::StatusOr<std::optional<uint64_t>> OptionalKey(std::string_view contents, std::string_view key,
@@ -41,19 +26,21 @@ absl::StatusOr<std::optional<uint64_t>> OptionalKey(std::string_view contents, s
 absl::StatusOr<uint64_t> UsecToNs(uint64_t usec, std::string_view key, std::string_view file) {
   if (usec > std::numeric_limits<uint64_t>::max() / 1000) {
     return absl::OutOfRangeError(
-        absl::StrCat(Av(file), ": ", Av(key), " ", usec, " overflows 64-bit nanoseconds"));
+        absl::StrCat(ToAbsl(file), ": ", ToAbsl(key), " ", usec, " overflows 64-bit nanoseconds"));
   }
   return usec * 1000;
 }
 
 absl::StatusOr<std::string> ReadIn(const std::string& dir, std::string_view name) {
-  return ReadCgroupFile(absl::StrCat(dir, "/", Av(name)));
+  return ReadCgroupFile(absl::StrCat(dir, "/", ToAbsl(name)));
 }
 
 }  // namespace
 
 absl::StatusOr<CpuCgroupStats> ParseCpuStatV1(std::string_view contents, std::string_view file) {
-  if (absl::Status complete = CheckComplete(contents, file); !complete.ok()) return complete;
+  if (absl::Status complete = CheckCgroupFileComplete(contents, file); !complete.ok()) {
+    return complete;
+  }
   CpuCgroupStats stats;
   // The v1 cpu controller always writes all three; a missing one means a broken file.
   for (auto [key, field] :
@@ -67,20 +54,22 @@ absl::StatusOr<CpuCgroupStats> ParseCpuStatV1(std::string_view contents, std::st
 }
 
 absl::StatusOr<uint64_t> ParseCpuacctUsage(std::string_view contents, std::string_view file) {
-  if (absl::Status complete = CheckComplete(contents, file); !complete.ok()) return complete;
+  if (absl::Status complete = CheckCgroupFileComplete(contents, file); !complete.ok()) {
+    return complete;
+  }
   std::string_view text = contents.substr(0, contents.size() - 1);
   uint64_t value = 0;
-  // SimpleAtoi would accept a sign and surrounding blanks; cgroupfs writes bare digits.
-  const bool digits_only = !text.empty() && text.find_first_not_of("0123456789") == text.npos;
-  if (!digits_only || !absl::SimpleAtoi(Av(text), &value)) {
+  if (!ParseDigits(text, value)) {
     return absl::InvalidArgumentError(
-        absl::StrCat(Av(file), ": \"", absl::CEscape(Av(text)), "\" is not a number"));
+        absl::StrCat(ToAbsl(file), ": \"", absl::CEscape(ToAbsl(text)), "\" is not a number"));
   }
   return value;
 }
 
 absl::StatusOr<CpuCgroupStats> ParseCpuStatV2(std::string_view contents, std::string_view file) {
-  if (absl::Status complete = CheckComplete(contents, file); !complete.ok()) return complete;
+  if (absl::Status complete = CheckCgroupFileComplete(contents, file); !complete.ok()) {
+    return complete;
+  }
   CpuCgroupStats stats;
   absl::StatusOr<uint64_t> usage_us = ParseFlatKeyedValue(contents, "usage_usec", file);
   if (!usage_us.ok()) return usage_us.status();
@@ -99,7 +88,8 @@ absl::StatusOr<CpuCgroupStats> ParseCpuStatV2(std::string_view contents, std::st
   if (present == 0) return stats;  // no cpu controller in this cgroup
   if (present != 3) {
     return absl::InvalidArgumentError(absl::StrCat(
-        Av(file), ": has only some of nr_periods, nr_throttled and throttled_usec (truncated?)"));
+        ToAbsl(file),
+        ": has only some of nr_periods, nr_throttled and throttled_usec (truncated?)"));
   }
   absl::StatusOr<uint64_t> throttled_ns = UsecToNs(**throttled_us, "throttled_usec", file);
   if (!throttled_ns.ok()) return throttled_ns.status();

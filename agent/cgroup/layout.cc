@@ -7,27 +7,12 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "string_util.h"
 
 namespace stagewatch {
 namespace {
 
 constexpr std::string_view kMountinfoPath = "/proc/self/mountinfo";
-
-// Debian's abseil has its own absl::string_view (not std::string_view), so split by hand.
-std::vector<std::string_view> SplitNonEmpty(std::string_view text, char sep) {
-  std::vector<std::string_view> parts;
-  while (!text.empty()) {
-    size_t end = text.find(sep);
-    std::string_view part = text.substr(0, end);
-    if (!part.empty()) parts.push_back(part);
-    if (end == std::string_view::npos) break;
-    text.remove_prefix(end + 1);
-  }
-  return parts;
-}
-
-// StrCat takes absl::string_view, which Debian's abseil does not convert from std::string_view.
-absl::string_view Av(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
 struct CgroupMount {
   std::string fstype;                    // "cgroup" or "cgroup2"
@@ -141,13 +126,13 @@ absl::StatusOr<CgroupLayout> DetectCgroupLayout(std::string_view mountinfo_text,
   const bool has_v2 = !layout.v2_root.empty();
   if (!has_v2 && !any_v1) {
     return absl::FailedPreconditionError(absl::StrCat("no cgroup filesystem is mounted (checked ",
-                                                      Av(kMountinfoPath),
+                                                      ToAbsl(kMountinfoPath),
                                                       "); mount cgroup2 at /sys/fs/cgroup"));
   }
   layout.mode = !has_v2 ? CgroupMode::kV1 : v1_controllers ? CgroupMode::kHybrid : CgroupMode::kV2;
   if (has_v2) {
-    layout.v2_has_memory =
-        ControllersListMemory(absl::StrCat(Av(fs_prefix), layout.v2_root, "/cgroup.controllers"));
+    layout.v2_has_memory = ControllersListMemory(
+        absl::StrCat(ToAbsl(fs_prefix), layout.v2_root, "/cgroup.controllers"));
   }
 
   // Key on the hierarchy where the memory controller tracks tasks: OOM kills and memory
@@ -178,14 +163,14 @@ std::string ControllerDir(const CgroupLayout& layout, std::string_view controlle
     root = it->second;
   }
   if (root.empty()) return "";
-  return cgroup_path == "/" ? root : absl::StrCat(root, Av(cgroup_path));
+  return cgroup_path == "/" ? root : absl::StrCat(root, ToAbsl(cgroup_path));
 }
 
 absl::StatusOr<CgroupLayout> DetectHostCgroupLayout() {
   std::ifstream in{std::string(kMountinfoPath)};
   if (!in) {
     return absl::UnavailableError(
-        absl::StrCat("cannot read ", Av(kMountinfoPath), "; is /proc mounted?"));
+        absl::StrCat("cannot read ", ToAbsl(kMountinfoPath), "; is /proc mounted?"));
   }
   std::stringstream text;
   text << in.rdbuf();

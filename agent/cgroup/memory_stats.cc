@@ -6,9 +6,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "cgroup/cgroup_tree.h"
+#include "string_util.h"
 
 namespace stagewatch {
 namespace {
@@ -16,29 +16,8 @@ namespace {
 // v1 shows "no limit" as PAGE_COUNTER_MAX pages in bytes, which is never below 2^62.
 constexpr uint64_t kV1Unlimited = uint64_t{1} << 62;
 
-// StrCat takes absl::string_view, which Debian's abseil does not convert from std::string_view.
-absl::string_view Av(std::string_view s) { return absl::string_view(s.data(), s.size()); }
-
-// cgroupfs always ends its files with a newline: a file without one was cut short.
-absl::Status CheckComplete(std::string_view contents, std::string_view file) {
-  if (contents.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(Av(file), ": file is empty"));
-  }
-  if (contents.back() != '\n') {
-    return absl::InvalidArgumentError(
-        absl::StrCat(Av(file), ": truncated (the last line has no newline)"));
-  }
-  return absl::OkStatus();
-}
-
-// Bare digits only: SimpleAtoi would also take a sign and surrounding blanks.
-bool ParseDigits(std::string_view text, uint64_t& value) {
-  return !text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos &&
-         absl::SimpleAtoi(Av(text), &value);
-}
-
 std::string Path(std::string_view dir, std::string_view name) {
-  return absl::StrCat(Av(dir), "/", Av(name));
+  return absl::StrCat(ToAbsl(dir), "/", ToAbsl(name));
 }
 
 // The contents of dir/name, nullopt when the file does not exist.
@@ -143,17 +122,20 @@ absl::StatusOr<MemoryCgroupStats> ReadV2(const std::string& dir) {
 
 absl::StatusOr<std::map<std::string, uint64_t>> ParseMemoryKeyedFile(std::string_view contents,
                                                                      std::string_view file) {
-  if (absl::Status complete = CheckComplete(contents, file); !complete.ok()) return complete;
+  if (absl::Status complete = CheckCgroupFileComplete(contents, file); !complete.ok()) {
+    return complete;
+  }
   std::map<std::string, uint64_t> values;
   size_t number = 0;
   for (std::string_view rest = contents; !rest.empty();) {
     const size_t end = rest.find('\n');
     const std::string_view line = rest.substr(0, end);
-    rest.remove_prefix(end + 1);  // CheckComplete guarantees a newline ends every line
+    rest.remove_prefix(end + 1);  // CheckCgroupFileComplete guarantees a newline ends every line
     ++number;
     auto fail = [&](std::string_view what) {
-      return absl::InvalidArgumentError(absl::StrCat(Av(file), ": line ", number, " \"",
-                                                     absl::CEscape(Av(line)), "\": ", Av(what)));
+      return absl::InvalidArgumentError(absl::StrCat(ToAbsl(file), ": line ", number, " \"",
+                                                     absl::CEscape(ToAbsl(line)),
+                                                     "\": ", ToAbsl(what)));
     };
     const size_t space = line.find(' ');
     if (space == 0 || space == std::string_view::npos) return fail("expected \"key value\"");
@@ -167,12 +149,14 @@ absl::StatusOr<std::map<std::string, uint64_t>> ParseMemoryKeyedFile(std::string
 }
 
 absl::StatusOr<uint64_t> ParseMemoryValue(std::string_view contents, std::string_view file) {
-  if (absl::Status complete = CheckComplete(contents, file); !complete.ok()) return complete;
+  if (absl::Status complete = CheckCgroupFileComplete(contents, file); !complete.ok()) {
+    return complete;
+  }
   const std::string_view text = contents.substr(0, contents.size() - 1);
   uint64_t value = 0;
   if (!ParseDigits(text, value)) {
     return absl::InvalidArgumentError(
-        absl::StrCat(Av(file), ": \"", absl::CEscape(Av(text)), "\" is not a number"));
+        absl::StrCat(ToAbsl(file), ": \"", absl::CEscape(ToAbsl(text)), "\" is not a number"));
   }
   return value;
 }
@@ -205,7 +189,7 @@ absl::Status ApplyMemoryStat(const std::map<std::string, uint64_t>& stat, std::s
   };
   std::optional<uint64_t> inactive_file = find("inactive_file");
   if (!inactive_file) {
-    return absl::InvalidArgumentError(absl::StrCat(Av(file), ": no \"inactive_file\" line"));
+    return absl::InvalidArgumentError(absl::StrCat(ToAbsl(file), ": no \"inactive_file\" line"));
   }
   stats.inactive_file_bytes = *inactive_file;
   stats.pgfault = find("pgfault");

@@ -8,12 +8,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/algorithm/container.h"
 #include "absl/strings/str_split.h"
+#include "string_util.h"
 
 namespace stagewatch {
 
 absl::StatusOr<std::string> ParseProcCgroup(std::string_view text, cgroup_key_hierarchy key) {
-  for (absl::string_view line :
-       absl::StrSplit(absl::string_view(text.data(), text.size()), '\n', absl::SkipEmpty())) {
+  for (absl::string_view line : absl::StrSplit(ToAbsl(text), '\n', absl::SkipEmpty())) {
     // hierarchy-id:controller-list:path; the path itself may contain ':'.
     std::vector<absl::string_view> parts = absl::StrSplit(line, absl::MaxSplits(':', 2));
     if (parts.size() != 3) continue;

@@ -9,15 +9,12 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "cgroup/cgroup_tree.h"
+#include "string_util.h"
 
 namespace stagewatch {
 namespace {
-
-// StrCat takes absl::string_view, which Debian's abseil does not convert from std::string_view.
-absl::string_view Av(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
 // Debian's abseil has its own absl::string_view, so StrSplit would need conversions; split here.
 std::vector<std::string_view> Split(std::string_view text, char sep) {
@@ -30,10 +27,6 @@ std::vector<std::string_view> Split(std::string_view text, char sep) {
   }
 }
 
-bool AllDigits(std::string_view s) {
-  return !s.empty() && s.find_first_not_of("0123456789") == std::string_view::npos;
-}
-
 // The kernel prints averages as "%lu.%02lu".
 bool IsAverage(std::string_view s) {
   const size_t dot = s.find('.');
@@ -43,8 +36,8 @@ bool IsAverage(std::string_view s) {
 
 absl::Status LineError(std::string_view file, size_t number, std::string_view line,
                        std::string_view what) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(Av(file), ": line ", number, " \"", absl::CEscape(Av(line)), "\": ", Av(what)));
+  return absl::InvalidArgumentError(absl::StrCat(
+      ToAbsl(file), ": line ", number, " \"", absl::CEscape(ToAbsl(line)), "\": ", ToAbsl(what)));
 }
 
 // One "some|full avg10=A avg60=B avg300=C total=T" line → T. Every field must be there.
@@ -60,15 +53,15 @@ absl::StatusOr<uint64_t> ParseTotal(std::string_view line, size_t number, std::s
     const size_t eq = field.find('=');
     if (eq == std::string_view::npos || field.substr(0, eq) != kKeys[i]) {
       return LineError(file, number, line,
-                       absl::StrCat("field ", i + 2, " is not ", Av(kKeys[i]), "=<value>"));
+                       absl::StrCat("field ", i + 2, " is not ", ToAbsl(kKeys[i]), "=<value>"));
     }
     const std::string_view value = field.substr(eq + 1);
     const bool is_total = kKeys[i] == "total";
-    const bool valid =
-        is_total ? AllDigits(value) && absl::SimpleAtoi(Av(value), &total) : IsAverage(value);
+    const bool valid = is_total ? ParseDigits(value, total) : IsAverage(value);
     if (!valid) {
-      return LineError(file, number, line,
-                       absl::StrCat(Av(kKeys[i]), " value \"", Av(value), "\" is not a number"));
+      return LineError(
+          file, number, line,
+          absl::StrCat(ToAbsl(kKeys[i]), " value \"", ToAbsl(value), "\" is not a number"));
     }
   }
   return total;
@@ -101,13 +94,8 @@ absl::Status ExplainMissing(const absl::Status& status, const std::string& dir,
 }  // namespace
 
 absl::StatusOr<PsiTotals> ParsePsi(std::string_view contents, std::string_view file) {
-  if (contents.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(Av(file), ": file is empty"));
-  }
-  // The kernel ends every line with a newline: a file without one was cut short.
-  if (contents.back() != '\n') {
-    return absl::InvalidArgumentError(
-        absl::StrCat(Av(file), ": truncated (the last line has no newline)"));
+  if (absl::Status complete = CheckCgroupFileComplete(contents, file); !complete.ok()) {
+    return complete;
   }
   std::vector<std::string_view> lines = Split(contents.substr(0, contents.size() - 1), '\n');
   std::optional<uint64_t> some;
@@ -119,28 +107,30 @@ absl::StatusOr<PsiTotals> ParsePsi(std::string_view contents, std::string_view f
       return LineError(file, i + 1, line, "expected a \"some\" or \"full\" line");
     }
     std::optional<uint64_t>& slot = kind == "some" ? some : full;
-    if (slot) return LineError(file, i + 1, line, absl::StrCat("second \"", Av(kind), "\" line"));
+    if (slot) {
+      return LineError(file, i + 1, line, absl::StrCat("second \"", ToAbsl(kind), "\" line"));
+    }
     absl::StatusOr<uint64_t> total = ParseTotal(line, i + 1, file);
     if (!total.ok()) return total.status();
     slot = *total;
   }
-  if (!some) return absl::InvalidArgumentError(absl::StrCat(Av(file), ": no \"some\" line"));
+  if (!some) return absl::InvalidArgumentError(absl::StrCat(ToAbsl(file), ": no \"some\" line"));
   return PsiTotals{*some, full};
 }
 
 absl::StatusOr<PsiTotals> ReadPsi(const CgroupLayout& layout, std::string_view cgroup_path,
                                   std::string_view resource) {
   if (resource != "cpu" && resource != "memory" && resource != "io") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown PSI resource \"", Av(resource), "\" (expected cpu, memory or io)"));
+    return absl::InvalidArgumentError(absl::StrCat("unknown PSI resource \"", ToAbsl(resource),
+                                                   "\" (expected cpu, memory or io)"));
   }
   const std::string dir = ControllerDir(layout, "pressure", cgroup_path);
   if (dir.empty()) {
     return absl::NotFoundError(absl::StrCat(
-        "no cgroup2 hierarchy is mounted, and PSI (", Av(resource),
+        "no cgroup2 hierarchy is mounted, and PSI (", ToAbsl(resource),
         ".pressure) exists only there; mount cgroup2 (e.g. at /sys/fs/cgroup/unified)"));
   }
-  const std::string file = absl::StrCat(dir, "/", Av(resource), ".pressure");
+  const std::string file = absl::StrCat(dir, "/", ToAbsl(resource), ".pressure");
   absl::StatusOr<std::string> contents = ReadCgroupFile(file);
   if (!contents.ok()) return ExplainMissing(contents.status(), dir, file);
   return ParsePsi(*contents, file);

@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "cgroup/cgroup_tree.h"
+#include "string_util.h"
 
 namespace stagewatch {
 namespace {
@@ -14,13 +15,6 @@ namespace {
 // Thread lists in the order the kernel's versions provide them: v1 `tasks` lists threads,
 // v2 `cgroup.threads` too, and `cgroup.procs` (processes only) is the last resort.
 constexpr std::string_view kTaskLists[] = {"tasks", "cgroup.threads", "cgroup.procs"};
-
-// StrCat takes absl::string_view, which Debian's abseil does not convert from std::string_view.
-absl::string_view Av(std::string_view s) { return absl::string_view(s.data(), s.size()); }
-
-bool AllDigits(std::string_view s) {
-  return !s.empty() && s.find_first_not_of("0123456789") == std::string_view::npos;
-}
 
 // The counter for a state letter; nullptr for a letter this code does not know.
 uint64_t* CounterFor(char state, TaskStateCounts& counts) {
@@ -52,9 +46,8 @@ absl::StatusOr<std::vector<std::string>> ParseTaskList(std::string_view contents
                                                        std::string_view file) {
   std::vector<std::string> tids;
   if (contents.empty()) return tids;  // an empty cgroup
-  if (contents.back() != '\n') {
-    return absl::InvalidArgumentError(
-        absl::StrCat(Av(file), ": truncated (the last line has no newline)"));
+  if (absl::Status complete = CheckCgroupFileComplete(contents, file); !complete.ok()) {
+    return complete;
   }
   size_t number = 0;
   for (std::string_view rest = contents; !rest.empty();) {
@@ -63,8 +56,9 @@ absl::StatusOr<std::vector<std::string>> ParseTaskList(std::string_view contents
     rest.remove_prefix(end + 1);
     ++number;
     if (!AllDigits(line)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          Av(file), ": line ", number, " \"", absl::CEscape(Av(line)), "\": not a thread id"));
+      return absl::InvalidArgumentError(absl::StrCat(ToAbsl(file), ": line ", number, " \"",
+                                                     absl::CEscape(ToAbsl(line)),
+                                                     "\": not a thread id"));
     }
     tids.emplace_back(line);
   }
@@ -74,7 +68,7 @@ absl::StatusOr<std::vector<std::string>> ParseTaskList(std::string_view contents
 // The first task list file that exists in `cgroup_dir`, read and parsed.
 absl::StatusOr<std::vector<std::string>> ReadTaskList(const std::string& cgroup_dir) {
   for (std::string_view name : kTaskLists) {
-    const std::string file = absl::StrCat(cgroup_dir, "/", Av(name));
+    const std::string file = absl::StrCat(cgroup_dir, "/", ToAbsl(name));
     absl::StatusOr<std::string> contents = ReadCgroupFile(file);
     if (absl::IsNotFound(contents.status())) continue;
     if (!contents.ok()) return contents.status();

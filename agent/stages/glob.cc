@@ -3,12 +3,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "string_util.h"
 
 namespace stagewatch {
 namespace {
-
-// StrCat takes absl::string_view, which Debian's abseil does not convert from std::string_view.
-absl::string_view Av(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
 // Length of the bracket expression starting at pattern[pos] == '[', or 0 if unterminated.
 // A ']' right after '[' (or "[!" / "[^") is a literal member.
@@ -68,18 +66,6 @@ bool MatchToken(std::string_view pattern, size_t* p, char c) {
   return t == c;
 }
 
-// Path components, without empty ones ("/a//b/" → {"a", "b"}).
-std::vector<std::string_view> Components(std::string_view path) {
-  std::vector<std::string_view> parts;
-  while (!path.empty()) {
-    size_t end = path.find('/');
-    if (end != 0) parts.push_back(path.substr(0, end));
-    if (end == std::string_view::npos) break;
-    path.remove_prefix(end + 1);
-  }
-  return parts;
-}
-
 }  // namespace
 
 absl::Status ValidateGlob(std::string_view pattern) {
@@ -91,19 +77,19 @@ absl::Status ValidateGlob(std::string_view pattern) {
       size_t len = ClassLength(pattern, i);
       if (len == 0) {
         return absl::InvalidArgumentError(
-            absl::StrCat("glob \"", Av(pattern), "\": '[' at offset ", i, " is never closed"));
+            absl::StrCat("glob \"", ToAbsl(pattern), "\": '[' at offset ", i, " is never closed"));
       }
       if (pattern.substr(i, len).find('/') != std::string_view::npos) {
         return absl::InvalidArgumentError(
-            absl::StrCat("glob \"", Av(pattern), "\": a [...] class cannot contain '/'"));
+            absl::StrCat("glob \"", ToAbsl(pattern), "\": a [...] class cannot contain '/'"));
       }
       i += len - 1;
     }
   }
-  for (std::string_view component : Components(pattern)) {
+  for (std::string_view component : SplitNonEmpty(pattern, '/')) {
     if (component != "**" && component.find("**") != std::string_view::npos) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "glob \"", Av(pattern), "\": '**' must be a whole path component, as in /a/**/b"));
+          "glob \"", ToAbsl(pattern), "\": '**' must be a whole path component, as in /a/**/b"));
     }
   }
   return absl::OkStatus();
@@ -139,8 +125,8 @@ bool GlobMatchPath(std::string_view pattern, std::string_view path) {
   const bool pattern_abs = !pattern.empty() && pattern.front() == '/';
   const bool path_abs = !path.empty() && path.front() == '/';
   if (pattern_abs != path_abs) return false;
-  const std::vector<std::string_view> pat = Components(pattern);
-  const std::vector<std::string_view> parts = Components(path);
+  const std::vector<std::string_view> pat = SplitNonEmpty(pattern, '/');
+  const std::vector<std::string_view> parts = SplitNonEmpty(path, '/');
   // Same scheme as GlobMatchComponent, one level up: '**' is the star, components the tokens.
   size_t p = 0, s = 0;
   size_t star_p = std::string_view::npos, star_s = 0;

@@ -2,22 +2,10 @@
 
 #include "absl/strings/ascii.h"
 #include "stages/glob.h"
+#include "string_util.h"
 
 namespace stagewatch {
 namespace {
-
-// Debian's abseil has its own absl::string_view (not std::string_view), so split by hand.
-std::vector<std::string_view> SplitNonEmpty(std::string_view text, char sep) {
-  std::vector<std::string_view> parts;
-  while (!text.empty()) {
-    size_t end = text.find(sep);
-    std::string_view part = text.substr(0, end);
-    if (!part.empty()) parts.push_back(part);
-    if (end == std::string_view::npos) break;
-    text.remove_prefix(end + 1);
-  }
-  return parts;
-}
 
 // Discovered names become label values and metric-facing names: [a-zA-Z_][a-zA-Z0-9_.-]*.
 bool IsValidStageName(std::string_view name) {

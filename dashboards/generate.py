@@ -44,7 +44,7 @@ def datasource_variable():
 def query_variable(name, label, query, multi=True, include_all=True):
     v = {"name": name, "label": label, "type": "query", "datasource": DS,
          "definition": query,
-         "query": {"qryType": 1, "query": query, "refId": "PrometheusVariableQueryEditor-VariableQuery"},
+         "query": query,
          "current": {}, "hide": 0, "multi": multi, "includeAll": include_all,
          "options": [], "refresh": 2, "regex": "", "skipUrlSync": False, "sort": 1}
     if include_all:
@@ -77,14 +77,14 @@ def annotations():
          "iconColor": "red",
          "expr": (f"sum by (instance, pipeline_stage, kind) "
                   f"(increase(stagewatch_oom_kills_total{{{STAGE}}}[{RI}])) > 0"),
-         "step": "", "titleFormat": "OOM kill in {{pipeline_stage}}",
+         "titleFormat": "OOM kill in {{pipeline_stage}}",
          "textFormat": "{{kind}} OOM kill of a process of stage {{pipeline_stage}} on {{instance}}",
          "tagKeys": "pipeline_stage,kind", "useValueForTime": False},
         {"name": "Anomalies", "datasource": DS, "enable": True, "hide": False,
          "iconColor": "orange",
          "expr": (f"max by (instance, pipeline_stage, rule) "
                   f"(stagewatch_anomaly_active{{{STAGE}}}) == 1"),
-         "step": "", "titleFormat": "Anomaly {{rule}} in {{pipeline_stage}}",
+         "titleFormat": "Anomaly {{rule}} in {{pipeline_stage}}",
          "textFormat": "The agent's {{rule}} detector is firing for stage {{pipeline_stage}} on {{instance}}",
          "tagKeys": "pipeline_stage,rule", "useValueForTime": False},
     ]
@@ -381,7 +381,7 @@ def pipeline_overview():
         "short", [instant_target(
             "round(" + by("pipeline_stage", "sum",
                           increase("stagewatch_oom_kills_total", window="$__range")) + ")",
-            "{{pipeline_stage}}")], w=4, decimals=0))
+            "{{pipeline_stage}}")], w=4, h=8, decimals=0))
     p.append(stat(
         "Last OOM kill",
         "When a process of each stage was last OOM-killed; stages without a kill since the "
@@ -389,14 +389,14 @@ def pipeline_overview():
         "dateTimeFromNow", [target(
             by("pipeline_stage", "max",
                f"stagewatch_oom_last_kill_timestamp_seconds{{{STAGE}}}") + " * 1000 > 0",
-            "{{pipeline_stage}}")], w=4, red_from=None, color_mode="value"))
+            "{{pipeline_stage}}")], w=4, h=8, red_from=None, color_mode="value"))
     p.append(stat(
         "Untraced OOM kills",
         "The kernel's cgroup oom_kill count minus the kills the agent traced. Non-zero means "
         "OOM events were lost or could not be attributed to the stage.",
         "short", [target(by("pipeline_stage", "max",
                             f"stagewatch_oom_kills_mismatch{{{STAGE}}}"), "{{pipeline_stage}}")],
-        w=4, decimals=0))
+        w=4, h=8, decimals=0))
 
     p.append(row("Memory pressure and reclaim"))
     p.append(timeseries(
@@ -638,20 +638,20 @@ def stage_drilldown():
         "OOM kills of the stage's processes over the dashboard's time range.",
         "short", [instant_target(
             "round(" + by(I, "sum", increase("stagewatch_oom_kills_total", window="$__range"))
-            + ")", L)], w=4, decimals=0))
+            + ")", L)], w=4, h=8, decimals=0))
     p.append(stat(
         "Last OOM kill",
         "When a process of the stage was last OOM-killed; empty when none since the agent "
         "started.",
         "dateTimeFromNow", [target(
             by(I, "max", f"stagewatch_oom_last_kill_timestamp_seconds{{{STAGE}}}") +
-            " * 1000 > 0", L)], w=4, red_from=None, color_mode="value"))
+            " * 1000 > 0", L)], w=4, h=8, red_from=None, color_mode="value"))
     p.append(stat(
         "Untraced OOM kills",
         "The kernel's cgroup oom_kill count minus traced kills: non-zero means lost or "
         "unattributed OOM events.",
         "short", [target(by(I, "max", f"stagewatch_oom_kills_mismatch{{{STAGE}}}"), L)],
-        w=4, decimals=0))
+        w=4, h=8, decimals=0))
 
     p.append(row("Memory pressure and reclaim"))
     p.append(timeseries(
@@ -767,10 +767,6 @@ def stage_drilldown():
             target(by(I, "sum", rate("stagewatch_cpu_pressure_stalled_seconds_total")),
                    f"full {L}"),
         ], w=8))
-    p.append(timeseries(
-        "Processes exited",
-        "Processes of the stage that exited, per second.",
-        "ops", [target(by(I, "sum", rate("stagewatch_processes_exited_total")), L)], w=8))
 
     p.append(row("Tasks"))
     p.append(timeseries(
@@ -778,7 +774,11 @@ def stage_drilldown():
         "The stage's tasks by state: running, runnable (waiting for a CPU), uninterruptible, "
         "sleeping, stopped, zombie.",
         "short", [target(by("instance, state", "sum", f"stagewatch_tasks{{{STAGE}}}"),
-                         "{{state}} " + L)], w=24, stack=True))
+                         "{{state}} " + L)], w=16, stack=True))
+    p.append(timeseries(
+        "Processes exited",
+        "Processes of the stage that exited, per second.",
+        "ops", [target(by(I, "sum", rate("stagewatch_processes_exited_total")), L)], w=8))
 
     p.append(row("Anomalies"))
     p.append(table(
@@ -826,7 +826,7 @@ def agent_health():
         "BPF probes that failed to attach, per agent. Their signals are missing (zero), not "
         "quiet; `stagewatch features` says why.",
         "short", [target(f"sum by (instance) (1 - stagewatch_probe_attached{{{A}}})",
-                         "{{instance}}")], w=4, decimals=0))
+                         "{{instance}}")], w=4, h=8, decimals=0))
     p.append(stat(
         "Known stages",
         "Pipeline stages each agent knows (configured and discovered, plus unattributed).",

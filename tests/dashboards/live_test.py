@@ -20,7 +20,6 @@ import argparse
 import ctypes
 import json
 import math
-import mmap
 import os
 import re
 import shutil
@@ -42,14 +41,16 @@ MIB = 1 << 20
 # The memory climb in `train`: flat for IDLE_S after the workloads start (they start WARMUP_S
 # before the agent, so the detectors never see their start-up growth), then CLIMB_STEP bytes
 # every CLIMB_PERIOD_S until the kernel OOM-kills it at TRAIN_LIMIT. memory_climb fires on the
-# climb against a flat baseline. limit_eta needs 30 s of samples (its min_span, unless the agent
+# climb against a flat baseline (train's CPU limit slows the climb to ~7 MiB/s, hence the 8 MiB
+# min_growth_bytes over 5 s). limit_eta needs 30 s of samples (its min_span, unless the agent
 # accepts a shorter one) and a steady climb: the climb lasts past 30 s of agent time.
 WARMUP_S = 2
 TRAIN_LIMIT = 384 * MIB
 IDLE_S = 18
 CLIMB_STEP = 4 * MIB
 CLIMB_PERIOD_S = 0.25
-VALIDATE_QUOTA_US = 20000  # 20 ms per 100 ms period: validate's hog is throttled
+# CPU limits per 100 ms period: both hogs get throttled (the drill-down test looks at train).
+CPU_QUOTA_US = {"train": 50000, "validate": 20000}
 FAULT_FILE_BYTES = 48 * MIB
 
 # Metric families whose exporter may not be in the binary under test yet. A query that reads
@@ -67,7 +68,7 @@ AGENT_CONFIG = """\
 memory:
   sample_interval: 200ms
 anomalies:
-  memory_climb: {{warmup: 5s, window: 5s, min_growth_bytes: 16777216}}
+  memory_climb: {{warmup: 5s, window: 5s, min_growth_bytes: 8388608}}
   limit_eta: {{warmup: 5s, window: 40s{min_span}}}
 alerting:
   # The first accepts every batch (a stand-in Alertmanager in this test); nothing listens
@@ -400,6 +401,9 @@ class FakeAlertmanager:
 def rules_file_usable(promtool, path):
     if not os.path.exists(path):
         return False
+    if not os.access(promtool, os.X_OK):
+        log(f"WARNING: not loading {path}: no promtool to check it")
+        return False
     r = subprocess.run([promtool, "check", "rules", path], capture_output=True, text=True)
     if r.returncode != 0:
         log(f"WARNING: not loading {path}: promtool check rules failed:\n{r.stdout}{r.stderr}")
@@ -471,6 +475,16 @@ def dashboard_queries(path):
     return d, out
 
 
+def variable_queries(d):
+    """(name, query) of every query variable."""
+    out = []
+    for v in d.get("templating", {}).get("list", []):
+        if v.get("type") == "query":
+            q = v.get("query")
+            out.append((v.get("name"), q.get("query", "") if isinstance(q, dict) else q))
+    return out
+
+
 def substitute(expr, values):
     """Replaces $var, ${var} and [[var]] (also ${var:format}) by values[var]."""
     def repl(m):
@@ -500,6 +514,29 @@ def evaluate(prom_url, dashboards_dir, instance, start, end, exported_names):
                   "pipeline_stage": stage, "__rate_interval": RATE_INTERVAL,
                   "__interval": INTERVAL, "__range": f"{span}s", "__range_s": str(span),
                   "__range_ms": str(span * 1000), "datasource": "n/a"}
+        # Variable queries: label_values(selector, label), as Grafana runs them.
+        expected = {"job": JOB, "instance": instance, "pipeline_stage": "train"}
+        for vname, vq in variable_queries(d):
+            label = f"{name}: variable ${vname}"
+            m = re.fullmatch(r"\s*label_values\((.*),\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)\s*", vq)
+            if not m:
+                failures.append(f"{label}: cannot evaluate variable query {vq!r}")
+                rows.append((label, "?", "variable"))
+                continue
+            try:
+                match = substitute(m.group(1), values)
+            except KeyError as e:
+                failures.append(f"{label}: unknown template variable ${e.args[0]} in {vq!r}")
+                rows.append((label, "?", "variable"))
+                continue
+            r = prom_api(prom_url, f"/api/v1/label/{m.group(2)}/values",
+                         {"match[]": match, "start": f"{start:.3f}", "end": f"{end:.3f}"})
+            got = (r.get("data") or []) if r.get("status") == "success" else []
+            if r.get("status") != "success":
+                failures.append(f"{label}: Prometheus rejected {match!r}: {r.get('error')}")
+            elif expected.get(vname) not in got:
+                failures.append(f"{label}: {vq!r} gives {got}, without {expected.get(vname)!r}")
+            rows.append((label, len(got), "variable"))
         for where, expr, is_instant in queries:
             label = f"{name}: {where}"
             try:
@@ -577,7 +614,8 @@ def main():
         cgroups.setup()
         log(f"cgroups beneath {cgroups.relative} in {', '.join(cgroups.roots)}")
         cgroups.set_memory_limit("train", TRAIN_LIMIT)
-        cgroups.set_cpu_quota("validate", VALIDATE_QUOTA_US)
+        for stage, quota in CPU_QUOTA_US.items():
+            cgroups.set_cpu_quota(stage, quota)
 
         fault_file = os.path.join(workdir, "faults.bin")
         with open(fault_file, "wb") as f:
@@ -595,8 +633,8 @@ def main():
         workloads.start("validate-faults", "validate", FAULTS, [fault_file])
         climb = workloads.start("train-climb", "train", CLIMB,
                                 [IDLE_S, CLIMB_STEP, CLIMB_PERIOD_S])
-        log("workloads started: hogs on CPU 0 (train, validate), validate throttled to "
-            f"{VALIDATE_QUOTA_US // 1000} ms/100 ms, major faults in validate, memory climb "
+        log("workloads started: hogs on CPU 0 (train, validate), CPU limits "
+            f"{CPU_QUOTA_US}, major faults in validate, memory climb "
             f"in train to its {TRAIN_LIMIT // MIB} MiB limit after {IDLE_S} s")
         alertmanager = FakeAlertmanager()
         time.sleep(WARMUP_S)
@@ -631,6 +669,14 @@ def main():
         time.sleep(3)  # a few more scrapes after the kill
         end = time.time()
 
+        fired = instant(prom_url, f'max by (pipeline_stage, rule) (max_over_time('
+                                  f'stagewatch_anomaly_active{{job="{JOB}"}}[{int(end - start) + 5}s])) == 1')
+        log("anomalies raised during the test: " + (", ".join(
+            sorted(f"{r['metric'].get('rule')} in {r['metric'].get('pipeline_stage')}"
+                   for r in fired)) or "none"))
+        for line in agent.log_text().splitlines():
+            if 'msg="anomaly' in line:
+                log("agent: " + line)
         exported, scrape = exported_families(address)
         if args.dump_scrape:
             write(args.dump_scrape, scrape)

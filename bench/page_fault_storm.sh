@@ -5,22 +5,21 @@
 # ratio is of the storm's own CPU time (user + system), which leaves out time spent waiting
 # for a CPU that other work holds; wall seconds are printed alongside.
 #
-#   sudo bench/page_fault_storm.sh                      # defaults below
-#   sudo AGENT="build/load_memory_probe --faults=exceptions" bench/page_fault_storm.sh
-#   sudo AGENT="build/stagewatch --web.listen-address=127.0.0.1:0" READY='msg="listening"' \
-#     bench/page_fault_storm.sh                         # the whole agent, once it loads the probe
+#   sudo bench/page_fault_storm.sh                      # the whole agent, all probes on
+#   sudo AGENT="build/bench/load_memory_probe --faults=exceptions" READY=^ready \
+#     bench/page_fault_storm.sh                         # the memory probe alone
 #
-# Environment: BUILD (build dir, default build), AGENT (command that loads the probe; default
-# $BUILD/load_memory_probe), READY (what AGENT prints once attached, an extended regex;
-# default ^ready), ROUNDS (20), ITERATIONS (4), MIB (64 MiB mapped per iteration), CPU (0, the
+# Environment: BUILD (build dir, default build), AGENT (what to run beside the storm; default
+# the agent), READY (what AGENT prints once attached, an extended regex; default the agent's
+# listening line), ROUNDS (20), ITERATIONS (4), MIB (64 MiB mapped per iteration), CPU (0, the
 # CPU the storm is pinned to). Needs root; build the two programs first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BUILD=${BUILD:-build}
-AGENT=${AGENT:-$BUILD/load_memory_probe}
-READY=${READY:-^ready}
-STORM=${STORM:-$BUILD/fault_storm}
+AGENT=${AGENT:-$BUILD/stagewatch --web.listen-address=127.0.0.1:0}
+READY=${READY:-'msg="listening"'}
+STORM=${STORM:-$BUILD/bench/fault_storm}
 ROUNDS=${ROUNDS:-20}
 ITERATIONS=${ITERATIONS:-4}
 MIB=${MIB:-64}
@@ -28,7 +27,7 @@ CPU=${CPU:-0}
 
 for bin in "$STORM" "${AGENT%% *}"; do
   if [[ ! -x $bin ]]; then
-    echo "missing $bin: build it first (make -C $BUILD fault_storm load_memory_probe)" >&2
+    echo "missing $bin: build it first (cmake --build $BUILD)" >&2
     exit 1
   fi
 done

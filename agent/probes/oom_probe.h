@@ -54,7 +54,7 @@ class OomProbe {
   static int OnEvent(void* ctx, void* data, size_t size);
 
   Handler handler_;
-  // Declared before ring_ so the ring buffer is freed first.
+  // Members are destroyed in reverse: the ring buffer goes before the skeleton and its maps.
   SkeletonPtr<oom_bpf, DestroyOomSkeleton> skel_;
   SkeletonPtr<ring_buffer, FreeRingBuffer> ring_;
   std::vector<ProbeStatus> statuses_;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <sstream>
+#include <thread>
 
 #include "cgroup/cgroup_namer.h"
 #include "cgroup/path_cache.h"
@@ -23,7 +24,7 @@ using testing::TestCgroup;
 
 // What a task's kernel counters say about it.
 struct TaskCounters {
-  uint64_t voluntary = 0, nonvoluntary = 0, run_delay_ns = 0;
+  uint64_t voluntary = 0, nonvoluntary = 0, run_delay_ns = 0, timeslices = 0;
 };
 
 TaskCounters ReadSelf() {
@@ -35,7 +36,8 @@ TaskCounters ReadSelf() {
     if (key == "nonvoluntary_ctxt_switches:") status >> c.nonvoluntary;
   }
   uint64_t oncpu = 0;
-  std::istringstream(testing::ReadFile("/proc/self/schedstat")) >> oncpu >> c.run_delay_ns;
+  std::istringstream(testing::ReadFile("/proc/self/schedstat")) >> oncpu >> c.run_delay_ns >>
+      c.timeslices;
   return c;
 }
 
@@ -67,7 +69,7 @@ class Report {
       work();
       TaskCounters end = ReadSelf();
       TaskCounters delta{end.voluntary - start.voluntary, end.nonvoluntary - start.nonvoluntary,
-                         end.run_delay_ns - start.run_delay_ns};
+                         end.run_delay_ns - start.run_delay_ns, end.timeslices - start.timeslices};
       (void)!write(fds_[1], &delta, sizeof(delta));
     };
   }
@@ -79,6 +81,7 @@ class Report {
       sum.voluntary += one.voluntary;
       sum.nonvoluntary += one.nonvoluntary;
       sum.run_delay_ns += one.run_delay_ns;
+      sum.timeslices += one.timeslices;
     }
     return sum;
   }
@@ -160,18 +163,26 @@ TEST_P(SchedAccuracyTest, SwitchesRunDelayAndCpuTimeMatchTheKernel) {
   const double voluntary = after.voluntary_switches - before.voluntary_switches;
   const double nonvoluntary = after.nonvoluntary_switches - before.nonvoluntary_switches;
   const double wait_ns = after.runq_latency.sum - before.runq_latency.sum;
+  // Each switch-in adds one wait to the histogram: schedstat's count of timeslices run.
+  double waits = after.runq_latency.above - before.runq_latency.above;
+  for (int i = 0; i < HIST_SLOTS; i++) {
+    waits += after.runq_latency.slots[i] - before.runq_latency.slots[i];
+  }
   const double oncpu_ns = after.oncpu_ns - before.oncpu_ns;
   const double usage_ns = CpuacctUsage(cgroup) - usage_before;
   std::printf("voluntary: bpf %.0f /proc %lu; nonvoluntary: bpf %.0f /proc %lu\n", voluntary,
               kernel.voluntary, nonvoluntary, kernel.nonvoluntary);
-  std::printf("run delay: bpf %.3f ms schedstat %.3f ms; on-cpu: bpf %.3f ms cpuacct %.3f ms\n",
-              wait_ns / 1e6, kernel.run_delay_ns / 1e6, oncpu_ns / 1e6, usage_ns / 1e6);
+  std::printf("run delay: bpf %.3f ms schedstat %.3f ms; on-cpu: bpf %.3f ms cpuacct %.3f ms; "
+              "waits: bpf %.0f schedstat timeslices %lu\n",
+              wait_ns / 1e6, kernel.run_delay_ns / 1e6, oncpu_ns / 1e6, usage_ns / 1e6, waits,
+              kernel.timeslices);
 
   ASSERT_GT(kernel.voluntary, static_cast<uint64_t>(kRounds));  // each round blocks at least once
   ASSERT_GT(kernel.nonvoluntary, 100u);
   EXPECT_NEAR(voluntary, kernel.voluntary, 0.02 * kernel.voluntary);
   EXPECT_NEAR(nonvoluntary, kernel.nonvoluntary, 0.02 * kernel.nonvoluntary);
   EXPECT_NEAR(wait_ns, kernel.run_delay_ns, 0.05 * kernel.run_delay_ns);
+  EXPECT_NEAR(waits, kernel.timeslices, 0.02 * kernel.timeslices);
   EXPECT_NEAR(oncpu_ns, usage_ns, 0.05 * usage_ns);
 }
 
@@ -180,6 +191,21 @@ INSTANTIATE_TEST_SUITE_P(Sources, SchedAccuracyTest,
                          [](const auto& info) {
                            return info.param == RunqSource::kSchedInfo ? "SchedInfo" : "WakeupHook";
                          });
+
+// Exits are counted per process (thread-group leader), in the process's own cgroup.
+TEST(SchedProbeTest, ExitedProcessesAreCountedOncePerProcess) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();
+  TestCgroup cgroup("stagewatch/short-lived");
+  auto probe = StartProbe(cgroup.layout().key);
+  ASSERT_NE(probe, nullptr);
+  constexpr int kProcesses = 20;
+  for (int i = 0; i < kProcesses; i++) {
+    // Each process runs a second thread too: threads must not count as exits.
+    pid_t pid = cgroup.Spawn("sw-exiter", [] { std::thread([] {}).join(); });
+    ASSERT_EQ(testing::WaitForChild(pid), -0);
+  }
+  EXPECT_EQ(StatsOf(*probe, cgroup.id()).exited_processes, static_cast<uint64_t>(kProcesses));
+}
 
 // Two stages' CPU hogs on one CPU preempt each other; a third, idle stage shows nothing.
 TEST(SchedProbeTest, PreemptionMatrixShowsBothDirectionsAndNothingForAnIdleStage) {

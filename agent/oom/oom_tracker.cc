@@ -3,6 +3,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -30,6 +31,16 @@ double EventUnixSeconds(uint64_t monotonic_ns) {
   return now_real - (now_mono - monotonic_ns * 1e-9);
 }
 
+// Neither exited (a zombie or dead) nor gone.
+bool ProcessAlive(int pid) {
+  std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  const size_t paren = line.rfind(')');
+  return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] != 'Z' &&
+         line[paren + 2] != 'X';
+}
+
 const char* KindName(uint16_t kind) { return kind == OOM_KIND_USERSPACE ? "userspace" : "kernel"; }
 
 }  // namespace
@@ -38,12 +49,18 @@ OomTracker::OomTracker(CgroupPathCache* paths, StageResolver* stages, cgroup_key
     : paths_(paths), stages_(stages), key_(key) {}
 
 std::string OomTracker::VictimCgroupPath(const oom_event& event) {
+  uint64_t id = event.victim_cgroup_id;
   if (event.flags & OOM_FLAG_VICTIM_CGROUP_UNKNOWN) {
-    absl::StatusOr<std::string> path = ReadProcCgroup(event.victim_pid, key_);
-    return path.ok() ? *path : "";
+    // Only a pid: /proc names the cgroup while the victim lives. Once it has exited, /proc
+    // shows the root instead, so take the cgroup of the task that ran into the limit: a
+    // cgroup's OOM killer picks its victim inside that cgroup.
+    if (ProcessAlive(event.victim_pid)) {
+      absl::StatusOr<std::string> path = ReadProcCgroup(event.victim_pid, key_);
+      if (path.ok()) return *path;
+    }
+    id = event.trigger_cgroup_id;
   }
-  std::optional<std::string> path = paths_->Lookup(event.victim_cgroup_id);
-  return path.value_or("");
+  return paths_->Lookup(id).value_or("");
 }
 
 std::pair<Stage, std::string> OomTracker::OnEvent(const oom_event& event) {

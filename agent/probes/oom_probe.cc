@@ -31,12 +31,13 @@ struct Variant {
 };
 
 // Picks the variant: raw when BTF shows the task argument, else classic when tracefs is there.
-ProbeStatus Choose(const KernelFeatures& f, const char* probe, const char* tracepoint,
-                   int task_arg, Variant v) {
+ProbeStatus Choose(const KernelFeatures& f, TracepointForm form, const char* probe,
+                   const char* tracepoint, int task_arg, Variant v) {
   ProbeStatus status{.name = probe};
-  bool use_raw = f.raw_tracepoint && f.btf &&
-                 RawTracepointArgIsTask(f.btf_path, tracepoint, task_arg);
-  bool use_classic = !use_raw && f.tracefs;
+  const bool raw_works =
+      f.raw_tracepoint && f.btf && RawTracepointArgIsTask(f.btf_path, tracepoint, task_arg);
+  const bool use_raw = form != TracepointForm::kClassic && raw_works;
+  const bool use_classic = form != TracepointForm::kRaw && !use_raw && f.tracefs;
   bpf_program__set_autoload(v.raw, use_raw);
   bpf_program__set_autoload(v.classic, use_classic);
   if (use_raw) {
@@ -89,8 +90,9 @@ absl::StatusOr<std::unique_ptr<OomProbe>> OomProbe::Start(const OomProbeOptions&
   skel->rodata->cgroup_key = options.key;
 
   probe->statuses_ = {
-      Choose(options.features, kKernelKillProbe, "mark_victim", 0, kernel_kill),
-      Choose(options.features, kUserspaceKillProbe, "signal_generate", 2, userspace_kill),
+      Choose(options.features, options.form, kKernelKillProbe, "mark_victim", 0, kernel_kill),
+      Choose(options.features, options.form, kUserspaceKillProbe, "signal_generate", 2,
+             userspace_kill),
   };
 
   if (int err = oom_bpf__load(skel); err) {

@@ -21,10 +21,15 @@ namespace stagewatch {
 void DestroyOomSkeleton(oom_bpf* skel);
 void FreeRingBuffer(ring_buffer* ring);
 
+// Which tracepoint form to attach. kAuto takes the raw form where BTF shows it passes the task,
+// else the classic one; the others force a form (to compare them).
+enum class TracepointForm { kAuto, kRaw, kClassic };
+
 struct OomProbeOptions {
   cgroup_key_hierarchy key = CGROUP_KEY_DEFAULT;
   std::vector<std::string> userspace_killers;  // comms, at most OOM_MAX_KILLER_COMMS
   KernelFeatures features;
+  TracepointForm form = TracepointForm::kAuto;
 };
 
 class OomProbe {

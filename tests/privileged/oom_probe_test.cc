@@ -1,9 +1,14 @@
 // The OOM probe against the running kernel: real programs, real cgroups, real OOM kills.
+#include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
+#include <functional>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
@@ -24,9 +29,10 @@ constexpr const char* kKillerComm = "sw-test-killer";
 // Runs the probe with its own poll thread and keeps every event it delivers.
 class ProbeRun {
  public:
-  explicit ProbeRun(cgroup_key_hierarchy key) {
+  explicit ProbeRun(cgroup_key_hierarchy key, TracepointForm form = TracepointForm::kAuto) {
     auto probe = OomProbe::Start(
-        {.key = key, .userspace_killers = {kKillerComm}, .features = ProbeKernelFeatures()},
+        {.key = key, .userspace_killers = {kKillerComm}, .features = ProbeKernelFeatures(),
+         .form = form},
         [this](const oom_event& e) {
           absl::MutexLock lock(&mu_);
           events_.push_back(e);
@@ -37,15 +43,20 @@ class ProbeRun {
 
   OomProbe* probe() { return probe_.get(); }
 
-  // Polls until `n` events matching `cgroup_id` arrived, then 300 ms more for strays.
+  // Polls until `n` events for victims in `cgroup_id` arrived, then 300 ms more for strays.
   std::vector<oom_event> EventsFor(uint64_t cgroup_id, size_t n) {
+    return EventsWhere([cgroup_id](const oom_event& e) { return e.victim_cgroup_id == cgroup_id; },
+                       n);
+  }
+  std::vector<oom_event> EventsWhere(const std::function<bool(const oom_event&)>& match,
+                                     size_t n) {
     std::vector<oom_event> matching;
     auto collect = [&] {
       probe_->Poll(10);
       absl::MutexLock lock(&mu_);
       matching.clear();
       for (const oom_event& e : events_) {
-        if (e.victim_cgroup_id == cgroup_id) matching.push_back(e);
+        if (match(e)) matching.push_back(e);
       }
       return matching.size() >= n;
     };
@@ -102,6 +113,42 @@ TEST(OomProbeTest, RealOomKillGivesExactlyOneEventWithStagePidAndComm) {
   ASSERT_TRUE(totals.contains("train"));
   EXPECT_EQ(totals["train"].kernel_kills, 1u);
   EXPECT_EQ(tracker.unknown_cgroups(), 0u);
+}
+
+// Where the raw tracepoint does not pass the victim task, the classic one gives its pid: the
+// victim's cgroup comes from /proc while it lives, else from the task that hit the limit. tracefs, which
+// classic tracepoints need, is mounted in this test process's own mount namespace.
+TEST(OomProbeTest, ClassicTracepointFallbackNamesTheVictimsStageFromProc) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();
+  if (TracefsPath().empty()) {
+    ASSERT_EQ(unshare(CLONE_NEWNS), 0) << strerror(errno);
+    ASSERT_EQ(mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr), 0) << strerror(errno);
+    ASSERT_EQ(mount("nodev", "/sys/kernel/tracing", "tracefs", 0, nullptr), 0) << strerror(errno);
+  }
+  TestCgroup cgroup("stagewatch/features");
+  ProbeRun run(cgroup.layout().key, TracepointForm::kClassic);
+  ASSERT_NE(run.probe(), nullptr);
+  EXPECT_EQ(run.probe()->statuses()[0].attach_type, "tracepoint");
+  ASSERT_TRUE(run.probe()->statuses()[0].attached) << run.probe()->statuses()[0].error;
+  cgroup.SetMemoryLimit(16 << 20);
+
+  pid_t hog = cgroup.Spawn("sw-classic-hog", testing::HogMemoryForever);
+  siginfo_t info{};
+  // Dead, not yet reaped: /proc no longer names its cgroup.
+  ASSERT_EQ(waitid(P_PID, hog, &info, WEXITED | WNOWAIT), 0);
+  std::vector<oom_event> events =
+      run.EventsWhere([hog](const oom_event& e) { return e.victim_pid == hog; }, 1);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_TRUE(events[0].flags & OOM_FLAG_VICTIM_CGROUP_UNKNOWN);
+  EXPECT_STREQ(events[0].victim_comm, "sw-classic-hog");
+
+  CgroupPathCache paths(cgroup.layout().key_root);
+  StageResolver stages({}, DiscoveryConfig{});
+  OomTracker tracker(&paths, &stages, cgroup.layout().key);
+  tracker.OnEvent(events[0]);
+  EXPECT_EQ(tracker.Totals()["features"].kernel_kills, 1u);
+  EXPECT_EQ(tracker.unknown_cgroups(), 0u);
+  EXPECT_EQ(testing::WaitForChild(hog), SIGKILL);
 }
 
 TEST(OomProbeTest, SigkillFromConfiguredKillerCountsAsUserspaceKill) {

@@ -3,36 +3,16 @@
 #include <map>
 #include <string>
 
+#include "cgroupfs_fixtures.h"
 #include "gtest/gtest.h"
 
 namespace stagewatch {
 namespace {
 
-const std::string kRoot = std::string(STAGEWATCH_FIXTURES_DIR) + "/cgroupfs";
-
-bool Contains(absl::string_view haystack, absl::string_view needle) {
-  return haystack.find(needle) != absl::string_view::npos;
-}
-
-CgroupLayout V1Layout() {
-  CgroupLayout layout;
-  layout.mode = CgroupMode::kHybrid;
-  layout.key = CGROUP_KEY_V1_MEMORY;
-  layout.key_root = kRoot + "/v1/memory";
-  layout.v1_memory_root = layout.key_root;
-  layout.v2_root = kRoot + "/v1/unified";
-  layout.v1_roots = {{"memory", kRoot + "/v1/memory"}};
-  return layout;
-}
-
-CgroupLayout V2Layout() {
-  CgroupLayout layout;
-  layout.key = CGROUP_KEY_DEFAULT;
-  layout.key_root = kRoot + "/v2";
-  layout.v2_root = layout.key_root;
-  layout.v2_has_memory = true;
-  return layout;
-}
+using testing::Contains;
+const std::string& kRoot = testing::kCgroupfsFixtures;
+CgroupLayout V1Layout() { return testing::HybridFixtureLayout(); }
+CgroupLayout V2Layout() { return testing::V2FixtureLayout(); }
 
 TEST(MemoryStatsTest, ParsesKeyedFile) {
   auto events = ParseMemoryKeyedFile("low 0\nhigh 321\nmax 57\noom 2\noom_kill 1\n", "e");

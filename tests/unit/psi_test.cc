@@ -2,36 +2,16 @@
 
 #include <string>
 
+#include "cgroupfs_fixtures.h"
 #include "gtest/gtest.h"
 
 namespace stagewatch {
 namespace {
 
-const std::string kRoot = std::string(STAGEWATCH_FIXTURES_DIR) + "/cgroupfs";
-
-bool Contains(absl::string_view haystack, absl::string_view needle) {
-  return haystack.find(needle) != absl::string_view::npos;
-}
-
-// PSI lives in cgroup2 whichever hierarchy the agent keys on.
-CgroupLayout HybridLayout() {
-  CgroupLayout layout;
-  layout.mode = CgroupMode::kHybrid;
-  layout.key = CGROUP_KEY_V1_MEMORY;
-  layout.key_root = kRoot + "/v1/memory";
-  layout.v1_memory_root = layout.key_root;
-  layout.v2_root = kRoot + "/v1/unified";
-  layout.v1_roots = {{"memory", kRoot + "/v1/memory"}};
-  return layout;
-}
-
-CgroupLayout V2Layout() {
-  CgroupLayout layout;
-  layout.key = CGROUP_KEY_DEFAULT;
-  layout.key_root = kRoot + "/v2";
-  layout.v2_root = layout.key_root;
-  return layout;
-}
+using testing::Contains;
+const std::string& kRoot = testing::kCgroupfsFixtures;
+CgroupLayout HybridLayout() { return testing::HybridFixtureLayout(); }
+CgroupLayout V2Layout() { return testing::V2FixtureLayout(); }
 
 TEST(PsiTest, ParsesSomeAndFull) {
   auto psi = ParsePsi(

@@ -860,6 +860,25 @@ def agent_health():
                    "memory {{map}} map full ({{instance}})"),
         ]))
 
+    p.append(row("BPF programs"))
+    p.append(timeseries(
+        "BPF program run time",
+        "Share of one CPU each of the agent's BPF programs takes in the kernel. The kernel "
+        "counts it only while `sysctl kernel.bpf_stats_enabled=1` (see the next panel); "
+        "otherwise it reads zero.",
+        "percentunit", [target(f"sum by (instance, program) "
+                               f"({rate('stagewatch_bpf_program_run_seconds_total', A)})",
+                               "{{program}} ({{instance}})")], w=12))
+    p.append(timeseries(
+        "BPF program runs and stats switch",
+        "Runs per second of each BPF program, and whether the kernel is counting them "
+        "(stagewatch_bpf_stats_enabled).",
+        "ops", [target(f"sum by (instance, program) "
+                       f"({rate('stagewatch_bpf_program_runs_total', A)})",
+                       "{{program}} ({{instance}})"),
+                target(f"max by (instance) (stagewatch_bpf_stats_enabled{{{A}}})",
+                       "stats enabled ({{instance}})")], w=12))
+
     p.append(row("Scrapes"))
     p.append(timeseries(
         "Collector scrape duration",

@@ -29,6 +29,22 @@ absl::Status AgentCollector::Collect(std::vector<prometheus::MetricFamily>* out)
   out->push_back(std::move(attached));
   out->push_back(std::move(lost));
 
+  auto stats_on = GaugeFamily(
+      "stagewatch_bpf_stats_enabled",
+      "Whether the kernel counts BPF program run time (sysctl kernel.bpf_stats_enabled=1).");
+  AddGauge(&stats_on, {}, BpfStatsEnabled() ? 1 : 0);
+  auto run_time = CounterFamily(
+      "stagewatch_bpf_program_run_seconds_total",
+      "Time the kernel spent in each of the agent's BPF programs, while bpf_stats_enabled is on.");
+  auto runs = CounterFamily("stagewatch_bpf_program_runs_total",
+                            "Runs of each of the agent's BPF programs, while bpf_stats_enabled "
+                            "is on.");
+  for (const ProgramStats& p : sources_.programs()) {
+    AddCounter(&run_time, {{"program", p.program}}, p.run_time_ns * 1e-9);
+    AddCounter(&runs, {{"program", p.program}}, p.run_count);
+  }
+  for (auto* f : {&stats_on, &run_time, &runs}) out->push_back(std::move(*f));
+
   auto unknown = CounterFamily(
       "stagewatch_unknown_cgroup_events_total",
       "Events whose cgroup could not be named (gone before it was looked up); they count "

@@ -7,12 +7,14 @@
 #include "cgroup/path_cache.h"
 #include "exporters/collector.h"
 #include "probes/probe_status.h"
+#include "probes/program_stats.h"
 #include "stages/stage_resolver.h"
 
 namespace stagewatch::exporters {
 
 struct AgentHealthSources {
   std::function<std::vector<ProbeStatus>()> probes;
+  std::function<std::vector<ProgramStats>()> programs;  // every loaded BPF program
   std::function<uint64_t()> unknown_cgroup_events;  // events attributed to `unattributed`
   CgroupPathCache* path_cache = nullptr;
   StageResolver* stages = nullptr;

@@ -71,8 +71,11 @@ void LogAnomaly(const AnomalyChange& c) {
   }
 }
 
-// What each probe module says of its probes, asked at every scrape.
-using ProbeReport = std::function<std::vector<ProbeStatus>()>;
+// What each probe module says of its probes and programs, asked at every scrape.
+struct ProbeReport {
+  std::function<std::vector<ProbeStatus>()> statuses;
+  std::function<std::vector<ProgramStats>()> programs;
+};
 
 // Keeps a started probe module, or the reason it could not start, in `reports`.
 template <typename Probe>
@@ -80,11 +83,13 @@ std::unique_ptr<Probe> Adopt(absl::StatusOr<std::unique_ptr<Probe>> started,
                              std::vector<ProbeReport>* reports) {
   if (!started.ok()) {
     reports->push_back(
-        [why = std::string(started.status().message())] { return Probe::NotStarted(why); });
+        {[why = std::string(started.status().message())] { return Probe::NotStarted(why); },
+         [] { return std::vector<ProgramStats>(); }});
     return nullptr;
   }
   const Probe* probe = started->get();
-  reports->push_back([probe] { return probe->statuses(); });
+  reports->push_back({[probe] { return probe->statuses(); },
+                      [probe] { return probe->program_stats(); }});
   return *std::move(started);
 }
 
@@ -223,15 +228,23 @@ int RunAgent(const AgentOptions& options) {
   });
   registry.Add(std::make_unique<exporters::AnomalyCollector>(&anomalies, &stages));
 
-  for (const auto& report : probe_reports) {
-    for (const ProbeStatus& p : report()) LogProbe(p);
+  for (const ProbeReport& report : probe_reports) {
+    for (const ProbeStatus& p : report.statuses()) LogProbe(p);
   }
   registry.Add(std::make_unique<exporters::AgentCollector>(exporters::AgentHealthSources{
       .probes =
           [&probe_reports] {
             std::vector<ProbeStatus> all;
-            for (const auto& report : probe_reports) {
-              for (ProbeStatus& p : report()) all.push_back(std::move(p));
+            for (const ProbeReport& report : probe_reports) {
+              for (ProbeStatus& p : report.statuses()) all.push_back(std::move(p));
+            }
+            return all;
+          },
+      .programs =
+          [&probe_reports] {
+            std::vector<ProgramStats> all;
+            for (const ProbeReport& report : probe_reports) {
+              for (ProgramStats& p : report.programs()) all.push_back(std::move(p));
             }
             return all;
           },

@@ -306,4 +306,8 @@ uint64_t MemoryProbe::reclaim_overflows() const {
   return __atomic_load_n(&skel_->bss->memory_reclaim_overflows, __ATOMIC_RELAXED);
 }
 
+std::vector<ProgramStats> MemoryProbe::program_stats() const {
+  return ReadProgramStats(skel_->obj);
+}
+
 }  // namespace stagewatch

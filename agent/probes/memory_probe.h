@@ -13,6 +13,7 @@
 #include "bpf/memory.h"
 #include "probes/features.h"
 #include "probes/probe_status.h"
+#include "probes/program_stats.h"
 #include "probes/skeleton.h"
 
 struct memory_bpf;
@@ -65,6 +66,8 @@ class MemoryProbe {
   uint64_t reclaim_overflows() const;
 
   const std::vector<ProbeStatus>& statuses() const { return statuses_; }
+  // Run time and count of each loaded program (while kernel.bpf_stats_enabled is on).
+  std::vector<ProgramStats> program_stats() const;
   FaultSource fault_source() const { return fault_source_; }
 
   // The probes this module provides, in statuses() order.

@@ -146,4 +146,8 @@ std::vector<ProbeStatus> OomProbe::statuses() const {
   return out;
 }
 
+std::vector<ProgramStats> OomProbe::program_stats() const {
+  return ReadProgramStats(skel_->obj);
+}
+
 }  // namespace stagewatch

@@ -11,6 +11,7 @@
 #include "bpf/oom.h"
 #include "probes/features.h"
 #include "probes/probe_status.h"
+#include "probes/program_stats.h"
 #include "probes/skeleton.h"
 
 struct oom_bpf;
@@ -50,6 +51,8 @@ class OomProbe {
 
   // Each probe's state, with the events it dropped because the ring buffer was full.
   std::vector<ProbeStatus> statuses() const;
+  // Run time and count of each loaded program (while kernel.bpf_stats_enabled is on).
+  std::vector<ProgramStats> program_stats() const;
 
   // The probes this module provides, in statuses() order.
   static std::vector<ProbeStatus> NotStarted(const std::string& why);

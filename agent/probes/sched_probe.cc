@@ -188,4 +188,8 @@ uint64_t SchedProbe::pair_overflows() const {
   return __atomic_load_n(&skel_->bss->sched_pairs_overflows, __ATOMIC_RELAXED);
 }
 
+std::vector<ProgramStats> SchedProbe::program_stats() const {
+  return ReadProgramStats(skel_->obj);
+}
+
 }  // namespace stagewatch

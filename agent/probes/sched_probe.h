@@ -11,6 +11,7 @@
 #include "bpf/cgroup_key.h"
 #include "probes/features.h"
 #include "probes/probe_status.h"
+#include "probes/program_stats.h"
 #include "probes/skeleton.h"
 #include "bpf/sched.h"
 
@@ -38,6 +39,8 @@ class SchedProbe {
   static absl::StatusOr<std::unique_ptr<SchedProbe>> Start(const SchedProbeOptions& options);
 
   const std::vector<ProbeStatus>& statuses() const { return statuses_; }
+  // Run time and count of each loaded program (while kernel.bpf_stats_enabled is on).
+  std::vector<ProgramStats> program_stats() const;
   std::string runq_source() const;
 
   // Per cgroup id, summed over CPUs.

@@ -860,6 +860,19 @@ def agent_health():
                    "memory {{map}} map full ({{instance}})"),
         ]))
 
+    p.append(row("Agent footprint"))
+    p.append(timeseries(
+        "Agent CPU",
+        "Share of one CPU the agent process uses (user and system), probes' in-kernel time not "
+        "included (see BPF program run time).",
+        "percentunit", [target(f"sum by (instance) ({rate('process_cpu_seconds_total', A)})",
+                               "{{instance}}")], w=12))
+    p.append(timeseries(
+        "Agent resident memory",
+        "Resident memory of the agent process.",
+        "bytes", [target(f"max by (instance) (process_resident_memory_bytes{{{A}}})",
+                         "{{instance}}")], w=12))
+
     p.append(row("BPF programs"))
     p.append(timeseries(
         "BPF program run time",

@@ -94,6 +94,7 @@ class AgentProcess {
   // Waits for the "listening" log line and reads the port from it.
   bool WaitListening(int timeout_ms = 10000);
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }
   // GET over loopback; nullopt if the request failed.
   std::optional<std::string> Get(const std::string& path);
 

@@ -24,6 +24,7 @@
 #include "exporters/http_server.h"
 #include "exporters/metric_builders.h"
 #include "exporters/oom_collector.h"
+#include "exporters/process_collector.h"
 #include "exporters/memory_collector.h"
 #include "exporters/sched_collector.h"
 #include "log.h"
@@ -255,6 +256,7 @@ int RunAgent(const AgentOptions& options) {
           },
       .path_cache = &paths,
       .stages = &stages}));
+  registry.Add(std::make_unique<exporters::ProcessCollector>());
   registry.SetErrorHandler([](std::string_view collector, const absl::Status& s) {
     Log::Warn("collector failed", {{"collector", collector}, {"err", s.message()}});
   });

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <sstream>
 #include <thread>
@@ -122,6 +123,27 @@ TEST(AgentE2E, LandingPageLinksToMetrics) {
   EXPECT_NE(page->find("href=\"/m\""), std::string::npos) << *page;
   EXPECT_TRUE(agent.Get("/m"));
   EXPECT_FALSE(agent.Get("/metrics"));
+}
+
+// The agent's own footprint, as /proc sees it.
+TEST(AgentE2E, ProcessMetricsAgreeWithProc) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();
+  AgentProcess agent({"--web.listen-address", "127.0.0.1:0"});
+  ASSERT_TRUE(agent.WaitListening()) << agent.log();
+  const testing::Scrape m = ParseExposition(agent.Get("/metrics").value_or(""));
+  const std::string stat = testing::ReadFile("/proc/" + std::to_string(agent.pid()) + "/stat");
+  std::istringstream rest(stat.substr(stat.rfind(')') + 2));
+  std::vector<double> f;
+  std::string field;
+  while (rest >> field) f.push_back(std::atof(field.c_str()));
+  ASSERT_GT(f.size(), 22u);
+  const double cpu = (f[11] + f[12]) / sysconf(_SC_CLK_TCK);
+  const double rss = f[21] * sysconf(_SC_PAGESIZE);
+  std::printf("agent just started: cpu %.2f s, rss %.1f MiB\n", cpu, rss / (1 << 20));
+  EXPECT_NEAR(ValueOr(m, "process_cpu_seconds_total", -1), cpu, 0.05);
+  EXPECT_NEAR(ValueOr(m, "process_resident_memory_bytes", -1), rss, 0.1 * rss);
+  EXPECT_NEAR(ValueOr(m, "process_start_time_seconds", -1), std::time(nullptr), 30);
+  EXPECT_GT(ValueOr(m, "process_open_fds", -1), 5);  // BPF maps, programs and links, the socket
 }
 
 TEST(AgentE2E, JsonLogsAreOneObjectPerLine) {

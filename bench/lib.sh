@@ -5,19 +5,27 @@ AGENT_BIN=${AGENT_BIN:-build/stagewatch}
 AGENT_LOG=$(mktemp /tmp/stagewatch-bench-XXXXXX.log)
 AGENT_PID=
 
-# start_agent [extra agent args...]: runs the agent on a free loopback port, waits until it
-# listens.
-start_agent() {
-  ( exec "$AGENT_BIN" --web.listen-address=127.0.0.1:0 "$@" >"$AGENT_LOG" 2>&1 ) &
+# start_command READY CMD [ARGS...]: runs CMD in the background, its output in $AGENT_LOG,
+# and waits until that output matches the extended regex READY.
+start_command() {
+  local ready=$1
+  shift
+  : >"$AGENT_LOG"
+  ( exec "$@" >"$AGENT_LOG" 2>&1 ) &
   AGENT_PID=$!
   for _ in $(seq 100); do
-    grep -q 'msg="listening"' "$AGENT_LOG" && return 0
+    grep -Eq "$ready" "$AGENT_LOG" && return 0
     kill -0 "$AGENT_PID" 2>/dev/null || break
     sleep 0.1
   done
-  echo "bench: the agent did not start:" >&2
+  echo "bench: $1 did not start:" >&2
   cat "$AGENT_LOG" >&2
   return 1
+}
+
+# start_agent [extra agent args...]: the agent on a free loopback port, once it listens.
+start_agent() {
+  start_command 'msg="listening"' "$AGENT_BIN" --web.listen-address=127.0.0.1:0 "$@"
 }
 
 stop_agent() {

@@ -33,30 +33,10 @@ for bin in "$STORM" "${AGENT%% *}"; do
 done
 [[ $(id -u) == 0 ]] || { echo "run as root: the probe loads BPF programs" >&2; exit 1; }
 
-agent_log=$(mktemp)
-agent_pid=
-stop_agent() {
-  if [[ -n $agent_pid ]]; then
-    kill -TERM "$agent_pid" 2>/dev/null || true
-    wait "$agent_pid" 2>/dev/null || true
-    agent_pid=
-  fi
-}
-trap 'stop_agent; rm -f "$agent_log"' EXIT
-
-start_agent() {
-  : >"$agent_log"
-  $AGENT >"$agent_log" 2>&1 &
-  agent_pid=$!
-  for _ in $(seq 100); do
-    grep -Eq "$READY" "$agent_log" && return 0
-    kill -0 "$agent_pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  echo "the probe did not start:" >&2
-  cat "$agent_log" >&2
-  exit 1
-}
+source bench/lib.sh
+# $AGENT is a command line: split into words on purpose.
+# shellcheck disable=SC2086
+start_agent() { start_command "$READY" $AGENT || exit 1; }
 
 # One storm; prints "<wall seconds> <CPU seconds> <minor faults>".
 storm() { taskset -c "$CPU" "$STORM" "$ITERATIONS" "$MIB"; }

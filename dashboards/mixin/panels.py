@@ -83,7 +83,8 @@ def table(title, description, unit, targets, transformations, w=12, h=8, overrid
         "gridPos": {"w": w, "h": h},
         "fieldConfig": {"defaults": defaults, "overrides": list(overrides)},
         "options": {"showHeader": True, "cellHeight": "sm",
-                    "footer": {"show": False, "reducer": ["sum"], "fields": "", "countRows": False}},
+                    "frameIndex": 0,
+                    "footer": {"show": False, "reducer": ["sum"], "fields": [], "countRows": False}},
         "transformations": list(transformations),
         "targets": with_ref_ids(targets),
     }
@@ -97,7 +98,7 @@ def heatmap(title, description, expr, unit="s", w=12, h=8):
             "hideFrom": {"legend": False, "tooltip": False, "viz": False},
             "scaleDistribution": {"type": "linear"}}}, "overrides": []},
         "options": {
-            "calculate": False, "cellGap": 1,
+            "calculate": False, "cellGap": 1, "showValue": "auto",
             "color": {"mode": "scheme", "scheme": "Oranges", "scale": "exponential",
                       "exponent": 0.5, "steps": 64, "fill": "dark-orange", "reverse": False},
             "exemplars": {"color": "rgba(255,0,255,0.7)"},

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Type-checks the generated dashboards against @grafana/schema from npm (tests/dashboards/schema/).
 #
-#   tests/dashboards/schema.sh [DASHBOARD.json...]     default: dashboards/*.json
+#   tests/dashboards/schema.sh [DASHBOARD.json...]
+#
+# Default: dashboards/*.json, and the dashboards generated with tests/dashboards/site-config.yaml.
 #
 # Installs the pinned @grafana/schema and TypeScript (schema/package-lock.json) with `npm ci`
 # into $STAGEWATCH_NPM_DIR (default build/grafana-schema), once per lock file. Needs Node.js
@@ -28,6 +30,9 @@ if ! cmp -s "$here/schema/package-lock.json" "$work/package-lock.json" ||
 fi
 
 if [ "$#" -eq 0 ]; then
-  set -- "$root"/dashboards/*.json
+  # The committed dashboards, and those a site's configuration generates.
+  rm -rf "$work/site"
+  python3 "$root/dashboards/generate.py" --config "$here/site-config.yaml" --out "$work/site"
+  set -- "$root"/dashboards/*.json "$work"/site/dashboards/*.json
 fi
 exec python3 "$here/schema/check.py" --work "$work" "$@"

@@ -95,11 +95,18 @@ def sample_matches(matchers, sample):
     return True
 
 
-def merge(base, over, where=""):
+def merge(base, site):
+    """The site's keys over the defaults; alerts.<alert> settings one by one (a site that sets
+    one threshold keeps the alert's other defaults), every other key as a whole."""
     out = dict(base)
-    for k, v in over.items():
-        if isinstance(v, dict) and isinstance(base.get(k), dict):
-            out[k] = merge(base[k], v, f"{where}{k}.")
+    for k, v in site.items():
+        if k == "alerts" and isinstance(v, dict):
+            out[k] = dict(base[k])
+            for name, settings in v.items():
+                known = base[k].get(name)
+                out[k][name] = ({**known, **settings}
+                                if isinstance(known, dict) and isinstance(settings, dict)
+                                else settings)
         else:
             out[k] = v
     return out
@@ -139,7 +146,8 @@ def validate(raw, source):
             for k, v in sample.items()):
         fail("selector_sample must map label names to string values, such as {job: stagewatch}")
     if "job" not in sample:
-        fail("selector_sample needs a job label")
+        fail("selector_sample needs a job label: set selector_sample to the labels of one "
+             "agent target, such as {job: stagewatch, cluster: eu1}")
     if not sample_matches(matchers, sample):
         fail(f"selector_sample {sample} does not match the selector {raw['selector']!r}; "
              "give the labels of one agent target the selector selects")

@@ -638,22 +638,19 @@ class Linter:
         used = set()
         for _, expr in all_exprs(d):
             used |= variables_in(expr)
-        if "pipeline" in used:
-            t = by_name.get("pipeline")
+        # name → rule, label, multi-select required, allValue (pipeline is optional on a
+        # stage, so its All must match series without it).
+        for name, rule, label, multi, all_value in (
+                ("pipeline", "template-pipeline-rule", "Pipeline", True, ".*"),
+                ("pipeline_stage", "template-pipeline-stage-rule", "Pipeline stage", False, ".+")):
+            if name not in used:
+                continue
+            t = by_name.get(name)
             if t is None:
-                self.add(f, "-", "template-pipeline-rule",
-                         "queries use $pipeline but there is no pipeline variable")
+                self.add(f, "-", rule, f"queries use ${name} but there is no {name} variable")
             else:
-                self.check_query_variable(f, t, "template-pipeline-rule", "Pipeline",
-                                          require_multi=True, all_value=".*")
-        if "pipeline_stage" in used:
-            t = by_name.get("pipeline_stage")
-            if t is None:
-                self.add(f, "-", "template-pipeline-stage-rule",
-                         "queries use $pipeline_stage but there is no pipeline_stage variable")
-            else:
-                self.check_query_variable(f, t, "template-pipeline-stage-rule",
-                                          "Pipeline stage", require_multi=False)
+                self.check_query_variable(f, t, rule, label, require_multi=multi,
+                                          all_value=all_value)
 
     def lint_templates(self, f, d, templates, by_name):
         ds = [t for t in templates if t.get("type") == "datasource"]

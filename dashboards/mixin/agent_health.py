@@ -1,7 +1,8 @@
 """Agent health: the agent itself."""
 
 from .board import Queries, dashboard, variables
-from .panels import PROBE_MAPPINGS, by, hide_columns, instant_target, row, stat, table, target, timeseries
+from .panels import (PROBE_MAPPINGS, by, hide_columns, instant_target, row, stat, table, target,
+                     timeseries)
 
 
 def agent_health(cfg):

@@ -122,7 +122,8 @@ def annotations(q, sel=None):
         BUILT_IN,
         prometheus_annotation(
             "OOM kills", "red",
-            f"sum by (instance, pipeline_stage, kind) ({q.increase('stagewatch_oom_kills_total', sel)}) > 0",
+            "sum by (instance, pipeline_stage, kind) "
+            f"({q.increase('stagewatch_oom_kills_total', sel)}) > 0",
             "OOM kill in {{pipeline_stage}}",
             "{{kind}} OOM kill of a process of stage {{pipeline_stage}} on {{instance}}",
             "pipeline_stage,kind"),

@@ -71,9 +71,14 @@ PENDING_PREFIXES = {
 RATE_INTERVAL = "15s"
 INTERVAL = "1s"
 
+# The stages are configured by path, not discovered: discovery would also name the
+# .../stagewatch/<stage> cgroups of anything else running on the host, and past
+# discovery.max_stages this test's stages would fold into unattributed.
 AGENT_CONFIG = """\
 discovery:
-  pipeline: {pipeline}
+  enabled: false
+stages:
+{stages}
 memory:
   sample_interval: 200ms
 anomalies:
@@ -366,7 +371,7 @@ def start_agent(binary, config_path, log_path):
     raise RuntimeError(f"agent did not start listening; its log:\n{text}")
 
 
-def agent_config(binary, workdir, am_ok_port):
+def agent_config(binary, workdir, am_ok_port, cgroups):
     """The agent configuration; a short limit_eta min_span where the agent accepts the key."""
     min_span = ", min_span: 5s"
     probe = os.path.join(workdir, "probe.yaml")
@@ -374,8 +379,11 @@ def agent_config(binary, workdir, am_ok_port):
     r = subprocess.run([binary, "check-config", probe], capture_output=True, text=True)
     if r.returncode != 0:
         min_span = ""
+    stages = "\n".join(f"  - {{name: {st}, pipeline: {PIPELINE}, "
+                       f"cgroup_paths: [{json.dumps(cgroups.relative + '/' + st)}]}}"
+                       for st in STAGES)
     return AGENT_CONFIG.format(min_span=min_span, am_ok_port=am_ok_port,
-                               am_down_port=free_port(), pipeline=PIPELINE)
+                               am_down_port=free_port(), stages=stages)
 
 
 FAKE_ALERTMANAGER = r"""
@@ -681,7 +689,7 @@ def main():
         time.sleep(WARMUP_S)
 
         config_path = os.path.join(workdir, "agent.yaml")
-        write(config_path, agent_config(args.binary, workdir, alertmanager.port))
+        write(config_path, agent_config(args.binary, workdir, alertmanager.port, cgroups))
         agent, address = start_agent(args.binary, config_path, os.path.join(workdir, "agent.log"))
         log(f"agent pid {agent.proc.pid} listening on {address}")
         site_dir, site_job = generate_site(args.site_config, workdir)

@@ -6,7 +6,8 @@ pipeline stages (`train` and `validate`) do real work in cgroups beneath this pr
 cgroup -- CPU hogs sharing one CPU, a CPU-throttled stage, major page faults, and a memory climb
 that ends in an OOM kill -- and then evaluates every panel query and annotation query of every
 dashboard through Prometheus's HTTP API, with the template variables substituted. It fails if
-any query is rejected by Prometheus or returns no series with a value.
+any query is rejected by Prometheus or returns no series with a value, or if the OOM kill's
+StagewatchOOMKill alert does not fire with the severity each configuration gives it.
 
 Prometheus scrapes the agent under two job names: `stagewatch`, for the committed dashboards
 and rules (the defaults of alerts/config.yaml), and `research-nodes`, for the dashboards and
@@ -615,11 +616,31 @@ def generate_site(site_config, workdir):
                            f"{r.stdout}{r.stderr}")
     sys.path.insert(0, os.path.join(REPO, "dashboards"))
     from mixin import config  # noqa: E402 — the generator's own reading of the file
-    job = config.load(site_config).sample["job"]
-    if job == JOB:
+    cfg = config.load(site_config)
+    if cfg.sample["job"] == JOB:
         raise RuntimeError(f"{site_config} selects job {JOB!r}, as the defaults do: it must "
                            "select another job for the test to tell the two apart")
-    return out, job
+    return out, cfg
+
+
+def oom_pages(prom_url, expected, timeout_s=15):
+    """Rows and failures: the firing StagewatchOOMKill alert of train under each job has the
+    severity expected ({job: severity}), as Prometheus evaluated that job's rule file."""
+    got = {}
+    deadline = time.time() + timeout_s
+    while True:
+        for job in expected:
+            r = instant(prom_url, 'ALERTS{alertname="StagewatchOOMKill", alertstate="firing", '
+                                  f'job="{job}", pipeline_stage="train"}}')
+            got[job] = sorted({a["metric"].get("severity", "") for a in r})
+        if all(got[j] == [sev] for j, sev in expected.items()) or time.time() > deadline:
+            break
+        time.sleep(0.5)
+    rows = [(f"alert StagewatchOOMKill of train, job {j}", ",".join(got[j]) or "none", "alert")
+            for j in expected]
+    failures = [f"StagewatchOOMKill of train under job {j}: severity {got[j] or 'not firing'}, "
+                f"expected {sev}" for j, sev in expected.items() if got[j] != [sev]]
+    return rows, failures
 
 
 def exported_families(agent_address):
@@ -692,7 +713,8 @@ def main():
         write(config_path, agent_config(args.binary, workdir, alertmanager.port, cgroups))
         agent, address = start_agent(args.binary, config_path, os.path.join(workdir, "agent.log"))
         log(f"agent pid {agent.proc.pid} listening on {address}")
-        site_dir, site_job = generate_site(args.site_config, workdir)
+        site_dir, site_cfg = generate_site(args.site_config, workdir)
+        site_job = site_cfg.sample["job"]
         log(f"generated the rules and dashboards of {args.site_config} (job {site_job})")
         rule_files = [r for r in (args.rules, os.path.join(site_dir, "stagewatch.rules.yml"))
                       if rules_file_usable(args.promtool, r)]
@@ -733,7 +755,10 @@ def main():
         exported, scrape = exported_families(address)
         if args.dump_scrape:
             write(args.dump_scrape, scrape)
-        rows, failures, skipped = [], [], []
+        # Every OOM kill is critical by default; the site's severity depends on its stages.
+        rows, failures = oom_pages(prom_url, {
+            JOB: "critical", site_job: "critical" if site_cfg.is_critical("train") else "warning"})
+        skipped = []
         for tag, dashboards, job, other in (
                 ("defaults", args.dashboards, JOB, site_job),
                 ("site", os.path.join(site_dir, "dashboards"), site_job, JOB)):

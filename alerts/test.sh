@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Checks and tests the shipped alerting files:
-#   alerts/stagewatch.rules.yml   promtool lint, house rules (labels, annotations, runbooks,
-#                                 a firing and a silent unit test per alert), promtool unit
-#                                 tests (alerts/tests/*.yml)
+#   alerts/stagewatch.rules.yml   what dashboards/generate.py writes from alerts/config.yaml
+#   generated rules               for the defaults and for a site's configuration
+#                                 (tests/dashboards/site-config.yaml): promtool lint, house
+#                                 rules (labels, annotations, runbooks, a firing and a silent
+#                                 unit test per alert), and the promtool unit tests
+#                                 (alerts/tests/*.yml, rendered for each configuration)
 #   deploy/prometheus.yml         promtool check config
 #   deploy/alertmanager.yml       amtool check-config, routing, and its inhibit rule against a
 #                                 real Alertmanager on a loopback port
@@ -15,7 +18,7 @@ cd "$(dirname "$0")/.." || exit 1
 readonly RULES=alerts/stagewatch.rules.yml
 readonly TESTS_DIR=alerts/tests
 readonly RUNBOOKS=docs/runbooks
-readonly RUNBOOK_BASE=https://github.com/stagewatch/stagewatch/blob/main/docs/runbooks
+readonly SITE_CONFIG=tests/dashboards/site-config.yaml
 readonly PROM_CONFIG=deploy/prometheus.yml
 readonly AM_CONFIG=deploy/alertmanager.yml
 
@@ -55,20 +58,30 @@ need() {  # need TOOL DEBIAN_PACKAGE
 need promtool prometheus
 need amtool prometheus-alertmanager
 need prometheus-alertmanager prometheus-alertmanager
+if ! python3 -c 'import yaml' 2>/dev/null; then
+  echo "FAIL  python3 cannot import yaml: install the Debian package 'python3-yaml'"
+  missing=1
+fi
 if [ "$missing" -ne 0 ]; then
   echo "alerts/test.sh: FAILED: missing tools (scripts/install-deps.sh installs them)"
   exit 1
 fi
 
-# --- The rule file ------------------------------------------------------------------------
-step "promtool check rules --lint=all --lint-fatal $RULES" \
-  promtool check rules --lint=all --lint-fatal "$RULES"
+# --- The rule files ------------------------------------------------------------------------
+step "dashboards/generate.py --check (the committed rules and dashboards are the defaults)" \
+  python3 dashboards/generate.py --check
+
+# runbook_base CONFIG: the runbook_url_base the generator uses with CONFIG ("" = defaults).
+runbook_base() {
+  python3 -c 'import sys; sys.path.insert(0, "dashboards"); from mixin import config
+print(config.load(sys.argv[1] or None).runbook_url_base)' "$1"
+}
 
 # Every alerting rule: severity critical|warning|info, source prometheus, a Stagewatch*
 # CamelCase name, summary + description + runbook_url pointing at its own runbook, which
 # exists. (awk over the file's fixed layout: one "- alert:" per rule, keys on their own lines.)
-check_alert_conventions() {
-  awk -v base="$RUNBOOK_BASE" -v dir="$RUNBOOKS" '
+check_alert_conventions() {  # check_alert_conventions RULES RUNBOOK_BASE
+  awk -v base="$2" -v dir="$RUNBOOKS" '
     function finish() {
       if (name == "") return
       if (name !~ /^Stagewatch[A-Z][A-Za-z0-9]*$/) err(name ": not a CamelCase Stagewatch* name")
@@ -90,9 +103,8 @@ check_alert_conventions() {
     name != "" && /^ +description:/ { description = 1 }
     name != "" && /^ +runbook_url:/ { runbook = $2 }
     END { finish(); exit bad }
-  ' "$RULES"
+  ' "$1"
 }
-step "alert labels, annotations and runbooks" check_alert_conventions
 
 # Every alert has a unit test where it fires (exp_alerts with entries) and one where it
 # must stay silent (exp_alerts: []).
@@ -115,7 +127,20 @@ check_test_coverage() {
 }
 step "a firing and a silent unit test per alert" check_test_coverage
 
-step "promtool test rules $TESTS_DIR/*.yml" promtool test rules "$TESTS_DIR"/*.yml
+# The same checks and tests for the defaults and for a site's configuration, each generated
+# into its own directory with its rendered promtool tests.
+for site in "" "$SITE_CONFIG"; do
+  name=${site:-defaults}
+  out="$tmp/generated-$(basename "${site:-defaults}" .yaml)"
+  step "[$name] dashboards/generate.py --out" \
+    python3 dashboards/generate.py ${site:+--config "$site"} --out "$out"
+  step "[$name] promtool check rules --lint=all --lint-fatal" \
+    promtool check rules --lint=all --lint-fatal "$out/stagewatch.rules.yml"
+  step "[$name] alert labels, annotations and runbooks" \
+    check_alert_conventions "$out/stagewatch.rules.yml" "$(runbook_base "$site")"
+  step "[$name] promtool test rules (alerts/tests/*.yml rendered)" \
+    promtool test rules "$out"/tests/*.yml
+done
 
 # --- The example configurations ---------------------------------------------------------
 step "promtool check config $PROM_CONFIG" promtool check config "$PROM_CONFIG"

@@ -11,8 +11,14 @@ packages=(
   # user side
   prometheus-cpp-dev libcli11-dev libabsl-dev libyaml-cpp-dev libcpp-httplib-dev libssl-dev
   # tests
-  libgtest-dev libgmock-dev prometheus prometheus-alertmanager python3 procps util-linux
+  libgtest-dev libgmock-dev prometheus prometheus-alertmanager python3 python3-yaml procps
+  util-linux
 )
+# The dashboards' schema check (tests/dashboards/schema/) runs TypeScript from npm: Debian's
+# Node.js and npm, unless a Node.js with npm is already installed.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  packages+=(nodejs npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

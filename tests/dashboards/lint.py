@@ -13,9 +13,14 @@ reference; not its code) plus checks of this project:
   template-job-rule                a `job` query variable: $datasource, multi, includeAll, allValue .+
   template-instance-rule           the same for `instance`
   template-pipeline-stage-rule     `pipeline_stage` defined where used; allValue .+ with includeAll
+  template-pipeline-rule           `pipeline` (an optional label) multi, includeAll, allValue .*
+  template-current-rule            every variable has a current value (text and value)
   template-on-time-change-reload-rule  query variables refresh on time range change (2)
   template-label-promql-rule       query variables are label_values(...)/... with valid PromQL
   template-undefined-variable-rule every $variable in a query is defined
+  annotation-builtin-rule          the built-in "Annotations & Alerts" entry is in the list
+  annotation-target-rule           a Prometheus annotation's query is in target.expr (the
+                                   current form), not in a top-level expr
   panel-id-rule                    every panel has an id, unique in its dashboard
   panel-datasource-rule            panels, targets and annotations use the templated datasource
   panel-title-description-rule     every panel has a title and a description (rows a title)
@@ -607,7 +612,12 @@ class Linter:
                 ids[pid] = title
             self.lint_panel(f, d, p, title, by_name)
 
-        for a in d.get("annotations", {}).get("list", []) or []:
+        annotations = d.get("annotations", {}).get("list", []) or []
+        if not any(a.get("builtIn") == 1 and a.get("name") == "Annotations & Alerts"
+                   for a in annotations):
+            self.add(f, "-", "annotation-builtin-rule",
+                     'the built-in "Annotations & Alerts" annotation is missing')
+        for a in annotations:
             if a.get("builtIn") == 1:
                 continue
             where = f"annotation {a.get('name', '?')}"
@@ -615,20 +625,32 @@ class Linter:
                 self.add(f, where, "panel-datasource-rule",
                          f"annotation does not use the templated datasource, uses "
                          f"{a.get('datasource')!r}")
-            if "expr" in a or a.get("datasource", {}).get("type") == "prometheus":
-                self.lint_expr(f, where, a.get("expr", ""), by_name)
+            if "expr" in a:
+                self.add(f, where, "annotation-target-rule",
+                         "the query is in a top-level expr (the old form); put it in "
+                         "target.expr with a refId")
+            tgt = a.get("target") if isinstance(a.get("target"), dict) else {}
+            if "expr" in a or "expr" in tgt or a.get("datasource", {}).get("type") == "prometheus":
+                if tgt and not tgt.get("refId"):
+                    self.add(f, where, "annotation-target-rule", "target has no refId")
+                self.lint_expr(f, where, tgt.get("expr", a.get("expr", "")), by_name)
 
         used = set()
         for _, expr in all_exprs(d):
             used |= variables_in(expr)
-        if "pipeline_stage" in used:
-            t = by_name.get("pipeline_stage")
+        # name → rule, label, multi-select required, allValue (pipeline is optional on a
+        # stage, so its All must match series without it).
+        for name, rule, label, multi, all_value in (
+                ("pipeline", "template-pipeline-rule", "Pipeline", True, ".*"),
+                ("pipeline_stage", "template-pipeline-stage-rule", "Pipeline stage", False, ".+")):
+            if name not in used:
+                continue
+            t = by_name.get(name)
             if t is None:
-                self.add(f, "-", "template-pipeline-stage-rule",
-                         "queries use $pipeline_stage but there is no pipeline_stage variable")
+                self.add(f, "-", rule, f"queries use ${name} but there is no {name} variable")
             else:
-                self.check_query_variable(f, t, "template-pipeline-stage-rule",
-                                          "Pipeline stage", require_multi=False)
+                self.check_query_variable(f, t, rule, label, require_multi=multi,
+                                          all_value=all_value)
 
     def lint_templates(self, f, d, templates, by_name):
         ds = [t for t in templates if t.get("type") == "datasource"]
@@ -657,6 +679,11 @@ class Linter:
             else:
                 self.check_query_variable(f, t, rule, name.title(), require_multi=True)
         for t in templates:
+            cur = t.get("current")
+            if not (isinstance(cur, dict) and "text" in cur and "value" in cur):
+                self.add(f, "-", "template-current-rule",
+                         f"variable {t.get('name')!r} has no current value (text and value), "
+                         f"has {cur!r}")
             if t.get("type") != "query":
                 continue
             name = t.get("name")
@@ -673,7 +700,7 @@ class Linter:
             else:
                 self.check_variables(f, f"variable {name}", q, by_name)
 
-    def check_query_variable(self, f, t, rule, label, require_multi):
+    def check_query_variable(self, f, t, rule, label, require_multi, all_value=".+"):
         name = t.get("name")
         if t.get("type") != "query":
             self.add(f, "-", rule, f"{name} variable should be a Prometheus query, is "
@@ -689,8 +716,8 @@ class Linter:
                 self.add(f, "-", rule, f"{name} variable should be a multi select")
             if not t.get("includeAll"):
                 self.add(f, "-", rule, f"{name} variable should include All")
-        if (require_multi or t.get("includeAll")) and t.get("allValue") != ".+":
-            self.add(f, "-", rule, f"{name} variable allValue should be '.+', is "
+        if (require_multi or t.get("includeAll")) and t.get("allValue") != all_value:
+            self.add(f, "-", rule, f"{name} variable allValue should be {all_value!r}, is "
                                    f"{t.get('allValue')!r}")
 
     # -- panels --
@@ -799,6 +826,8 @@ def all_exprs(d):
     for a in d.get("annotations", {}).get("list", []) or []:
         if isinstance(a.get("expr"), str):
             yield a.get("name"), a["expr"]
+        if isinstance(a.get("target"), dict) and isinstance(a["target"].get("expr"), str):
+            yield a.get("name"), a["target"]["expr"]
     for p in iter_panels(d.get("panels", [])):
         for t in p.get("targets") or []:
             if isinstance(t.get("expr"), str):
@@ -922,27 +951,32 @@ def good_dashboard():
     ds = {"type": "prometheus", "uid": "${datasource}"}
     sel = 'job=~"$job", instance=~"$instance", pipeline_stage=~"$pipeline_stage"'
 
-    def qvar(name, label, query):
+    def qvar(name, label, query, all_value=".+"):
         return {"name": name, "label": label, "type": "query", "datasource": ds,
                 "query": {"query": query, "refId": "A"}, "multi": True, "includeAll": True,
-                "allValue": ".+", "refresh": 2}
+                "allValue": all_value, "refresh": 2,
+                "current": {"text": ["All"], "value": ["$__all"]}}
 
     return {
         "uid": "selftest-good", "title": "self test", "tags": ["selftest"],
         "schemaVersion": 39,
         "templating": {"list": [
             {"name": "datasource", "label": "Data source", "type": "datasource",
-             "query": "prometheus"},
+             "query": "prometheus", "current": {"text": "default", "value": "default"}},
             qvar("job", "Job", "label_values(up, job)"),
             qvar("instance", "Instance", 'label_values(up{job=~"$job"}, instance)'),
+            qvar("pipeline", "Pipeline",
+                 'label_values(x{job=~"$job", instance=~"$instance"}, pipeline)', ".*"),
             qvar("pipeline_stage", "Pipeline stage",
-                 'label_values(x{job=~"$job", instance=~"$instance"}, pipeline_stage)'),
+                 'label_values(x{job=~"$job", instance=~"$instance", pipeline=~"$pipeline"}, '
+                 'pipeline_stage)'),
         ]},
         "annotations": {"list": [
             {"builtIn": 1, "datasource": {"type": "grafana", "uid": "-- Grafana --"},
              "name": "Annotations & Alerts"},
-            {"name": "kills", "datasource": ds,
-             "expr": f"increase(k_total{{{sel}}}[$__rate_interval]) > 0"},
+            {"name": "kills", "datasource": ds, "target": {
+                "refId": "Anno",
+                "expr": f"increase(k_total{{{sel}}}[$__rate_interval]) > 0"}},
         ]},
         "panels": [
             {"type": "row", "title": "Row", "id": 1, "panels": []},
@@ -1010,6 +1044,15 @@ BAD_CASES = {
     "template-pipeline-stage-rule": [
         _drop_var("pipeline_stage"), _var("pipeline_stage", allValue=".*"),
         _var("pipeline_stage", label="Stage")],
+    "template-pipeline-rule": [
+        _drop_var("pipeline"), _var("pipeline", allValue=".+"), _var("pipeline", multi=False)],
+    "template-current-rule": [_var("job", current={}), _var("datasource", current=None),
+                              _var("instance", current={"text": "All"})],
+    "annotation-builtin-rule": [lambda d: d["annotations"]["list"].pop(0)],
+    "annotation-target-rule": [
+        lambda d: d["annotations"]["list"][1].update(
+            {"expr": d["annotations"]["list"][1].pop("target")["expr"]}),
+        lambda d: d["annotations"]["list"][1]["target"].pop("refId")],
     "template-on-time-change-reload-rule": [_var("job", refresh=1), _var("instance", refresh=None)],
     "template-label-promql-rule": [
         _var("job", query={"query": "label_values(up{, job)"}),
@@ -1038,7 +1081,7 @@ BAD_CASES = {
         _set_expr(3, f"sum(rate(c_total{{{SEL}}}[$__rate_interval]))"),
         lambda d: _panel(d, 2)["targets"][0].update({"format": "heatmap"})],
     "target-promql-rule": [_set_expr(2, e) for e in BAD_EXPRS] + [
-        lambda d: d["annotations"]["list"][1].update({"expr": "sum(k_total"})],
+        lambda d: d["annotations"]["list"][1]["target"].update({"expr": "sum(k_total"})],
     "target-rate-interval-rule": [
         _set_expr(2, f"rate(c_total{{{SEL}}}[5m])"),
         _set_expr(2, f"irate(c_total{{{SEL}}}[$__interval])")],
@@ -1046,7 +1089,8 @@ BAD_CASES = {
         _set_expr(2, 'rate(c_total{instance=~"$instance"}[$__rate_interval])'),
         _set_expr(4, 'g{job="$job", instance=~"$instance"}'),
         _set_expr(4, f'g{{{SEL}}} / h{{instance=~"$instance"}}'),
-        lambda d: d["annotations"]["list"][1].update({"expr": 'k{instance=~"$instance"} > 0'})],
+        lambda d: d["annotations"]["list"][1]["target"].update(
+            {"expr": 'k{instance=~"$instance"} > 0'})],
     "target-instance-rule": [_set_expr(4, 'g{job=~"$job"}'),
                              _set_expr(4, 'g{job=~"$job", instance=~"$job"}')],
     "target-counter-agg-rule": [

@@ -6,9 +6,15 @@ pipeline stages (`train` and `validate`) do real work in cgroups beneath this pr
 cgroup -- CPU hogs sharing one CPU, a CPU-throttled stage, major page faults, and a memory climb
 that ends in an OOM kill -- and then evaluates every panel query and annotation query of every
 dashboard through Prometheus's HTTP API, with the template variables substituted. It fails if
-any query is rejected by Prometheus or returns no series with a value.
+any query is rejected by Prometheus or returns no series with a value, or if the OOM kill's
+StagewatchOOMKill alert does not fire with the severity each configuration gives it.
 
-Needs root (BPF, cgroupfs). Python standard library only. Usage:
+Prometheus scrapes the agent under two job names: `stagewatch`, for the committed dashboards
+and rules (the defaults of alerts/config.yaml), and `research-nodes`, for the dashboards and
+rules dashboards/generate.py writes with a site's configuration
+(tests/dashboards/site-config.yaml, selector job="research-nodes"). Both sets are evaluated.
+
+Needs root (BPF, cgroupfs). Python 3 with PyYAML (for the generator). Usage:
 
     live_test.py [--binary build/stagewatch] [--prometheus /usr/bin/prometheus]
 
@@ -34,7 +40,9 @@ import urllib.parse
 import urllib.request
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-JOB = "stagewatch"
+JOB = "stagewatch"  # the job the committed (default) dashboards and rules select
+SITE_CONFIG = os.path.join(REPO, "tests", "dashboards", "site-config.yaml")
+PIPELINE = "nightly"  # the pipeline label of the discovered stages
 STAGES = ("train", "validate")
 MIB = 1 << 20
 
@@ -64,7 +72,14 @@ PENDING_PREFIXES = {
 RATE_INTERVAL = "15s"
 INTERVAL = "1s"
 
+# The stages are configured by path, not discovered: discovery would also name the
+# .../stagewatch/<stage> cgroups of anything else running on the host, and past
+# discovery.max_stages this test's stages would fold into unattributed.
 AGENT_CONFIG = """\
+discovery:
+  enabled: false
+stages:
+{stages}
 memory:
   sample_interval: 200ms
 anomalies:
@@ -86,6 +101,9 @@ global:
 rule_files: {rule_files}
 scrape_configs:
   - job_name: {job}
+    static_configs:
+      - targets: ["{target}"]
+  - job_name: {site_job}
     static_configs:
       - targets: ["{target}"]
 """
@@ -354,7 +372,7 @@ def start_agent(binary, config_path, log_path):
     raise RuntimeError(f"agent did not start listening; its log:\n{text}")
 
 
-def agent_config(binary, workdir, am_ok_port):
+def agent_config(binary, workdir, am_ok_port, cgroups):
     """The agent configuration; a short limit_eta min_span where the agent accepts the key."""
     min_span = ", min_span: 5s"
     probe = os.path.join(workdir, "probe.yaml")
@@ -362,8 +380,11 @@ def agent_config(binary, workdir, am_ok_port):
     r = subprocess.run([binary, "check-config", probe], capture_output=True, text=True)
     if r.returncode != 0:
         min_span = ""
+    stages = "\n".join(f"  - {{name: {st}, pipeline: {PIPELINE}, "
+                       f"cgroup_paths: [{json.dumps(cgroups.relative + '/' + st)}]}}"
+                       for st in STAGES)
     return AGENT_CONFIG.format(min_span=min_span, am_ok_port=am_ok_port,
-                               am_down_port=free_port())
+                               am_down_port=free_port(), stages=stages)
 
 
 FAKE_ALERTMANAGER = r"""
@@ -411,10 +432,10 @@ def rules_file_usable(promtool, path):
     return True
 
 
-def start_prometheus(binary, workdir, target, rule_files):
+def start_prometheus(binary, workdir, target, rule_files, site_job):
     config_path = os.path.join(workdir, "prometheus.yml")
     write(config_path, PROMETHEUS_CONFIG.format(
-        rule_files=json.dumps(rule_files), job=JOB, target=target))
+        rule_files=json.dumps(rule_files), job=JOB, site_job=site_job, target=target))
     for attempt in range(3):
         port = free_port()
         data = os.path.join(workdir, f"tsdb-{attempt}")
@@ -465,8 +486,9 @@ def dashboard_queries(path):
         d = json.load(f)
     out = []
     for a in d.get("annotations", {}).get("list", []):
-        if a.get("expr"):
-            out.append((f"annotation '{a.get('name')}'", a["expr"], False))
+        expr = (a.get("target") or {}).get("expr") or a.get("expr")
+        if expr:
+            out.append((f"annotation '{a.get('name')}'", expr, False))
     for p in iter_panels(d.get("panels")):
         for t in p.get("targets", []) or []:
             if t.get("expr") and not t.get("hide"):
@@ -499,23 +521,29 @@ def substitute(expr, values):
 METRIC_NAME = re.compile(r"\b(stagewatch_[a-zA-Z0-9_:]*)")
 
 
-def evaluate(prom_url, dashboards_dir, instance, start, end, exported_names):
+def evaluate(prom_url, dashboards_dir, job, other_job, instance, start, end, exported_names,
+             tag):
+    """Every query of every dashboard in dashboards_dir, with $job = job. The job variable
+    must list job and not other_job (the dashboards' selector keeps the other one out)."""
     span = max(1, int(math.ceil(end - start)))
     rows, failures, skipped = [], [], []
     for name in sorted(os.listdir(dashboards_dir)):
         if not name.endswith(".json"):
             continue
         d, queries = dashboard_queries(os.path.join(dashboards_dir, name))
+        name = f"{tag}/{name}"
         stage = ".+"
         for v in d.get("templating", {}).get("list", []):
             if v.get("name") == "pipeline_stage" and not v.get("includeAll"):
                 stage = "train"  # a single-stage dashboard: the stage that was OOM-killed
-        values = {"job": JOB, "instance": re.escape(instance).replace("\\", "\\\\"),
-                  "pipeline_stage": stage, "__rate_interval": RATE_INTERVAL,
+        values = {"job": job, "instance": re.escape(instance).replace("\\", "\\\\"),
+                  "pipeline": ".*", "pipeline_stage": stage, "heatmap_stage": "train",
+                  "__rate_interval": RATE_INTERVAL,
                   "__interval": INTERVAL, "__range": f"{span}s", "__range_s": str(span),
                   "__range_ms": str(span * 1000), "datasource": "n/a"}
         # Variable queries: label_values(selector, label), as Grafana runs them.
-        expected = {"job": JOB, "instance": instance, "pipeline_stage": "train"}
+        expected = {"job": job, "instance": instance, "pipeline": PIPELINE,
+                    "pipeline_stage": "train", "heatmap_stage": "train"}
         for vname, vq in variable_queries(d):
             label = f"{name}: variable ${vname}"
             m = re.fullmatch(r"\s*label_values\((.*),\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)\s*", vq)
@@ -536,6 +564,9 @@ def evaluate(prom_url, dashboards_dir, instance, start, end, exported_names):
                 failures.append(f"{label}: Prometheus rejected {match!r}: {r.get('error')}")
             elif expected.get(vname) not in got:
                 failures.append(f"{label}: {vq!r} gives {got}, without {expected.get(vname)!r}")
+            elif vname == "job" and other_job in got:
+                failures.append(f"{label}: {vq!r} gives {got}: job {other_job!r} is not "
+                                "selected by this configuration's selector")
             rows.append((label, len(got), "variable"))
         for where, expr, is_instant in queries:
             label = f"{name}: {where}"
@@ -575,6 +606,43 @@ def evaluate(prom_url, dashboards_dir, instance, start, end, exported_names):
 # ---- the test ------------------------------------------------------------------------------
 
 
+def generate_site(site_config, workdir):
+    """The rules and dashboards of a site's configuration: (directory, the job they select)."""
+    out = os.path.join(workdir, "site")
+    r = subprocess.run([sys.executable, os.path.join(REPO, "dashboards", "generate.py"),
+                        "--config", site_config, "--out", out], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"dashboards/generate.py --config {site_config} failed:\n"
+                           f"{r.stdout}{r.stderr}")
+    sys.path.insert(0, os.path.join(REPO, "dashboards"))
+    from mixin import config  # noqa: E402 — the generator's own reading of the file
+    cfg = config.load(site_config)
+    if cfg.sample["job"] == JOB:
+        raise RuntimeError(f"{site_config} selects job {JOB!r}, as the defaults do: it must "
+                           "select another job for the test to tell the two apart")
+    return out, cfg
+
+
+def oom_pages(prom_url, expected, timeout_s=15):
+    """Rows and failures: the firing StagewatchOOMKill alert of train under each job has the
+    severity expected ({job: severity}), as Prometheus evaluated that job's rule file."""
+    got = {}
+    deadline = time.time() + timeout_s
+    while True:
+        for job in expected:
+            r = instant(prom_url, 'ALERTS{alertname="StagewatchOOMKill", alertstate="firing", '
+                                  f'job="{job}", pipeline_stage="train"}}')
+            got[job] = sorted({a["metric"].get("severity", "") for a in r})
+        if all(got[j] == [sev] for j, sev in expected.items()) or time.time() > deadline:
+            break
+        time.sleep(0.5)
+    rows = [(f"alert StagewatchOOMKill of train, job {j}", ",".join(got[j]) or "none", "alert")
+            for j in expected]
+    failures = [f"StagewatchOOMKill of train under job {j}: severity {got[j] or 'not firing'}, "
+                f"expected {sev}" for j, sev in expected.items() if got[j] != [sev]]
+    return rows, failures
+
+
 def exported_families(agent_address):
     text = http_get(f"http://{agent_address}/metrics")
     return {line.split()[2] for line in text.splitlines() if line.startswith("# TYPE ")}, text
@@ -588,6 +656,8 @@ def main():
     ap.add_argument("--promtool", default=shutil.which("promtool") or "/usr/bin/promtool")
     ap.add_argument("--dashboards", default=os.path.join(REPO, "dashboards"))
     ap.add_argument("--rules", default=os.path.join(REPO, "alerts/stagewatch.rules.yml"))
+    ap.add_argument("--site-config", default=SITE_CONFIG,
+                    help="a site's configuration for dashboards/generate.py")
     ap.add_argument("--dump-scrape", help="write the agent's last scrape to this file")
     args = ap.parse_args()
 
@@ -640,11 +710,16 @@ def main():
         time.sleep(WARMUP_S)
 
         config_path = os.path.join(workdir, "agent.yaml")
-        write(config_path, agent_config(args.binary, workdir, alertmanager.port))
+        write(config_path, agent_config(args.binary, workdir, alertmanager.port, cgroups))
         agent, address = start_agent(args.binary, config_path, os.path.join(workdir, "agent.log"))
         log(f"agent pid {agent.proc.pid} listening on {address}")
-        rule_files = [args.rules] if rules_file_usable(args.promtool, args.rules) else []
-        prom, prom_url = start_prometheus(args.prometheus, workdir, address, rule_files)
+        site_dir, site_cfg = generate_site(args.site_config, workdir)
+        site_job = site_cfg.sample["job"]
+        log(f"generated the rules and dashboards of {args.site_config} (job {site_job})")
+        rule_files = [r for r in (args.rules, os.path.join(site_dir, "stagewatch.rules.yml"))
+                      if rules_file_usable(args.promtool, r)]
+        prom, prom_url = start_prometheus(args.prometheus, workdir, address, rule_files,
+                                          site_job)
         log(f"prometheus pid {prom.proc.pid} at {prom_url}, rules: {rule_files or 'none'}")
 
         try:
@@ -680,8 +755,18 @@ def main():
         exported, scrape = exported_families(address)
         if args.dump_scrape:
             write(args.dump_scrape, scrape)
-        rows, failures, skipped = evaluate(prom_url, args.dashboards, address, start - 2, end,
-                                           exported)
+        # Every OOM kill is critical by default; the site's severity depends on its stages.
+        rows, failures = oom_pages(prom_url, {
+            JOB: "critical", site_job: "critical" if site_cfg.is_critical("train") else "warning"})
+        skipped = []
+        for tag, dashboards, job, other in (
+                ("defaults", args.dashboards, JOB, site_job),
+                ("site", os.path.join(site_dir, "dashboards"), site_job, JOB)):
+            r, f, k = evaluate(prom_url, dashboards, job, other, address, start - 2, end,
+                               exported, tag)
+            rows += r
+            failures += f
+            skipped += k
 
         width = max(len(r[0]) for r in rows) if rows else 10
         print(f"\n{'query (dashboard: panel [refId])':<{width}}  {'series':>6}  mode")

@@ -1,0 +1,1 @@
+"""The stagewatch mixin: rules and dashboards generated from one configuration (generate.py)."""

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Tests of the generator's configuration (alerts/config.yaml and a site's file on top).
+
+Bad input of each kind is refused, by dashboards/generate.py itself, with exit status 2 and a
+message naming the key; a good site file changes exactly what it sets. Python 3 + PyYAML.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+GENERATE = os.path.join(REPO, "dashboards", "generate.py")
+sys.path.insert(0, os.path.join(REPO, "dashboards"))
+
+from mixin import config  # noqa: E402
+
+
+def generate(site_text, out):
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+        f.write(site_text)
+    try:
+        return subprocess.run([sys.executable, GENERATE, "--config", f.name, "--out", out],
+                              capture_output=True, text=True)
+    finally:
+        os.unlink(f.name)
+
+
+class BadConfig(unittest.TestCase):
+    CASES = {
+        "unknown top-level key": ("selectr: 'job=\"x\"'\n", "unknown key 'selectr'"),
+        "selector not matchers": ("selector: 'job'\n", "expected label matchers"),
+        "selector without job sample": ("selector: 'cluster=\"eu1\"'\n",
+                                        "selector_sample needs a job label"),
+        "sample the selector rejects": (
+            "selector: 'job=\"a\"'\nselector_sample: {job: b}\n", "does not match the selector"),
+        "critical stages not a list": ("critical_stages: train\n", "critical_stages must be"),
+        "bad stage name": ("critical_stages: [\"tr ain\"]\n", "is not a stage name"),
+        "unknown alert": ("alerts: {oom: {window: 5m}}\n", "unknown alert 'oom'"),
+        "unknown alert key": ("alerts: {oom_kill: {windw: 5m}}\n", "unknown key 'windw'"),
+        "bad duration": ("alerts: {agent_down: {for: 2 minutes}}\n", "Prometheus duration"),
+        "share above 1": ("alerts: {memory_near_limit: {ratio: 90}}\n", "between 0 and 1"),
+        "negative threshold": ("alerts: {cpu_starvation: {p99_seconds: -1}}\n", "above 0"),
+        "not a mapping": ("- selector\n", "expected a mapping"),
+        "not YAML": ("selector: [\n", "not valid YAML"),
+    }
+
+    def test_each_bad_input_is_refused_with_its_reason(self):
+        for name, (text, message) in self.CASES.items():
+            with self.subTest(name), tempfile.TemporaryDirectory() as out:
+                r = generate(text, out)
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn(message, r.stderr)
+                self.assertFalse(os.listdir(out), "files written for a bad configuration")
+
+
+class SiteConfig(unittest.TestCase):
+    def test_site_values_reach_rules_and_dashboards(self):
+        with tempfile.TemporaryDirectory() as out:
+            r = generate("selector: 'job=\"lab\"'\nruntbook: 1\n", out)
+            self.assertEqual(r.returncode, 2)  # a typo is never ignored
+            r = generate("selector: 'job=\"lab\"'\nrunbook_url_base: x\n"
+                         + "critical_stages: [validate]\n"
+                         + "alerts: {memory_near_limit: {ratio: 0.85}}\n", out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(out, "stagewatch.rules.yml")) as f:
+                rules = f.read()
+            self.assertIn('job="lab", pipeline_stage=~"validate"', rules)
+            self.assertIn('job="lab", pipeline_stage!~"validate"', rules)
+            self.assertIn("runbook_url: x/StagewatchOOMKill.md", rules)
+            self.assertIn(">= 0.85", rules)
+            self.assertNotIn("stagewatch.*", rules)
+            # Unchanged keys keep their defaults.
+            self.assertIn("> 0.25", rules)
+            with open(os.path.join(out, "dashboards", "pipeline-overview.json")) as f:
+                board = json.load(f)
+            job = next(v for v in board["templating"]["list"] if v["name"] == "job")
+            self.assertEqual(job["query"], 'label_values(stagewatch_build_info{job="lab"}, job)')
+            with open(os.path.join(out, "tests", "memory.test.yml")) as f:
+                tests = f.read()
+            self.assertIn('{job="lab",instance=', tests)
+            self.assertNotIn("@", tests.split("rule_files")[1])
+
+    def test_defaults_are_the_committed_configuration(self):
+        cfg = config.load()
+        self.assertEqual(cfg.selector, 'job=~".*stagewatch.*"')
+        self.assertIsNone(cfg.critical_regex())
+        self.assertTrue(cfg.is_critical("any-stage"))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -50,7 +50,7 @@ TEST(SchedE2E, AStarvedStageShowsLatencyPreemptionAndThrottling) {
   TestCgroup validate("stagewatch/validate", {"cpu", "cpuacct", "pressure"});
   TestCgroup train("stagewatch/train", {"cpu", "cpuacct", "pressure"});
   // validate may use 30% of a CPU: it is throttled as well as preempted.
-  testing::WriteFile(validate.dir("cpu") + "/cpu.cfs_quota_us", "30000");
+  validate.SetCpuQuota(30000);
 
   AgentProcess agent({"--web.listen-address", "127.0.0.1:0"});
   ASSERT_TRUE(agent.WaitListening()) << agent.log();
@@ -62,8 +62,9 @@ TEST(SchedE2E, AStarvedStageShowsLatencyPreemptionAndThrottling) {
 
   const std::string stat = validate.dir("cpu") + "/cpu.stat";
   const double nr_throttled = FileKey(stat, "nr_throttled");
-  const double throttled_s = FileKey(stat, "throttled_time") * 1e-9;
-  const double usage_s = std::stoull(testing::ReadFile(validate.dir("cpuacct") + "/cpuacct.usage")) * 1e-9;
+  const double throttled_s = validate.v2() ? FileKey(stat, "throttled_usec") * 1e-6
+                                           : FileKey(stat, "throttled_time") * 1e-9;
+  const double usage_s = validate.CpuUsageNs() * 1e-9;
   const double psi_some_s = PsiSomeTotal(validate.dir("pressure") + "/cpu.pressure") * 1e-6;
   ASSERT_GT(nr_throttled, 0);
 

@@ -1,5 +1,5 @@
 // The sched probe against the kernel's own accounting: /proc/<pid>/status context switches,
-// /proc/<pid>/schedstat run delay, and cpuacct usage, for workloads in real cgroups.
+// /proc/<pid>/schedstat run delay, and the cgroup's CPU usage, for workloads in real cgroups.
 #include <sched.h>
 #include <unistd.h>
 
@@ -20,6 +20,8 @@
 namespace stagewatch {
 namespace {
 
+using testing::BusyFor;
+using testing::PinTo;
 using testing::TestCgroup;
 
 // What a task's kernel counters say about it.
@@ -39,19 +41,6 @@ TaskCounters ReadSelf() {
   std::istringstream(testing::ReadFile("/proc/self/schedstat")) >> oncpu >> c.run_delay_ns >>
       c.timeslices;
   return c;
-}
-
-void PinTo(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  sched_setaffinity(0, sizeof(set), &set);
-}
-
-void BusyFor(std::chrono::milliseconds d) {
-  const auto end = std::chrono::steady_clock::now() + d;
-  volatile uint64_t x = 0;
-  while (std::chrono::steady_clock::now() < end) x = x + 1;
 }
 
 // A child's counters from its start to its end of work, sent back through a pipe.
@@ -96,14 +85,10 @@ sched_cgroup_stats StatsOf(SchedProbe& probe, uint64_t id) {
   return it == all.end() ? sched_cgroup_stats{} : it->second;
 }
 
-uint64_t CpuacctUsage(const TestCgroup& cgroup) {
-  return std::stoull(testing::ReadFile(cgroup.dir("cpuacct") + "/cpuacct.usage"));
-}
-
 std::unique_ptr<SchedProbe> StartProbe(cgroup_key_hierarchy key,
                                        RunqSource source = RunqSource::kAuto) {
   auto probe =
-      SchedProbe::Start({.key = key, .features = ProbeKernelFeatures(), .runq_source = source});
+      SchedProbe::Start({.key = key, .features = testing::ProbeFeaturesForTests(), .runq_source = source});
   EXPECT_TRUE(probe.ok()) << probe.status();
   return probe.ok() ? std::move(*probe) : nullptr;
 }
@@ -129,7 +114,7 @@ TEST_P(SchedAccuracyTest, SwitchesRunDelayAndCpuTimeMatchTheKernel) {
   auto probe = StartProbe(cgroup.layout().key, GetParam());
   ASSERT_NE(probe, nullptr);
   const sched_cgroup_stats before = StatsOf(*probe, cgroup.id());
-  const uint64_t usage_before = CpuacctUsage(cgroup);
+  const uint64_t usage_before = cgroup.CpuUsageNs();
 
   Report report;
   int ping[2], pong[2];
@@ -169,7 +154,7 @@ TEST_P(SchedAccuracyTest, SwitchesRunDelayAndCpuTimeMatchTheKernel) {
     waits += after.runq_latency.slots[i] - before.runq_latency.slots[i];
   }
   const double oncpu_ns = after.oncpu_ns - before.oncpu_ns;
-  const double usage_ns = CpuacctUsage(cgroup) - usage_before;
+  const double usage_ns = cgroup.CpuUsageNs() - usage_before;
   std::printf("voluntary: bpf %.0f /proc %lu; nonvoluntary: bpf %.0f /proc %lu\n", voluntary,
               kernel.voluntary, nonvoluntary, kernel.nonvoluntary);
   std::printf("run delay: bpf %.3f ms schedstat %.3f ms; on-cpu: bpf %.3f ms cpuacct %.3f ms; "

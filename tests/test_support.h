@@ -112,7 +112,7 @@ class AgentProcess {
   ~AgentProcess();  // SIGTERM, then SIGKILL if it does not stop within 5 s
 
   // Waits for the "listening" log line and reads the port from it.
-  bool WaitListening(int timeout_ms = 10000);
+  bool WaitListening(int timeout_ms = 30000);  // loading BPF takes seconds under emulation
   int port() const { return port_; }
   pid_t pid() const { return pid_; }
   // GET over loopback; nullopt if the request failed.

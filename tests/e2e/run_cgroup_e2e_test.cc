@@ -1,6 +1,7 @@
 // A limit on a run's cgroup beneath an unlimited stage top, as launchers, Slurm and
-// Kubernetes set it: the run's OOM kills reach the stage exactly, with the run's limit and
-// its memory events, checked against the run cgroup's own files (v1 or pure v2).
+// Kubernetes set it: the run's OOM kills reach the stage exactly, with its memory events,
+// checked against the run cgroup's own files (v1 or pure v2). The run's limit itself is not
+// exported yet: the memory collector reads stage tops only (DESIGN.md §11, limit domains).
 #include <signal.h>
 #include <unistd.h>
 
@@ -66,7 +67,6 @@ TEST(RunCgroupE2E, OomKillsInALimitedRunBeneathAnUnlimitedStageTopAreCountedWith
   } else {
     want[ev + R"(failcnt"})"] = std::stoull(testing::ReadFile(run.dir() + "/memory.failcnt"));
   }
-  const std::string t = R"({pipeline_stage="train"})";
   testing::Scrape m;
   const bool settled = testing::WaitUntil(
       [&] {
@@ -74,8 +74,7 @@ TEST(RunCgroupE2E, OomKillsInALimitedRunBeneathAnUnlimitedStageTopAreCountedWith
         for (const auto& [series, value] : want) {
           if (ValueOr(m, series, -1) != value) return false;
         }
-        return ValueOr(m, kills, -1) == kKills &&
-               ValueOr(m, "stagewatch_memory_limit_bytes" + t, 0) == kLimit;
+        return ValueOr(m, kills, -1) == kKills;
       },
       5000);
   for (const auto& [series, value] : want) {
@@ -86,7 +85,6 @@ TEST(RunCgroupE2E, OomKillsInALimitedRunBeneathAnUnlimitedStageTopAreCountedWith
   EXPECT_EQ(ValueOr(m, kills, -1), kKills);
   EXPECT_EQ(ValueOr(m, R"(stagewatch_oom_kills_cgroup_total{pipeline_stage="train"})", -1), kKills);
   EXPECT_EQ(ValueOr(m, R"(stagewatch_oom_kills_mismatch{pipeline_stage="train"})", -1), 0);
-  EXPECT_EQ(ValueOr(m, "stagewatch_memory_limit_bytes" + t, 0), kLimit);
   unlink(config);
 }
 

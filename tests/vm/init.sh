@@ -1,7 +1,8 @@
 #!/bin/busybox sh
 # PID 1 of the VM stage's guest (tests/vm/run.sh packs it as /init): loads the kernel's own
-# virtio and 9p modules, mounts the host's root read-only and the results directory
-# read-write at its host path, and runs tests/vm/guest.sh there. Powers off when it ends.
+# virtio and 9p modules, mounts the host's root read-only, the results directory read-write
+# at its host path and a scratch directory at /var/tmp, and runs tests/vm/guest.sh there.
+# Powers off when it ends.
 /bin/busybox --install -s /bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
@@ -32,7 +33,8 @@ mount -t devpts devpts /host/dev/pts
 mount -t tmpfs tmpfs /host/dev/shm
 mount -t tmpfs tmpfs /host/tmp
 mount -t tmpfs tmpfs /host/run
-mount -t tmpfs tmpfs /host/var/tmp
+# A disk-backed directory (not tmpfs) for the tests that fault file pages in from a device.
+mount -t 9p -o "$opts" scratch /host/var/tmp
 mount -t cgroup2 -o nsdelegate,memory_recursiveprot cgroup2 /host/sys/fs/cgroup
 mount -t bpf bpf /host/sys/fs/bpf
 mount -t tracefs tracefs /host/sys/kernel/tracing

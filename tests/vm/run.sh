@@ -71,7 +71,7 @@ if [ ! -f "$kdir/ready" ]; then
 fi
 
 # ---- the initramfs: busybox, the modules, and an init that mounts the host root ------------
-rm -rf "$results" && mkdir -p "$results"
+rm -rf "$results" "$build/vm-scratch" && mkdir -p "$results" "$build/vm-scratch"
 initrd=$build/vm-initramfs
 rm -rf "$initrd" && mkdir -p "$initrd"/{bin,dev,proc,sys,host,modules}
 cp "$(command -v busybox)" "$initrd/bin/busybox"
@@ -90,10 +90,12 @@ timeout "${STAGEWATCH_VM_TIMEOUT:-1500}" qemu-system-x86_64 \
   -append "console=ttyS0 cgroup_no_v1=all panic=-1 quiet loglevel=4" \
   -virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap" \
   -virtfs "local,path=$results,mount_tag=results,security_model=none,multidevs=remap" \
+  -virtfs "local,path=$build/vm-scratch,mount_tag=scratch,security_model=none,multidevs=remap" \
   -nic none -display none -serial stdio -monitor none -no-reboot </dev/null | tee "$results/console.log"
 rc=${PIPESTATUS[0]}
 set -e
 echo "vm: qemu exited with $rc after $(( $(date +%s) - start )) s"
+rm -rf "$build/vm-scratch"
 if [ ! -f "$results/status" ] || ! grep -q '^done' "$results/status"; then
   echo "vm: the guest did not finish its test plan (see $results/console.log)" >&2
   exit 1

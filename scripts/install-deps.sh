@@ -12,6 +12,8 @@ packages=(
   prometheus-cpp-dev libcli11-dev libabsl-dev libyaml-cpp-dev libcpp-httplib-dev libssl-dev
   # tests
   libgtest-dev libgmock-dev prometheus prometheus-alertmanager python3 procps util-linux
+  # the VM stage (tests/vm): Linux 6.1 under software emulation, booted from an initramfs
+  qemu-system-x86 busybox-static cpio
 )
 
 missing=()

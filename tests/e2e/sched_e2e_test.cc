@@ -70,7 +70,8 @@ TEST(SchedE2E, AStarvedStageShowsLatencyPreemptionAndThrottling) {
 
   const std::string v_label = R"({pipeline_stage="validate"})";
   testing::Scrape m;
-  // Cgroups are named by a walk at most once a second: wait for the counts to land.
+  // Cgroups are named by a walk at most once a second: wait for the counts to land (a scrape
+  // takes a good part of a second under emulation, in the VM stage).
   ASSERT_TRUE(testing::WaitUntil(
       [&] {
         std::optional<std::string> body = agent.Get("/metrics");
@@ -79,7 +80,10 @@ TEST(SchedE2E, AStarvedStageShowsLatencyPreemptionAndThrottling) {
         return ValueOr(m, "stagewatch_cpu_throttled_periods_total" + v_label, 0) == nr_throttled &&
                ValueOr(m, "stagewatch_cpu_seconds_total" + v_label, 0) > 0.9 * usage_s;
       },
-      5000))
+      15000))
+      << "throttled periods " << ValueOr(m, "stagewatch_cpu_throttled_periods_total" + v_label, -1)
+      << " (cpu.stat " << nr_throttled << "), cpu seconds "
+      << ValueOr(m, "stagewatch_cpu_seconds_total" + v_label, -1) << " (usage " << usage_s << ")\n"
       << agent.log();
 
   const double oncpu_s = ValueOr(m, "stagewatch_cpu_seconds_total" + v_label, 0);

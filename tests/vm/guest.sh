@@ -6,10 +6,12 @@
 set -u
 build=$1
 results=$2
-here=$(cd "$(dirname "$0")" && pwd)
+plan=$3
 cg=/sys/fs/cgroup
 
-echo "vm: kernel $(uname -r), $(nproc) CPUs, cgroup2 controllers: $(cat $cg/cgroup.controllers)"
+echo "vm: kernel $(uname -r), $(nproc) CPUs, clocksource" \
+  "$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)," \
+  "cgroup2 controllers: $(cat $cg/cgroup.controllers)"
 # The root may hold processes and still delegate; every cgroup beneath it holds either
 # processes or children with controllers, never both (the no-internal-processes rule).
 delegate="+memory +cpu +pids"
@@ -41,6 +43,6 @@ while read -r run kind filter environment attach; do
   grep '^\[  FAILED  \] .* ms)$' "$results/$run.$kind.log"
   # Whatever a crashed binary left behind, deepest first.
   find "$dir" -depth -type d -exec rmdir {} \; 2>/dev/null
-done < "$here/plan.txt"
+done < "$plan"
 sync
 echo done > "$results/status"

@@ -46,5 +46,5 @@ fi
 
 chroot /host /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   HOME=/tmp LANG=C.UTF-8 \
-  /bin/bash "$SOURCE/tests/vm/guest.sh" "$BUILD" "$RESULTS"
+  /bin/bash "$SOURCE/tests/vm/guest.sh" "$BUILD" "$RESULTS" "$PLAN"
 finish

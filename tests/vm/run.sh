@@ -9,7 +9,8 @@
 # kernel in the archive) and STAGEWATCH_REQUIRE_PRIVILEGED is not 1, else 1.
 # Environment: STAGEWATCH_VM_CACHE (kernel cache, default /var/cache/stagewatch-vm),
 # STAGEWATCH_VM_KERNEL (a package name instead of the newest), STAGEWATCH_VM_TIMEOUT (seconds,
-# default 1500). What runs inside is tests/vm/plan.txt.
+# default 1500), STAGEWATCH_VM_PLAN (another plan file, for a quick manual run of a few
+# tests; ctest's vm.* entries always follow tests/vm/plan.txt).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source_dir=$(cd "$here/../.." && pwd)
@@ -77,17 +78,21 @@ rm -rf "$initrd" && mkdir -p "$initrd"/{bin,dev,proc,sys,host,modules}
 cp "$(command -v busybox)" "$initrd/bin/busybox"
 cp "$kdir"/modules/* "$initrd/modules/"
 install -m 755 "$here/init.sh" "$initrd/init"
-printf 'SOURCE=%q\nBUILD=%q\nRESULTS=%q\n' "$source_dir" "$build" "$results" > "$initrd/vm.env"
+plan=$(realpath "${STAGEWATCH_VM_PLAN:-$here/plan.txt}")
+printf 'SOURCE=%q\nBUILD=%q\nRESULTS=%q\nPLAN=%q\n' "$source_dir" "$build" "$results" "$plan" \
+  > "$initrd/vm.env"
 (cd "$initrd" && find . | cpio -o -H newc --quiet | gzip -1) > "$build/vm-initramfs.cpio.gz"
 
 # ---- boot ---------------------------------------------------------------------------------
+# tsc=reliable: qemu derives the emulated TSC from the host clock, so it is stable; without it
+# the guest falls back to the HPET, an emulated device access on every clock read.
 echo "vm: booting $pkg under qemu (software emulation), results in $results"
 start=$(date +%s)
 set +e
 timeout "${STAGEWATCH_VM_TIMEOUT:-1500}" qemu-system-x86_64 \
   -accel tcg,thread=multi -cpu max -smp 2 -m 2048 \
   -kernel "$kdir/vmlinuz" -initrd "$build/vm-initramfs.cpio.gz" \
-  -append "console=ttyS0 cgroup_no_v1=all panic=-1 quiet loglevel=4" \
+  -append "console=ttyS0 cgroup_no_v1=all tsc=reliable panic=-1 quiet loglevel=4" \
   -virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap" \
   -virtfs "local,path=$results,mount_tag=results,security_model=none,multidevs=remap" \
   -virtfs "local,path=$build/vm-scratch,mount_tag=scratch,security_model=none,multidevs=remap" \

@@ -55,6 +55,16 @@ std::string ReadFile(const std::string& path) {
   return s.str();
 }
 
+uint64_t KeyedValue(const std::string& path, const std::string& key) {
+  std::istringstream in(ReadFile(path));
+  std::string k;
+  uint64_t v = 0;
+  while (in >> k >> v) {
+    if (k == key) return v;
+  }
+  return 0;
+}
+
 void WriteFile(const std::string& path, const std::string& contents) {
   std::ofstream out(path);
   out << contents;
@@ -95,8 +105,10 @@ bool MoveSelf(const std::string& dir) {
 }
 
 std::string g_self_leaf;  // where this process moved itself, undone at exit
+pid_t g_self_pid = 0;     // (by that process only, not by a child that calls exit())
 
 void MoveBackAtExit() {
+  if (getpid() != g_self_pid) return;
   const std::string own = g_self_leaf.substr(0, g_self_leaf.rfind('/'));
   WriteQuietly(own + "/cgroup.subtree_control", "-memory -cpu -pids");
   if (MoveSelf(own)) rmdir(g_self_leaf.c_str());
@@ -137,6 +149,7 @@ std::string TestBase(const CgroupLayout& layout) {
                       << strerror(errno);
         return *own;
       }
+      g_self_pid = getpid();
       atexit(MoveBackAtExit);
     }
     DelegateControllers(dir);
@@ -219,14 +232,7 @@ uint64_t TestCgroup::OomKillCount() const {
 
 uint64_t TestCgroup::CpuUsageNs() const {
   if (!v2()) return std::stoull(ReadFile(dir("cpuacct") + "/cpuacct.usage"));
-  std::istringstream in(ReadFile(dir_ + "/cpu.stat"));
-  std::string key;
-  uint64_t value = 0;
-  while (in >> key >> value) {
-    if (key == "usage_usec") return value * 1000;
-  }
-  ADD_FAILURE() << "no usage_usec in " << dir_ << "/cpu.stat";
-  return 0;
+  return KeyedValue(dir_ + "/cpu.stat", "usage_usec") * 1000;
 }
 
 void TestCgroup::SetCpuQuota(uint64_t quota_us, uint64_t period_us) {

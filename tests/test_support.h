@@ -37,6 +37,8 @@ bool PrivilegesRequired();
 KernelFeatures ProbeFeaturesForTests();
 
 std::string ReadFile(const std::string& path);
+// The value of `key` in a flat keyed file (memory.stat, memory.events, cpu.stat); 0 if absent.
+uint64_t KeyedValue(const std::string& path, const std::string& key);
 void WriteFile(const std::string& path, const std::string& contents);
 
 // A cgroup tree made beneath this process's own cgroup in the hierarchy the agent keys on,

@@ -21,16 +21,6 @@ using testing::ValueOr;
 
 constexpr uint64_t kMiB = 1 << 20;
 
-uint64_t StatKey(const std::string& path, const std::string& key) {
-  std::istringstream in(testing::ReadFile(path));
-  std::string k;
-  uint64_t v = 0;
-  while (in >> k >> v) {
-    if (k == key) return v;
-  }
-  return 0;
-}
-
 // The cgroup files each figure comes from, in v1 or v2 (pure v2 counts memory.stat
 // hierarchically under plain names, and has no failcnt: memory.events "max" counts the
 // times usage hit the limit).
@@ -50,7 +40,7 @@ MemoryFiles FilesFor(const TestCgroup& cgroup) {
 double LimitHits(const std::string& dir, const MemoryFiles& f) {
   const std::string path = dir + "/" + f.limit_hits;
   return f.limit_hits == "memory.failcnt" ? std::stoull(testing::ReadFile(path))
-                                          : StatKey(path, f.limit_hits_event);
+                                          : testing::KeyedValue(path, f.limit_hits_event);
 }
 
 void TouchAnon(uint64_t bytes) {
@@ -98,7 +88,7 @@ TEST(MemoryE2E, AStageNearItsLimitShowsUsageLimitNearLimitTimePeakEventsAndTasks
             std::stoull(testing::ReadFile(dir + "/" + files.limit)));
   const double usage = std::stoull(testing::ReadFile(dir + "/" + files.usage));
   EXPECT_NEAR(ValueOr(m, "stagewatch_memory_usage_bytes" + t, 0), usage, 0.02 * usage);
-  const double inactive = StatKey(dir + "/memory.stat", files.inactive_file);
+  const double inactive = testing::KeyedValue(dir + "/memory.stat", files.inactive_file);
   EXPECT_NEAR(ValueOr(m, "stagewatch_memory_working_set_bytes" + t, 0), usage - inactive,
               0.02 * usage);
   EXPECT_EQ(ValueOr(m, R"(stagewatch_tasks{pipeline_stage="train",state="sleeping"})", -1), 1);
@@ -111,7 +101,7 @@ TEST(MemoryE2E, AStageNearItsLimitShowsUsageLimitNearLimitTimePeakEventsAndTasks
 
   const double failcnt = LimitHits(dir, files);
   const double peak = std::stoull(testing::ReadFile(dir + "/" + files.peak));
-  const double pgfault = StatKey(dir + "/memory.stat", files.pgfault);
+  const double pgfault = testing::KeyedValue(dir + "/memory.stat", files.pgfault);
   ASSERT_TRUE(testing::WaitUntil(
       [&] {
         m = ParseExposition(agent.Get("/metrics").value_or(""));

@@ -24,17 +24,6 @@ using testing::ValueOr;
 constexpr uint64_t kLimit = 24 << 20;
 constexpr int kKills = 2;
 
-uint64_t KeyIn(const std::string& path, const std::string& key) {
-  std::istringstream in(testing::ReadFile(path));
-  std::string k;
-  uint64_t v = 0;
-  while (in >> k >> v) {
-    if (k == key) return v;
-  }
-  ADD_FAILURE() << "no " << key << " in " << path;
-  return 0;
-}
-
 TEST(RunCgroupE2E, OomKillsInALimitedRunBeneathAnUnlimitedStageTopAreCountedWithTheRunsLimit) {
   STAGEWATCH_REQUIRE_PRIVILEGES();
   TestCgroup run("stagewatch/train/run-1");
@@ -63,7 +52,7 @@ TEST(RunCgroupE2E, OomKillsInALimitedRunBeneathAnUnlimitedStageTopAreCountedWith
   const std::string ev = R"(stagewatch_memory_events_total{pipeline_stage="train",event=")";
   std::map<std::string, double> want = {{ev + R"(oom_kill"})", kKills}};
   if (run.v2()) {
-    for (const char* key : {"max", "oom"}) want[ev + key + R"("})"] = KeyIn(events, key);
+    for (const char* key : {"max", "oom"}) want[ev + key + R"("})"] = testing::KeyedValue(events, key);
   } else {
     want[ev + R"(failcnt"})"] = std::stoull(testing::ReadFile(run.dir() + "/memory.failcnt"));
   }

@@ -28,16 +28,6 @@ void HogCpu0For(std::chrono::milliseconds d) {
   while (std::chrono::steady_clock::now() < end) x = x + 1;
 }
 
-uint64_t FileKey(const std::string& path, const std::string& key) {
-  std::istringstream in(testing::ReadFile(path));
-  std::string k;
-  uint64_t v = 0;
-  while (in >> k >> v) {
-    if (k == key) return v;
-  }
-  return 0;
-}
-
 // PSI "some" total in µs from a pressure file.
 uint64_t PsiSomeTotal(const std::string& path) {
   const std::string text = testing::ReadFile(path);
@@ -61,9 +51,9 @@ TEST(SchedE2E, AStarvedStageShowsLatencyPreemptionAndThrottling) {
   ASSERT_EQ(testing::WaitForChild(t), 0);
 
   const std::string stat = validate.dir("cpu") + "/cpu.stat";
-  const double nr_throttled = FileKey(stat, "nr_throttled");
-  const double throttled_s = validate.v2() ? FileKey(stat, "throttled_usec") * 1e-6
-                                           : FileKey(stat, "throttled_time") * 1e-9;
+  const double nr_throttled = testing::KeyedValue(stat, "nr_throttled");
+  const double throttled_s = validate.v2() ? testing::KeyedValue(stat, "throttled_usec") * 1e-6
+                                           : testing::KeyedValue(stat, "throttled_time") * 1e-9;
   const double usage_s = validate.CpuUsageNs() * 1e-9;
   const double psi_some_s = PsiSomeTotal(validate.dir("pressure") + "/cpu.pressure") * 1e-6;
   ASSERT_GT(nr_throttled, 0);

@@ -64,7 +64,8 @@ int RunFeaturesReport(bool json, const std::string& btf_path, AttachPolicy attac
   const KernelFeatures f = ProbeKernelFeatures(btf_path);
   absl::StatusOr<CgroupLayout> layout = DetectHostCgroupLayout();
   const std::vector<ProbeStatus> probes =
-      TryProbes(ApplyAttachPolicy(f, attach), btf_path, layout.ok() ? layout->key : CGROUP_KEY_DEFAULT);
+      TryProbes(ApplyAttachPolicy(f, attach), btf_path,
+                layout.ok() ? layout->key : CGROUP_KEY_DEFAULT);
 
   const std::vector<std::pair<const char*, bool>> flags = {
       {"privileged", f.privileged},       {"btf", f.btf},

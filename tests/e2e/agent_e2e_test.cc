@@ -206,6 +206,22 @@ TEST(AgentE2E, BadBtfPathIsRefusedWithAClearMessage) {
       << agent.log();
 }
 
+// --bpf.attach: raw_tp puts sched_switch on a raw tracepoint (tp_btf where the kernel could);
+// a value it does not know is refused with the choices.
+TEST(AgentE2E, AttachPolicyRawTpIsHonouredAndAnUnknownOneRefused) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();
+  AgentProcess bad({"--bpf.attach", "fentry", "features"});
+  EXPECT_EQ(bad.WaitExit(), 1);
+  EXPECT_NE(bad.log().find("\"fentry\""), std::string::npos) << bad.log();
+  EXPECT_NE(bad.log().find("use auto or raw_tp"), std::string::npos) << bad.log();
+
+  AgentProcess raw({"--bpf.attach", "raw_tp", "features", "--json"});
+  EXPECT_EQ(raw.WaitExit(60000), 0) << raw.log();
+  EXPECT_NE(raw.log().find(R"({"name":"sched_switch","attach_type":"raw_tracepoint","attached":true)"),
+            std::string::npos)
+      << raw.log();
+}
+
 TEST(AgentE2E, PortInUseIsRefusedWithAClearMessage) {
   STAGEWATCH_REQUIRE_PRIVILEGES();
   BusyPort busy;

@@ -75,6 +75,11 @@ int main(int argc, char** argv) {
   app.add_option("--log.format", overrides.log_format, "logfmt or json");
   app.add_option("--bpf.btf-path", btf_path,
                  "BTF of the running kernel, when it has none at /sys/kernel/btf/vmlinux");
+  std::string attach = "auto";
+  app.add_option("--bpf.attach", attach,
+                 "auto: the fastest attach type this kernel offers (tp_btf where it can); "
+                 "raw_tp: raw tracepoints even there")
+      ->envname("STAGEWATCH_BPF_ATTACH");
   for (const std::string& name : stagewatch::KnownCollectors()) {
     overrides.collector_values[name] = true;
     overrides.collector_flags[name] = app.add_flag(
@@ -106,7 +111,13 @@ int main(int argc, char** argv) {
     std::cerr << "stagewatch: " << s.message() << "\n";
     return 1;
   }
-  if (*features) return stagewatch::RunFeaturesReport(json, btf_path, std::cout);
+  absl::StatusOr<stagewatch::AttachPolicy> policy = stagewatch::ParseAttachPolicy(attach);
+  if (!policy.ok()) {
+    std::cerr << "stagewatch: " << policy.status().message() << "\n";
+    return 1;
+  }
+  if (*features) return stagewatch::RunFeaturesReport(json, btf_path, *policy, std::cout);
   (void)agent;  // no subcommand and `agent` both run the exporter
-  return stagewatch::RunAgent({.config = *std::move(config), .btf_path = btf_path});
+  return stagewatch::RunAgent(
+      {.config = *std::move(config), .btf_path = btf_path, .attach = *policy});
 }

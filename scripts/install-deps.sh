@@ -13,6 +13,8 @@ packages=(
   # tests
   libgtest-dev libgmock-dev prometheus prometheus-alertmanager python3 python3-yaml procps
   util-linux
+  # the VM stage (tests/vm): Linux 6.1 under software emulation, booted from an initramfs
+  qemu-system-x86 busybox-static cpio
 )
 # The dashboards' schema check (tests/dashboards/schema/) runs TypeScript from npm: Debian's
 # Node.js and npm, unless a Node.js with npm is already installed.

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <signal.h>
@@ -28,6 +29,7 @@
 #include "cgroup/proc_cgroup.h"
 #include "absl/strings/str_split.h"
 #include "httplib.h"
+#include "probes/attach_policy.h"
 #include "probes/features.h"
 
 namespace stagewatch::testing {
@@ -39,11 +41,28 @@ bool PrivilegesRequired() {
   return v != nullptr && std::string(v) == "1";
 }
 
+KernelFeatures ProbeFeaturesForTests() {
+  const char* v = getenv("STAGEWATCH_BPF_ATTACH");
+  absl::StatusOr<AttachPolicy> policy = ParseAttachPolicy(v ? v : "auto");
+  EXPECT_TRUE(policy.ok()) << policy.status();
+  return ApplyAttachPolicy(ProbeKernelFeatures(), policy.value_or(AttachPolicy::kAuto));
+}
+
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+uint64_t KeyedValue(const std::string& path, const std::string& key) {
+  std::istringstream in(ReadFile(path));
+  std::string k;
+  uint64_t v = 0;
+  while (in >> k >> v) {
+    if (k == key) return v;
+  }
+  return 0;
 }
 
 void WriteFile(const std::string& path, const std::string& contents) {
@@ -55,6 +74,92 @@ void WriteFile(const std::string& path, const std::string& contents) {
 
 // ---- TestCgroup ---------------------------------------------------------------------------
 
+namespace {
+
+// What a test cgroup on pure v2 needs from its parent: memory limits and events, CPU quotas.
+constexpr const char* kDelegated[] = {"memory", "cpu", "pids"};
+
+bool WriteQuietly(const std::string& path, const std::string& text) {
+  int fd = open(path.c_str(), O_WRONLY);
+  bool ok = fd >= 0 && write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  if (fd >= 0) close(fd);
+  return ok;
+}
+
+// Gives the children of the v2 cgroup at `dir` every delegated controller it has itself.
+void DelegateControllers(const std::string& dir) {
+  std::istringstream available(ReadFile(dir + "/cgroup.controllers"));
+  std::string word, enable;
+  while (available >> word) {
+    for (const char* c : kDelegated) {
+      if (word == c) enable += "+" + word + " ";
+    }
+  }
+  if (!enable.empty() && !WriteQuietly(dir + "/cgroup.subtree_control", enable)) {
+    ADD_FAILURE() << "cannot delegate " << enable << "in " << dir << ": " << strerror(errno);
+  }
+}
+
+bool MoveSelf(const std::string& dir) {
+  return WriteQuietly(dir + "/cgroup.procs", "0");  // "0" moves the writer itself
+}
+
+std::string g_self_leaf;  // where this process moved itself, undone at exit
+pid_t g_self_pid = 0;     // (by that process only, not by a child that calls exit())
+
+void MoveBackAtExit() {
+  if (getpid() != g_self_pid) return;
+  const std::string own = g_self_leaf.substr(0, g_self_leaf.rfind('/'));
+  WriteQuietly(own + "/cgroup.subtree_control", "-memory -cpu -pids");
+  if (MoveSelf(own)) rmdir(g_self_leaf.c_str());
+}
+
+// The cgroup path (in the keyed hierarchy) beneath which this process's test cgroups go: its
+// own cgroup, read once. On pure v2 the process first steps down into a leaf of its own so
+// that its cgroup may delegate controllers (the root cgroup may do both and needs no step).
+std::string TestBase(const CgroupLayout& layout) {
+  static const std::string base = [&]() -> std::string {
+    absl::StatusOr<std::string> own = ReadProcCgroup(getpid(), layout.key);
+    if (!own.ok()) {
+      ADD_FAILURE() << own.status();
+      return "";
+    }
+    if (!layout.v2_has_memory || layout.key != CGROUP_KEY_DEFAULT) return *own;
+    const std::string dir = layout.key_root + (*own == "/" ? "" : *own);
+    std::istringstream enabled(ReadFile(dir + "/cgroup.subtree_control"));
+    std::string word;
+    while (enabled >> word) {
+      if (word == "memory") return *own;  // already delegated
+    }
+    if (*own != "/") {
+      std::istringstream procs(ReadFile(dir + "/cgroup.procs"));
+      pid_t pid;
+      while (procs >> pid) {
+        if (pid != getpid()) {
+          ADD_FAILURE() << "cgroup v2: the tests' own cgroup " << dir << " holds other processes ("
+                        << pid << "), so it cannot give controllers to test cgroups; run the "
+                        << "suite in a cgroup of its own, e.g. systemd-run --scope -p Delegate=yes "
+                        << "scripts/test.sh";
+          return *own;
+        }
+      }
+      g_self_leaf = dir + "/sw-test-self-" + std::to_string(getpid());
+      if (mkdir(g_self_leaf.c_str(), 0755) != 0 || !MoveSelf(g_self_leaf)) {
+        ADD_FAILURE() << "cannot move the test process into " << g_self_leaf << ": "
+                      << strerror(errno);
+        return *own;
+      }
+      g_self_pid = getpid();
+      atexit(MoveBackAtExit);
+    }
+    DelegateControllers(dir);
+    return *own;
+  }();
+  return base;
+}
+
+}  // namespace
+
 TestCgroup::TestCgroup(const std::string& relative, const std::vector<std::string>& controllers) {
   static std::atomic<int> counter = 0;
   absl::StatusOr<CgroupLayout> layout = DetectHostCgroupLayout();
@@ -63,14 +168,11 @@ TestCgroup::TestCgroup(const std::string& relative, const std::vector<std::strin
     return;
   }
   layout_ = *layout;
-  absl::StatusOr<std::string> own = ReadProcCgroup(getpid(), layout_.key);
-  if (!own.ok()) {
-    ADD_FAILURE() << own.status();
-    return;
-  }
+  const std::string own = TestBase(layout_);
+  if (own.empty()) return;
   const std::string unique = "sw-test-" + std::to_string(getpid()) + "-" +
                              std::to_string(counter++);
-  path_ = (*own == "/" ? "" : *own) + "/" + unique + "/" + relative;
+  path_ = (own == "/" ? "" : own) + "/" + unique + "/" + relative;
   dir_ = layout_.key_root + path_;
   MakeDirs(layout_.key_root, path_);
   joined_.push_back(dir_);
@@ -95,6 +197,11 @@ void TestCgroup::MakeDirs(const std::string& root, const std::string& path) {
     } else if (errno != EEXIST) {
       ADD_FAILURE() << "cannot create cgroup " << dir << ": " << strerror(errno);
       return;
+    }
+    // Every level above the leaf passes the controllers on (v2; the leaf holds the tasks).
+    if (root == layout_.key_root && layout_.v2_has_memory && layout_.key == CGROUP_KEY_DEFAULT &&
+        dir != root + path) {
+      DelegateControllers(dir);
     }
   }
 }
@@ -123,6 +230,20 @@ uint64_t TestCgroup::OomKillCount() const {
   return n.value_or(0);
 }
 
+uint64_t TestCgroup::CpuUsageNs() const {
+  if (!v2()) return std::stoull(ReadFile(dir("cpuacct") + "/cpuacct.usage"));
+  return KeyedValue(dir_ + "/cpu.stat", "usage_usec") * 1000;
+}
+
+void TestCgroup::SetCpuQuota(uint64_t quota_us, uint64_t period_us) {
+  if (v2()) {
+    WriteFile(dir_ + "/cpu.max", std::to_string(quota_us) + " " + std::to_string(period_us));
+    return;
+  }
+  WriteFile(dir("cpu") + "/cpu.cfs_period_us", std::to_string(period_us));
+  WriteFile(dir("cpu") + "/cpu.cfs_quota_us", std::to_string(quota_us));
+}
+
 pid_t TestCgroup::Spawn(const std::string& comm, std::function<void()> body) {
   pid_t pid = fork();
   if (pid == 0) {
@@ -138,6 +259,19 @@ pid_t TestCgroup::Spawn(const std::string& comm, std::function<void()> body) {
   }
   children_.push_back(pid);
   return pid;
+}
+
+void PinTo(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  sched_setaffinity(0, sizeof(set), &set);
+}
+
+void BusyFor(std::chrono::milliseconds d) {
+  const auto end = std::chrono::steady_clock::now() + d;
+  volatile uint64_t x = 0;
+  while (std::chrono::steady_clock::now() < end) x = x + 1;
 }
 
 void HogMemoryForever() {

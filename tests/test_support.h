@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <optional>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "cgroup/layout.h"
+#include "probes/features.h"
 #include "gtest/gtest.h"
 
 namespace stagewatch::testing {
@@ -29,7 +31,14 @@ bool HavePrivileges();
   } while (0)
 bool PrivilegesRequired();
 
+// The kernel's features as the probes under test are offered them: STAGEWATCH_BPF_ATTACH
+// (the agent's --bpf.attach) applies here as it does to the binary, so a test run can force
+// the raw tracepoint forms on a kernel with BPF trampolines.
+KernelFeatures ProbeFeaturesForTests();
+
 std::string ReadFile(const std::string& path);
+// The value of `key` in a flat keyed file (memory.stat, memory.events, cpu.stat); 0 if absent.
+uint64_t KeyedValue(const std::string& path, const std::string& key);
 void WriteFile(const std::string& path, const std::string& contents);
 
 // A cgroup tree made beneath this process's own cgroup in the hierarchy the agent keys on,
@@ -37,6 +46,9 @@ void WriteFile(const std::string& path, const std::string& contents);
 // `controllers` ("cpu", "cpuacct", "pressure" for cgroup2's PSI files) as systemd does.
 // Only directories it created are removed, deepest first, with every process the test
 // started in them killed, when the object goes away, on failure too.
+// On pure cgroup v2 a cgroup holds processes or gives controllers to children, never both:
+// the first TestCgroup moves this test process into a leaf of its own cgroup (only when it
+// is alone there) and delegates memory, cpu and pids down to every leaf it makes.
 class TestCgroup {
  public:
   explicit TestCgroup(const std::string& relative, const std::vector<std::string>& controllers = {});
@@ -52,6 +64,11 @@ class TestCgroup {
 
   void SetMemoryLimit(uint64_t bytes);
   uint64_t OomKillCount() const;  // the kernel's own count for this cgroup
+  // CPU time of its tasks: v1 cpuacct.usage, v2 cpu.stat usage_usec (in ns either way).
+  uint64_t CpuUsageNs() const;
+  // CFS bandwidth: v1 cpu.cfs_quota_us/cpu.cfs_period_us, v2 cpu.max.
+  void SetCpuQuota(uint64_t quota_us, uint64_t period_us = 100000);
+  bool v2() const { return layout_.key == CGROUP_KEY_DEFAULT; }
 
   // Forks a child that joins this cgroup, names itself `comm`, and runs `body`.
   pid_t Spawn(const std::string& comm, std::function<void()> body);
@@ -66,6 +83,11 @@ class TestCgroup {
   std::vector<std::string> created_;  // in creation order
   std::vector<pid_t> children_;
 };
+
+// Pins the calling thread to one CPU.
+void PinTo(int cpu);
+// Spins on the CPU for `d` of wall time.
+void BusyFor(std::chrono::milliseconds d);
 
 // Allocates and touches memory until the OOM killer ends the process.
 [[noreturn]] void HogMemoryForever();
@@ -92,7 +114,7 @@ class AgentProcess {
   ~AgentProcess();  // SIGTERM, then SIGKILL if it does not stop within 5 s
 
   // Waits for the "listening" log line and reads the port from it.
-  bool WaitListening(int timeout_ms = 10000);
+  bool WaitListening(int timeout_ms = 30000);  // loading BPF takes seconds under emulation
   int port() const { return port_; }
   pid_t pid() const { return pid_; }
   // GET over loopback; nullopt if the request failed.

@@ -130,7 +130,8 @@ int RunAgent(const AgentOptions& options) {
   RouteLibbpfLogs();
   Log::Info("starting stagewatch", {{"version", kVersion}, {"revision", kRevision}});
 
-  const KernelFeatures features = ProbeKernelFeatures(options.btf_path);
+  const KernelFeatures features =
+      ApplyAttachPolicy(ProbeKernelFeatures(options.btf_path), options.attach);
   if (absl::Status s = CheckCanLoadBpf(features, options.btf_path); !s.ok()) {
     Log::Error("cannot start", {{"err", s.message()}});
     return 1;

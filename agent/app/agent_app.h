@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "config.h"
+#include "probes/attach_policy.h"
 #include "probes/features.h"
 
 namespace stagewatch {
@@ -13,6 +14,7 @@ namespace stagewatch {
 struct AgentOptions {
   Config config;
   std::string btf_path;  // --bpf.btf-path; empty for /sys/kernel/btf/vmlinux
+  AttachPolicy attach = AttachPolicy::kAuto;  // --bpf.attach
 };
 
 // What the agent cannot run without: privileges to load BPF, and BTF for CO-RE. The message

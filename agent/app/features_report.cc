@@ -58,12 +58,14 @@ std::vector<ProbeStatus> TryProbes(const KernelFeatures& f, const std::string& b
 
 }  // namespace
 
-int RunFeaturesReport(bool json, const std::string& btf_path, std::ostream& out) {
+int RunFeaturesReport(bool json, const std::string& btf_path, AttachPolicy attach,
+                      std::ostream& out) {
   RouteLibbpfLogs();
   const KernelFeatures f = ProbeKernelFeatures(btf_path);
   absl::StatusOr<CgroupLayout> layout = DetectHostCgroupLayout();
   const std::vector<ProbeStatus> probes =
-      TryProbes(f, btf_path, layout.ok() ? layout->key : CGROUP_KEY_DEFAULT);
+      TryProbes(ApplyAttachPolicy(f, attach), btf_path,
+                layout.ok() ? layout->key : CGROUP_KEY_DEFAULT);
 
   const std::vector<std::pair<const char*, bool>> flags = {
       {"privileged", f.privileged},       {"btf", f.btf},

@@ -21,14 +21,26 @@ using testing::ValueOr;
 
 constexpr uint64_t kMiB = 1 << 20;
 
-uint64_t StatKey(const std::string& path, const std::string& key) {
-  std::istringstream in(testing::ReadFile(path));
-  std::string k;
-  uint64_t v = 0;
-  while (in >> k >> v) {
-    if (k == key) return v;
+// The cgroup files each figure comes from, in v1 or v2 (pure v2 counts memory.stat
+// hierarchically under plain names, and has no failcnt: memory.events "max" counts the
+// times usage hit the limit).
+struct MemoryFiles {
+  std::string usage, limit, peak, inactive_file, pgfault, limit_hits, limit_hits_event;
+};
+MemoryFiles FilesFor(const TestCgroup& cgroup) {
+  if (cgroup.v2()) {
+    return {"memory.current", "memory.max",    "memory.peak", "inactive_file",
+            "pgfault",        "memory.events", "max"};
   }
-  return 0;
+  return {"memory.usage_in_bytes", "memory.limit_in_bytes", "memory.max_usage_in_bytes",
+          "total_inactive_file",   "total_pgfault",         "memory.failcnt",
+          "failcnt"};
+}
+
+double LimitHits(const std::string& dir, const MemoryFiles& f) {
+  const std::string path = dir + "/" + f.limit_hits;
+  return f.limit_hits == "memory.failcnt" ? std::stoull(testing::ReadFile(path))
+                                          : testing::KeyedValue(path, f.limit_hits_event);
 }
 
 void TouchAnon(uint64_t bytes) {
@@ -40,7 +52,7 @@ void TouchAnon(uint64_t bytes) {
 TEST(MemoryE2E, AStageNearItsLimitShowsUsageLimitNearLimitTimePeakEventsAndTasks) {
   STAGEWATCH_REQUIRE_PRIVILEGES();
   TestCgroup train("stagewatch/train", {"pressure"});
-  if (train.layout().key != CGROUP_KEY_V1_MEMORY) GTEST_SKIP() << "written for cgroup v1 memory files";
+  const MemoryFiles files = FilesFor(train);
   train.SetMemoryLimit(64 * kMiB);
   char config[] = "/tmp/stagewatch-memory-e2e-XXXXXX";
   close(mkstemp(config));
@@ -59,7 +71,7 @@ TEST(MemoryE2E, AStageNearItsLimitShowsUsageLimitNearLimitTimePeakEventsAndTasks
   });
   const std::string dir = train.dir();
   ASSERT_TRUE(testing::WaitUntil(
-      [&] { return std::stoull(testing::ReadFile(dir + "/memory.usage_in_bytes")) > 60 * kMiB; },
+      [&] { return std::stoull(testing::ReadFile(dir + "/" + files.usage)) > 60 * kMiB; },
       5000));
   const auto held_from = std::chrono::steady_clock::now();
 
@@ -72,9 +84,11 @@ TEST(MemoryE2E, AStageNearItsLimitShowsUsageLimitNearLimitTimePeakEventsAndTasks
       },
       5000))
       << agent.log();
-  const double usage = std::stoull(testing::ReadFile(dir + "/memory.usage_in_bytes"));
+  EXPECT_EQ(ValueOr(m, "stagewatch_memory_limit_bytes" + t, 0),
+            std::stoull(testing::ReadFile(dir + "/" + files.limit)));
+  const double usage = std::stoull(testing::ReadFile(dir + "/" + files.usage));
   EXPECT_NEAR(ValueOr(m, "stagewatch_memory_usage_bytes" + t, 0), usage, 0.02 * usage);
-  const double inactive = StatKey(dir + "/memory.stat", "total_inactive_file");
+  const double inactive = testing::KeyedValue(dir + "/memory.stat", files.inactive_file);
   EXPECT_NEAR(ValueOr(m, "stagewatch_memory_working_set_bytes" + t, 0), usage - inactive,
               0.02 * usage);
   EXPECT_EQ(ValueOr(m, R"(stagewatch_tasks{pipeline_stage="train",state="sleeping"})", -1), 1);
@@ -85,9 +99,9 @@ TEST(MemoryE2E, AStageNearItsLimitShowsUsageLimitNearLimitTimePeakEventsAndTasks
   const double held_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - held_from).count();
 
-  const double failcnt = std::stoull(testing::ReadFile(dir + "/memory.failcnt"));
-  const double peak = std::stoull(testing::ReadFile(dir + "/memory.max_usage_in_bytes"));
-  const double pgfault = StatKey(dir + "/memory.stat", "total_pgfault");
+  const double failcnt = LimitHits(dir, files);
+  const double peak = std::stoull(testing::ReadFile(dir + "/" + files.peak));
+  const double pgfault = testing::KeyedValue(dir + "/memory.stat", files.pgfault);
   ASSERT_TRUE(testing::WaitUntil(
       [&] {
         m = ParseExposition(agent.Get("/metrics").value_or(""));
@@ -95,16 +109,17 @@ TEST(MemoryE2E, AStageNearItsLimitShowsUsageLimitNearLimitTimePeakEventsAndTasks
         return ValueOr(m, "stagewatch_memory_peak_bytes" + t, 0) == peak &&
                ValueOr(m, R"(stagewatch_page_faults_total{pipeline_stage="train",fault_type="minor"})", 0) >= 0.98 * pgfault &&
                ValueOr(m, R"(stagewatch_memory_events_total{pipeline_stage="train",event="oom_kill"})", 0) == 1 &&
-               ValueOr(m, R"(stagewatch_memory_events_total{pipeline_stage="train",event="failcnt"})", 0) == failcnt;
+               ValueOr(m, R"(stagewatch_memory_events_total{pipeline_stage="train",event=")" +
+                       files.limit_hits_event + R"("})", 0) == failcnt;
       },
       5000))
       << agent.log();
   const double near_s = ValueOr(m, "stagewatch_memory_near_limit_seconds_total" + t, 0);
   const double faults = ValueOr(m, R"(stagewatch_page_faults_total{pipeline_stage="train",fault_type="minor"})", 0) +
                         ValueOr(m, R"(stagewatch_page_faults_total{pipeline_stage="train",fault_type="major"})", 0);
-  std::printf("near limit %.2f s of %.2f s held; peak %.0f MiB; failcnt %.0f; faults bpf %.0f "
+  std::printf("near limit %.2f s of %.2f s held; peak %.0f MiB; %s %.0f; faults bpf %.0f "
               "memory.stat %.0f\n", near_s, held_s, ValueOr(m, "stagewatch_memory_peak_bytes" + t, 0) / kMiB,
-              failcnt, faults, pgfault);
+              files.limit_hits_event.c_str(), failcnt, faults, pgfault);
   EXPECT_GT(near_s, held_s - 0.5);
   EXPECT_LT(near_s, held_s + 1.0);  // plus the run into the limit
   EXPECT_EQ(ValueOr(m, "stagewatch_memory_peak_bytes" + t, 0), peak);

@@ -28,16 +28,6 @@ void HogCpu0For(std::chrono::milliseconds d) {
   while (std::chrono::steady_clock::now() < end) x = x + 1;
 }
 
-uint64_t FileKey(const std::string& path, const std::string& key) {
-  std::istringstream in(testing::ReadFile(path));
-  std::string k;
-  uint64_t v = 0;
-  while (in >> k >> v) {
-    if (k == key) return v;
-  }
-  return 0;
-}
-
 // PSI "some" total in µs from a pressure file.
 uint64_t PsiSomeTotal(const std::string& path) {
   const std::string text = testing::ReadFile(path);
@@ -50,7 +40,7 @@ TEST(SchedE2E, AStarvedStageShowsLatencyPreemptionAndThrottling) {
   TestCgroup validate("stagewatch/validate", {"cpu", "cpuacct", "pressure"});
   TestCgroup train("stagewatch/train", {"cpu", "cpuacct", "pressure"});
   // validate may use 30% of a CPU: it is throttled as well as preempted.
-  testing::WriteFile(validate.dir("cpu") + "/cpu.cfs_quota_us", "30000");
+  validate.SetCpuQuota(30000);
 
   AgentProcess agent({"--web.listen-address", "127.0.0.1:0"});
   ASSERT_TRUE(agent.WaitListening()) << agent.log();
@@ -61,15 +51,17 @@ TEST(SchedE2E, AStarvedStageShowsLatencyPreemptionAndThrottling) {
   ASSERT_EQ(testing::WaitForChild(t), 0);
 
   const std::string stat = validate.dir("cpu") + "/cpu.stat";
-  const double nr_throttled = FileKey(stat, "nr_throttled");
-  const double throttled_s = FileKey(stat, "throttled_time") * 1e-9;
-  const double usage_s = std::stoull(testing::ReadFile(validate.dir("cpuacct") + "/cpuacct.usage")) * 1e-9;
+  const double nr_throttled = testing::KeyedValue(stat, "nr_throttled");
+  const double throttled_s = validate.v2() ? testing::KeyedValue(stat, "throttled_usec") * 1e-6
+                                           : testing::KeyedValue(stat, "throttled_time") * 1e-9;
+  const double usage_s = validate.CpuUsageNs() * 1e-9;
   const double psi_some_s = PsiSomeTotal(validate.dir("pressure") + "/cpu.pressure") * 1e-6;
   ASSERT_GT(nr_throttled, 0);
 
   const std::string v_label = R"({pipeline_stage="validate"})";
   testing::Scrape m;
-  // Cgroups are named by a walk at most once a second: wait for the counts to land.
+  // Cgroups are named by a walk at most once a second: wait for the counts to land (a scrape
+  // takes a good part of a second under emulation, in the VM stage).
   ASSERT_TRUE(testing::WaitUntil(
       [&] {
         std::optional<std::string> body = agent.Get("/metrics");
@@ -78,7 +70,10 @@ TEST(SchedE2E, AStarvedStageShowsLatencyPreemptionAndThrottling) {
         return ValueOr(m, "stagewatch_cpu_throttled_periods_total" + v_label, 0) == nr_throttled &&
                ValueOr(m, "stagewatch_cpu_seconds_total" + v_label, 0) > 0.9 * usage_s;
       },
-      5000))
+      15000))
+      << "throttled periods " << ValueOr(m, "stagewatch_cpu_throttled_periods_total" + v_label, -1)
+      << " (cpu.stat " << nr_throttled << "), cpu seconds "
+      << ValueOr(m, "stagewatch_cpu_seconds_total" + v_label, -1) << " (usage " << usage_s << ")\n"
       << agent.log();
 
   const double oncpu_s = ValueOr(m, "stagewatch_cpu_seconds_total" + v_label, 0);

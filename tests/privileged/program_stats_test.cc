@@ -19,7 +19,7 @@ TEST(ProgramStatsTest, EveryLoadedProgramReportsItsRunsAndTime) {
   ASSERT_GE(stats_fd, 0) << "BPF_ENABLE_STATS: " << strerror(errno);
   absl::Cleanup close_stats = [stats_fd] { close(stats_fd); };
 
-  auto probe = SchedProbe::Start({.features = ProbeKernelFeatures()});
+  auto probe = SchedProbe::Start({.features = testing::ProbeFeaturesForTests()});
   ASSERT_TRUE(probe.ok()) << probe.status();
   for (int i = 0; i < 200; i++) usleep(500);  // each sleep switches out once, then back from idle
 

@@ -1,5 +1,5 @@
 // The sched probe against the kernel's own accounting: /proc/<pid>/status context switches,
-// /proc/<pid>/schedstat run delay, and cpuacct usage, for workloads in real cgroups.
+// /proc/<pid>/schedstat run delay, and the cgroup's CPU usage, for workloads in real cgroups.
 #include <sched.h>
 #include <unistd.h>
 
@@ -20,6 +20,8 @@
 namespace stagewatch {
 namespace {
 
+using testing::BusyFor;
+using testing::PinTo;
 using testing::TestCgroup;
 
 // What a task's kernel counters say about it.
@@ -41,37 +43,41 @@ TaskCounters ReadSelf() {
   return c;
 }
 
-void PinTo(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  sched_setaffinity(0, sizeof(set), &set);
-}
-
-void BusyFor(std::chrono::milliseconds d) {
-  const auto end = std::chrono::steady_clock::now() + d;
-  volatile uint64_t x = 0;
-  while (std::chrono::steady_clock::now() < end) x = x + 1;
-}
-
-// A child's counters from its start to its end of work, sent back through a pipe.
+// A child's counters from its start to its end of work, sent back through a pipe. Children
+// read their start counters, say so, and wait to be released together: what the scheduler
+// did to them before (a new task's first wait behind a spinner) is in neither count.
 class Report {
  public:
-  Report() { EXPECT_EQ(pipe(fds_), 0); }
+  Report() {
+    EXPECT_EQ(pipe(fds_), 0);
+    EXPECT_EQ(pipe(ready_), 0);
+    EXPECT_EQ(pipe(go_), 0);
+  }
   ~Report() {
-    close(fds_[0]);
-    close(fds_[1]);
+    for (int fd : {fds_[0], fds_[1], ready_[0], ready_[1], go_[0], go_[1]}) close(fd);
   }
   template <typename Work>
   std::function<void()> Wrap(Work work) {
     return [this, work] {
       TaskCounters start = ReadSelf();
+      char b = 0;
+      (void)!write(ready_[1], &b, 1);
+      (void)!read(go_[0], &b, 1);
       work();
       TaskCounters end = ReadSelf();
       TaskCounters delta{end.voluntary - start.voluntary, end.nonvoluntary - start.nonvoluntary,
                          end.run_delay_ns - start.run_delay_ns, end.timeslices - start.timeslices};
       (void)!write(fds_[1], &delta, sizeof(delta));
     };
+  }
+  // Waits until `children` have read their start counters, then lets them all go.
+  void AwaitReady(int children) {
+    char b;
+    for (int i = 0; i < children; i++) EXPECT_EQ(read(ready_[0], &b, 1), 1);
+  }
+  void Release(int children) {
+    const std::string bytes(children, 'g');
+    EXPECT_EQ(write(go_[1], bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
   }
   TaskCounters Collect(int children) {
     TaskCounters sum;
@@ -87,7 +93,7 @@ class Report {
   }
 
  private:
-  int fds_[2];
+  int fds_[2], ready_[2], go_[2];
 };
 
 sched_cgroup_stats StatsOf(SchedProbe& probe, uint64_t id) {
@@ -96,14 +102,10 @@ sched_cgroup_stats StatsOf(SchedProbe& probe, uint64_t id) {
   return it == all.end() ? sched_cgroup_stats{} : it->second;
 }
 
-uint64_t CpuacctUsage(const TestCgroup& cgroup) {
-  return std::stoull(testing::ReadFile(cgroup.dir("cpuacct") + "/cpuacct.usage"));
-}
-
 std::unique_ptr<SchedProbe> StartProbe(cgroup_key_hierarchy key,
                                        RunqSource source = RunqSource::kAuto) {
   auto probe =
-      SchedProbe::Start({.key = key, .features = ProbeKernelFeatures(), .runq_source = source});
+      SchedProbe::Start({.key = key, .features = testing::ProbeFeaturesForTests(), .runq_source = source});
   EXPECT_TRUE(probe.ok()) << probe.status();
   return probe.ok() ? std::move(*probe) : nullptr;
 }
@@ -128,8 +130,6 @@ TEST_P(SchedAccuracyTest, SwitchesRunDelayAndCpuTimeMatchTheKernel) {
   TestCgroup cgroup("stagewatch/contend", {"cpuacct"});
   auto probe = StartProbe(cgroup.layout().key, GetParam());
   ASSERT_NE(probe, nullptr);
-  const sched_cgroup_stats before = StatsOf(*probe, cgroup.id());
-  const uint64_t usage_before = CpuacctUsage(cgroup);
 
   Report report;
   int ping[2], pong[2];
@@ -156,10 +156,16 @@ TEST_P(SchedAccuracyTest, SwitchesRunDelayAndCpuTimeMatchTheKernel) {
       cgroup.Spawn("sw-hog-a", report.Wrap([] { PinTo(0); BusyFor(std::chrono::milliseconds(1500)); })),
       cgroup.Spawn("sw-hog-b", report.Wrap([] { PinTo(0); BusyFor(std::chrono::milliseconds(1500)); })),
   };
+  report.AwaitReady(children.size());
+  const sched_cgroup_stats before = StatsOf(*probe, cgroup.id());
+  const uint64_t usage_before = cgroup.CpuUsageNs();
+  report.Release(children.size());
   const TaskCounters kernel = report.Collect(children.size());
+  // Read before the children exit: their exits are not part of the work either.
+  const sched_cgroup_stats after = StatsOf(*probe, cgroup.id());
+  const double usage_ns = cgroup.CpuUsageNs() - usage_before;
   for (pid_t pid : children) ASSERT_EQ(testing::WaitForChild(pid), -0);
 
-  const sched_cgroup_stats after = StatsOf(*probe, cgroup.id());
   const double voluntary = after.voluntary_switches - before.voluntary_switches;
   const double nonvoluntary = after.nonvoluntary_switches - before.nonvoluntary_switches;
   const double wait_ns = after.runq_latency.sum - before.runq_latency.sum;
@@ -169,7 +175,6 @@ TEST_P(SchedAccuracyTest, SwitchesRunDelayAndCpuTimeMatchTheKernel) {
     waits += after.runq_latency.slots[i] - before.runq_latency.slots[i];
   }
   const double oncpu_ns = after.oncpu_ns - before.oncpu_ns;
-  const double usage_ns = CpuacctUsage(cgroup) - usage_before;
   std::printf("voluntary: bpf %.0f /proc %lu; nonvoluntary: bpf %.0f /proc %lu\n", voluntary,
               kernel.voluntary, nonvoluntary, kernel.nonvoluntary);
   std::printf("run delay: bpf %.3f ms schedstat %.3f ms; on-cpu: bpf %.3f ms cpuacct %.3f ms; "
@@ -221,15 +226,26 @@ TEST(SchedProbeTest, PreemptionMatrixShowsBothDirectionsAndNothingForAnIdleStage
   SchedTracker tracker(probe.get(), &namer);
   tracker.Collect();
 
+  // serve is asleep before the hogs start: its own start-up may be preempted, its sleep not.
+  pid_t c = idle.Spawn("sw-serve", [] { pause(); });
+  ASSERT_TRUE(testing::WaitUntil(
+      [c] {
+        const std::string stat = testing::ReadFile("/proc/" + std::to_string(c) + "/stat");
+        return stat.find("(sw-serve) S") != std::string::npos;
+      },
+      5000));
+  tracker.Collect();
+  const auto baseline = tracker.Preemptions();
   auto hog = [] { PinTo(0); BusyFor(std::chrono::milliseconds(1000)); };
   pid_t a = train.Spawn("sw-train", hog);
   pid_t b = validate.Spawn("sw-validate", hog);
-  pid_t c = idle.Spawn("sw-serve", [] { pause(); });
   ASSERT_EQ(testing::WaitForChild(a), 0);
   ASSERT_EQ(testing::WaitForChild(b), 0);
   tracker.Collect();
 
-  const auto matrix = tracker.Preemptions();
+  auto matrix = tracker.Preemptions();
+  for (const auto& [pair, n] : baseline) matrix[pair] -= n;
+  std::erase_if(matrix, [](const auto& entry) { return entry.second == 0; });
   auto count = [&](const std::string& x, const std::string& y) {
     auto it = matrix.find({x, y});
     return it == matrix.end() ? uint64_t{0} : it->second;

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Runs inside the VM stage's guest (from tests/vm/init.sh, chrooted into the host's read-only
+# root): delegates the memory, cpu and pids controllers down a cgroup v2 tree, prints what
+# `stagewatch features` finds on this kernel, and runs each line of tests/vm/plan.txt with
+# gtest XML results written to the shared results directory.
+set -u
+build=$1
+results=$2
+plan=$3
+cg=/sys/fs/cgroup
+
+echo "vm: kernel $(uname -r), $(nproc) CPUs, clocksource" \
+  "$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)," \
+  "cgroup2 controllers: $(cat $cg/cgroup.controllers)"
+# The root may hold processes and still delegate; every cgroup beneath it holds either
+# processes or children with controllers, never both (the no-internal-processes rule).
+delegate="+memory +cpu +pids"
+echo "$delegate" > $cg/cgroup.subtree_control
+mkdir -p $cg/vm-tests
+echo "$delegate" > $cg/vm-tests/cgroup.subtree_control
+
+export STAGEWATCH_REQUIRE_PRIVILEGED=1
+declare -A featured=()
+while read -r run kind filter environment attach; do
+  case "$run" in '' | '#'*) continue ;; esac
+  [ "$environment" = - ] && environment=
+  if [ -z "${featured[$run]:-}" ]; then
+    featured[$run]=1
+    echo "vm: ---- stagewatch features (run $run${environment:+, $environment}) ----"
+    env $environment "$build/stagewatch" features 2>&1 | tee "$results/features.$run.txt"
+    env $environment "$build/stagewatch" features --json > "$results/features.$run.json" 2>&1
+  fi
+  # Each binary alone in its own cgroup: its TestCgroups go beneath it (tests/test_support.cc).
+  dir=$cg/vm-tests/$run-$kind
+  mkdir -p "$dir"
+  start=$(date +%s)
+  timeout -k 10 900 env $environment sh -c 'echo $$ > "$1/cgroup.procs" && exec "$2" --gtest_filter="$3" --gtest_output=xml:"$4"' \
+    _ "$dir" "$build/tests/${kind}_tests" "$filter" "$results/$run.$kind.xml" > "$results/$run.$kind.log" 2>&1
+  rc=$?
+  echo "vm: run $run, $kind tests ($filter): exit $rc," \
+    "$(grep -c '^\[       OK \]' "$results/$run.$kind.log") passed," \
+    "$(grep -c '^\[  FAILED  \] .* ms)$' "$results/$run.$kind.log") failed, $(( $(date +%s) - start )) s"
+  grep '^\[  FAILED  \] .* ms)$' "$results/$run.$kind.log"
+  # Whatever a crashed binary left behind, deepest first.
+  find "$dir" -depth -type d -exec rmdir {} \; 2>/dev/null
+done < "$plan"
+sync
+echo done > "$results/status"

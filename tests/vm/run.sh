@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# The VM stage: boots Debian's packaged Linux 6.1 (the newest linux-image-6.1.0-*-amd64-unsigned
+# in the archive, unpacked, not installed) under qemu with software emulation, pure cgroup v2,
+# with this host's root read-only over 9p, and runs the privileged and e2e test binaries there
+# (tests/vm/guest.sh). Results land in BUILD_DIR/vm-results for the vm.* ctest entries.
+#
+# Usage: tests/vm/run.sh BUILD_DIR
+# Exit: 0 when the guest ran its test plan, 77 when this host cannot run a VM (no qemu, no
+# kernel in the archive) and STAGEWATCH_REQUIRE_PRIVILEGED is not 1, else 1.
+# Environment: STAGEWATCH_VM_CACHE (kernel cache, default /var/cache/stagewatch-vm),
+# STAGEWATCH_VM_KERNEL (a package name instead of the newest), STAGEWATCH_VM_TIMEOUT (seconds,
+# default 1500), STAGEWATCH_VM_PLAN (another plan file, for a quick manual run of a few
+# tests; ctest's vm.* entries always follow tests/vm/plan.txt).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source_dir=$(cd "$here/../.." && pwd)
+build=$(cd "${1:?usage: tests/vm/run.sh BUILD_DIR}" && pwd)
+results=$build/vm-results
+
+cannot_run() {
+  echo "vm: $*" >&2
+  mkdir -p "$results"
+  echo "skipped: $*" > "$results/status"
+  if [ "${STAGEWATCH_REQUIRE_PRIVILEGED:-}" = 1 ]; then exit 1; fi
+  exit 77
+}
+
+command -v qemu-system-x86_64 >/dev/null || cannot_run "qemu-system-x86_64 is missing; run scripts/install-deps.sh as root"
+command -v busybox >/dev/null || cannot_run "busybox is missing; run scripts/install-deps.sh as root"
+command -v cpio >/dev/null || cannot_run "cpio is missing; run scripts/install-deps.sh as root"
+
+cache=${STAGEWATCH_VM_CACHE:-/var/cache/stagewatch-vm}
+mkdir -p "$cache" 2>/dev/null && [ -w "$cache" ] || cache=$build/vm-cache
+mkdir -p "$cache"
+
+# ---- the kernel: the newest packaged 6.1, fetched once -------------------------------------
+pkg=${STAGEWATCH_VM_KERNEL:-$(apt-cache search --names-only '^linux-image-6\.1\.0-[0-9]+-amd64-unsigned$' 2>/dev/null |
+                                awk '{print $1}' | sort -V | tail -1)}
+if [ -z "$pkg" ]; then
+  # No package lists (apt-get update never ran): the newest kernel already cached will do.
+  pkg=$(ls "$cache" 2>/dev/null | grep '^linux-image-6\.1\.0-' | sort -V | tail -1 || true)
+fi
+[ -n "$pkg" ] || cannot_run "no linux-image-6.1.0-*-amd64-unsigned in the package lists; run apt-get update"
+kdir=$cache/$pkg
+if [ ! -f "$kdir/ready" ]; then
+  echo "vm: fetching $pkg into $cache"
+  tmp=$(mktemp -d "$cache/fetch.XXXXXX")
+  trap 'rm -rf "$tmp"' EXIT
+  (cd "$tmp" && apt-get download -q -o APT::Sandbox::User=root "$pkg" >/dev/null) ||
+    cannot_run "apt-get download $pkg failed"
+  dpkg-deb -x "$tmp"/*.deb "$tmp/root"
+  rm -rf "$kdir" && mkdir -p "$kdir/modules"
+  cp "$tmp"/root/boot/vmlinuz-* "$kdir/vmlinuz"
+  # Only the modules the guest needs to mount 9p (virtio, 9p and what they depend on), in
+  # load order: dependencies first, read from each module's own modinfo.
+  moddir=$(echo "$tmp"/root/lib/modules/*/kernel)
+  declare -A seen=()
+  add_module() {
+    local name=$1 ko dep
+    [ -n "${seen[$name]:-}" ] && return
+    seen[$name]=1
+    ko=$(find "$moddir" \( -name "$name.ko" -o -name "${name//_/-}.ko" \) | head -1)
+    [ -n "$ko" ] || { echo "vm: module $name is not in $pkg" >&2; exit 1; }
+    for dep in $(tr '\0' '\n' < "$ko" | sed -n 's/^depends=//p' | tr ',' ' '); do add_module "$dep"; done
+    cp "$ko" "$kdir/modules/"
+    basename "$ko" >> "$kdir/modules/order"
+  }
+  for m in virtio_pci 9pnet_virtio 9p; do add_module "$m"; done
+  echo "$pkg" > "$kdir/ready"
+  rm -rf "$tmp"
+  trap - EXIT
+fi
+
+# ---- the initramfs: busybox, the modules, and an init that mounts the host root ------------
+rm -rf "$results" "$build/vm-scratch" && mkdir -p "$results" "$build/vm-scratch"
+initrd=$build/vm-initramfs
+rm -rf "$initrd" && mkdir -p "$initrd"/{bin,dev,proc,sys,host,modules}
+cp "$(command -v busybox)" "$initrd/bin/busybox"
+cp "$kdir"/modules/* "$initrd/modules/"
+install -m 755 "$here/init.sh" "$initrd/init"
+plan=$(realpath "${STAGEWATCH_VM_PLAN:-$here/plan.txt}")
+printf 'SOURCE=%q\nBUILD=%q\nRESULTS=%q\nPLAN=%q\n' "$source_dir" "$build" "$results" "$plan" \
+  > "$initrd/vm.env"
+(cd "$initrd" && find . | cpio -o -H newc --quiet | gzip -1) > "$build/vm-initramfs.cpio.gz"
+
+# ---- boot ---------------------------------------------------------------------------------
+# tsc=reliable: qemu derives the emulated TSC from the host clock, so it is stable; without it
+# the guest falls back to the HPET, an emulated device access on every clock read.
+echo "vm: booting $pkg under qemu (software emulation), results in $results"
+start=$(date +%s)
+set +e
+timeout "${STAGEWATCH_VM_TIMEOUT:-1500}" qemu-system-x86_64 \
+  -accel tcg,thread=multi -cpu max -smp 2 -m 2048 \
+  -kernel "$kdir/vmlinuz" -initrd "$build/vm-initramfs.cpio.gz" \
+  -append "console=ttyS0 cgroup_no_v1=all tsc=reliable panic=-1 quiet loglevel=4" \
+  -virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap" \
+  -virtfs "local,path=$results,mount_tag=results,security_model=none,multidevs=remap" \
+  -virtfs "local,path=$build/vm-scratch,mount_tag=scratch,security_model=none,multidevs=remap" \
+  -nic none -display none -serial stdio -monitor none -no-reboot </dev/null | tee "$results/console.log"
+rc=${PIPESTATUS[0]}
+set -e
+echo "vm: qemu exited with $rc after $(( $(date +%s) - start )) s"
+rm -rf "$build/vm-scratch"
+if [ ! -f "$results/status" ] || ! grep -q '^done' "$results/status"; then
+  echo "vm: the guest did not finish its test plan (see $results/console.log)" >&2
+  exit 1
+fi

@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""The agent, started the way deploy/stagewatch.service starts it, attaches every probe, and
+does nothing the unit's sandbox would refuse.
+
+PID 1 is not systemd here, so the unit's credentials are applied with setpriv: a non-root
+uid (the unit's User= where it exists on this host, else 65534), the unit's
+AmbientCapabilities as the only capabilities, its CapabilityBoundingSet, no_new_privs. Then:
+
+- `stagewatch features --json` reports every probe attached;
+- the agent, run under strace from start to SIGTERM with one scrape in between, exports
+  stagewatch_probe_attached 1 for each of those probes and exits 0;
+- every system call it made is allowed by the unit's SystemCallFilter (groups expanded by
+  `systemd-analyze syscall-filter`), every socket family by RestrictAddressFamilies, no
+  mapping is both writable and executable nor made executable later (MemoryDenyWriteExecute),
+  no file is opened for writing (ProtectSystem=strict; the ledger is not written yet), and
+  nothing under /home, /root, /run/user (ProtectHome) or /proc/kallsyms, /proc/kcore
+  (ProtectKernelTunables) is opened.
+
+    unit_privileges_test.py path/to/stagewatch
+"""
+
+import json
+import os
+import pwd
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+from deploy_support import fail, log, need_root, run, unit_settings
+
+FALLBACK_UID = 65534  # nobody, where the unit's user does not exist on this host
+HOME_PATHS = ("/home", "/root", "/run/user")
+KERNEL_PATHS = ("/proc/kallsyms", "/proc/kcore")
+
+
+def cap_list(values):
+    """"CAP_BPF CAP_PERFMON" → setpriv's "-all,+bpf,+perfmon"."""
+    caps = [c.lower().removeprefix("cap_") for v in values for c in v.split()]
+    return "-all" + "".join(f",+{c}" for c in caps)
+
+
+def credentials(settings):
+    name = settings.get("User", [""])[-1]
+    try:
+        user = pwd.getpwnam(name)
+        uid, gid = user.pw_uid, user.pw_gid
+    except KeyError:
+        uid, gid = FALLBACK_UID, FALLBACK_UID
+    if uid == 0:
+        fail("the unit runs as root")
+    if settings.get("NoNewPrivileges", ["no"])[-1] != "yes":
+        fail("the unit does not set NoNewPrivileges=yes")
+    ambient = cap_list(settings["AmbientCapabilities"])
+    return [
+        "setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
+        f"--inh-caps={ambient}", f"--ambient-caps={ambient}",
+        f"--bounding-set={cap_list(settings['CapabilityBoundingSet'])}", "--no-new-privs",
+    ], uid
+
+
+def expand_syscalls(token, cache={}):
+    """A syscall name, or a @group expanded recursively."""
+    if not token.startswith("@"):
+        return {token}
+    if token not in cache:
+        out = run(["systemd-analyze", "syscall-filter", token]).stdout.splitlines()[1:]
+        names = set()
+        for line in out:
+            item = line.strip()
+            if item and not item.startswith("#"):
+                names |= expand_syscalls(item)
+        cache[token] = names
+    return cache[token]
+
+
+def allowed_syscalls(settings):
+    """SystemCallFilter: the first (allow) list, minus every later ~ list."""
+    allowed = None
+    for value in settings["SystemCallFilter"]:
+        deny = value.startswith("~")
+        names = set().union(*(expand_syscalls(t) for t in value.lstrip("~").split()))
+        if allowed is None:
+            if deny:
+                fail("SystemCallFilter starts with a deny list; the unit should allow-list")
+            allowed = names
+        elif deny:
+            allowed -= names
+        else:
+            allowed |= names
+    return allowed
+
+
+def probes_from_features(prefix, binary):
+    report = json.loads(run(prefix + [binary, "features", "--json"]).stdout)
+    probes = {p["name"]: p for p in report["probes"]}
+    if not probes:
+        fail("features reports no probes")
+    broken = {n: p["error"] for n, p in probes.items() if not p["attached"]}
+    if broken:
+        fail(f"probes not attached as the unit's user with the unit's capabilities: {broken}")
+    log(f"features: all {len(probes)} probes attached: {sorted(probes)}")
+    return set(probes)
+
+
+def agent_pid(trace_file, binary, timeout_s=10):
+    """The agent's pid: the one that strace saw exec the binary (strace forks test children
+    of its own at start, so its first child is not always the agent)."""
+    execve = re.compile(rf'^(\d+) +execve\("{re.escape(binary)}"')
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        with open(trace_file) as f:
+            for line in f:
+                m = execve.match(line)
+                if m:
+                    return int(m.group(1))
+        time.sleep(0.05)
+    fail("strace did not start the agent")
+
+
+def scrape_attached(prefix, binary, trace_file, log_file):
+    """Runs the agent under strace, scrapes once, stops it; returns {probe: attached}."""
+    cmd = prefix + ["strace", "-f", "-qq", "-o", trace_file, binary,
+                    "--web.listen-address=127.0.0.1:0", "--log.level=info"]
+    log("+ " + " ".join(cmd))
+    with open(log_file, "w") as out:
+        tracer = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        agent = agent_pid(trace_file, binary)
+        address = None
+        deadline = time.time() + 60
+        while address is None and time.time() < deadline and tracer.poll() is None:
+            with open(log_file) as f:
+                m = re.search(r'msg="?listening"? address=(\S+)', f.read())
+            address = m.group(1) if m else None
+            time.sleep(0.1)
+        if address is None:
+            fail(f"the agent never listened:\n{open(log_file).read()}")
+        body = urllib.request.urlopen(f"http://{address}/metrics", timeout=10).read().decode()
+        os.kill(agent, signal.SIGTERM)
+        rc = tracer.wait(timeout=30)
+    finally:
+        if tracer.poll() is None:
+            tracer.kill()
+            tracer.wait()
+    if rc != 0:
+        fail(f"the agent exited {rc} after SIGTERM:\n{open(log_file).read()}")
+    attached = {}
+    for m in re.finditer(r'^stagewatch_probe_attached\{probe="([^"]+)"[^}]*\} (\S+)$', body, re.M):
+        attached[m.group(1)] = float(m.group(2))
+    return attached
+
+
+def check_trace(trace_file, settings):
+    with open(trace_file) as f:
+        lines = f.read().splitlines()
+    calls = set()
+    for line in lines:
+        m = re.match(r"^\d+\s+(?:<\.\.\. )?([a-z0-9_]+)[( ]", line)
+        if m:
+            calls.add(m.group(1))
+    if "bpf" not in calls:
+        fail("the trace shows no bpf() call: strace did not trace the agent")
+    refused = sorted(calls - allowed_syscalls(settings))
+    if refused:
+        fail(f"system calls outside the unit's SystemCallFilter: {refused}")
+    log(f"SystemCallFilter: all {len(calls)} distinct system calls allowed")
+
+    families = set(re.findall(r"\bsocket\((AF_[A-Z0-9]+)", "\n".join(lines)))
+    allowed_families = set(" ".join(settings["RestrictAddressFamilies"]).split())
+    if not families <= allowed_families:
+        fail(f"socket families {sorted(families - allowed_families)} outside RestrictAddressFamilies")
+    log(f"RestrictAddressFamilies: used {sorted(families)}")
+
+    for line in lines:
+        wx = re.search(r"\b(mmap|mprotect|pkey_mprotect)\(.*PROT_EXEC", line)
+        if wx and (wx.group(1) != "mmap" or "PROT_WRITE" in line):
+            fail(f"MemoryDenyWriteExecute would refuse: {line}")
+        if re.search(r"\bopen(at|at2)?\(.*O_(WRONLY|RDWR|CREAT|TRUNC)", line) and \
+           not re.search(r'"/dev/(null|tty)"', line):
+            fail(f"ProtectSystem=strict would refuse a write here: {line}")
+        for path in HOME_PATHS + KERNEL_PATHS:
+            if re.search(rf'"{re.escape(path)}(/[^"]*)?"', line):
+                fail(f"the unit hides {path}, but the agent opened it: {line}")
+    log(f"sandbox: {len(lines)} trace lines, no W^X mapping, no write, no hidden path")
+
+
+def main():
+    binary_built = os.path.abspath(sys.argv[1])
+    need_root("running the agent with the unit's credentials")
+    for tool in ("setpriv", "strace", "systemd-analyze"):
+        if not shutil.which(tool):
+            fail(f"{tool} is missing; run scripts/install-deps.sh as root")
+    settings = unit_settings()
+    prefix, uid = credentials(settings)
+    with tempfile.TemporaryDirectory() as tmp:
+        os.chmod(tmp, 0o755)
+        binary = os.path.join(tmp, "stagewatch")  # where any uid can reach it
+        shutil.copy(binary_built, binary)
+        probes = probes_from_features(prefix, binary)
+        trace_file = os.path.join(tmp, "trace")
+        open(trace_file, "w").close()
+        os.chown(trace_file, uid, -1)  # strace runs as the unit's user and writes it
+        attached = scrape_attached(prefix, binary, trace_file, os.path.join(tmp, "agent.log"))
+        if set(attached) != probes or any(v != 1 for v in attached.values()):
+            fail(f"stagewatch_probe_attached as uid {uid}: {attached}; features listed {sorted(probes)}")
+        log(f"/metrics as uid {uid}: stagewatch_probe_attached 1 for all {len(attached)} probes")
+        check_trace(trace_file, settings)
+    log("PASS")
+
+
+if __name__ == "__main__":
+    main()

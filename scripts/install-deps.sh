@@ -12,6 +12,9 @@ packages=(
   prometheus-cpp-dev libcli11-dev libabsl-dev libyaml-cpp-dev libcpp-httplib-dev libssl-dev
   # tests
   libgtest-dev libgmock-dev prometheus prometheus-alertmanager python3 procps util-linux
+  # packaging and deployment tests: .deb, systemd-analyze, a debootstrap root, the unit's
+  # sandbox traced, the Kubernetes manifests parsed
+  dpkg-dev binutils systemd debootstrap strace python3-yaml
 )
 
 missing=()
@@ -24,7 +27,7 @@ if [ "${#missing[@]}" -eq 0 ]; then
 fi
 
 if [ "$(id -u)" -ne 0 ]; then
-  echo "install-deps: missing packages: ${missing[*]}; run this script as root (or with sudo)" >&2
+  echo "install-deps: missing packages: ${missing[*]}; run this script as root" >&2
   exit 1
 fi
 

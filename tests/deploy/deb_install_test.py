@@ -19,7 +19,6 @@ agent runs there.
 
 import ctypes
 import glob
-import json
 import os
 import re
 import shutil
@@ -27,7 +26,8 @@ import subprocess
 import sys
 import time
 
-from deploy_support import REPO, fail, log, need_root, run, unit_settings
+from deploy_support import (REPO, fail, log, need_root, require_all_attached, run,
+                            unit_setpriv, unit_settings)
 
 CACHE_DIR = os.environ.get("STAGEWATCH_DEBOOTSTRAP_CACHE", "/var/cache/stagewatch-tests")
 SUITE = "bookworm"
@@ -96,23 +96,6 @@ def installed(root, package):
     return proc.returncode == 0 and "install ok installed" in proc.stdout
 
 
-def check_features(root, prefix, who):
-    report = json.loads(in_root(root, prefix + ["stagewatch", "features", "--json"]).stdout)
-    broken = {p["name"]: p["error"] for p in report["probes"] if not p["attached"]}
-    if not report["probes"] or broken:
-        fail(f"features in the root as {who}: {broken or 'no probes'}")
-    log(f"features as {who}: all {len(report['probes'])} probes attached")
-
-
-def unit_caps_prefix(settings):
-    caps = "-all" + "".join(f",+{c.lower().removeprefix('cap_')}"
-                            for c in " ".join(settings["AmbientCapabilities"]).split())
-    user = settings["User"][-1]
-    return ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups",
-            f"--inh-caps={caps}", f"--ambient-caps={caps}", f"--bounding-set={caps}",
-            "--no-new-privs"]
-
-
 def main():
     build = os.path.abspath(sys.argv[1])
     need_root("installing the .deb in a debootstrap root")
@@ -160,8 +143,11 @@ def main():
         user = in_root(root, ["getent", "passwd", "stagewatch"]).stdout.split(":")
         if not (0 < int(user[2]) < 1000 and user[6].strip() == "/usr/sbin/nologin"):
             fail(f"the package's user is not a system user without a shell: {user}")
-        check_features(root, [], "root")
-        check_features(root, unit_caps_prefix(unit_settings()), "user stagewatch with the unit's capabilities")
+        features = ["chroot", root, "stagewatch", "features", "--json"]
+        require_all_attached(features, "root in the root", env=APT_ENV)
+        as_unit = unit_setpriv(unit_settings(), "stagewatch")
+        require_all_attached(features[:2] + as_unit + features[2:],
+                             "the package's user with the unit's capabilities", env=APT_ENV)
 
         verify = in_root(root, ["systemd-analyze", "verify", "/lib/systemd/system/stagewatch.service"],
                          check=False)

@@ -1,5 +1,6 @@
 """Shared by the tests in tests/deploy: the unit file parsed, root checks, child processes."""
 
+import json
 import os
 import subprocess
 import sys
@@ -52,3 +53,45 @@ def run(cmd, timeout=300, check=True, **kwargs):
     if check and proc.returncode != 0:
         fail(f"{cmd[0]} exited {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
     return proc
+
+
+def setpriv(user, caps_ambient=(), caps_bounding=(), no_new_privs=True):
+    """setpriv's arguments for `user` (a name or uid; its group of the same name or number)
+    holding only `caps_bounding`, of which `caps_ambient` are ambient ("CAP_BPF" or "BPF")."""
+    def caps(names):
+        return "-all" + "".join(f",+{c.lower().removeprefix('cap_')}" for c in names)
+    args = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups",
+            f"--inh-caps={caps(caps_ambient)}", f"--ambient-caps={caps(caps_ambient)}",
+            f"--bounding-set={caps(caps_bounding)}"]
+    return args + ["--no-new-privs"] if no_new_privs else args
+
+
+def unit_setpriv(settings, user):
+    """setpriv's arguments for the credentials a unit's [Service] settings give `user`."""
+    if settings.get("NoNewPrivileges", ["no"])[-1] != "yes":
+        fail("the unit does not set NoNewPrivileges=yes")
+    ambient = " ".join(settings["AmbientCapabilities"]).split()
+    bounding = " ".join(settings["CapabilityBoundingSet"]).split()
+    return setpriv(user, ambient, bounding)
+
+
+def features_probes(cmd, **kwargs):
+    """Runs `cmd` (ending in `stagewatch features --json`); returns its probes."""
+    proc = run(cmd, check=False, **kwargs)
+    try:
+        probes = json.loads(proc.stdout)["probes"]
+    except (ValueError, KeyError):
+        fail(f"features printed no report (exit {proc.returncode}):\n{proc.stdout}{proc.stderr}")
+    if not probes:
+        fail("features reports no probes")
+    return probes
+
+
+def require_all_attached(cmd, who, **kwargs):
+    """Every probe attached when `cmd` runs `stagewatch features --json`; their names."""
+    probes = features_probes(cmd, **kwargs)
+    broken = {p["name"]: p["error"] for p in probes if not p["attached"]}
+    if broken:
+        fail(f"as {who} these probes did not attach: {broken}")
+    log(f"features as {who}: all {len(probes)} probes attached")
+    return {p["name"] for p in probes}

@@ -14,7 +14,6 @@ same here, from the fields of deploy/kubernetes/daemonset.yaml:
     kubernetes_caps_test.py path/to/stagewatch
 """
 
-import json
 import os
 import shutil
 import sys
@@ -22,7 +21,8 @@ import tempfile
 
 import yaml
 
-from deploy_support import REPO, fail, log, need_root, run
+from deploy_support import (REPO, fail, features_probes, log, need_root,
+                            require_all_attached, setpriv)
 
 NON_ROOT = 65534
 
@@ -34,22 +34,10 @@ def container_security(path=os.path.join(REPO, "deploy", "kubernetes", "daemonse
     return container["securityContext"]
 
 
-def runtime_prefix(sc, uid):
-    caps = "-all" + "".join(f",+{c.lower()}" for c in sc["capabilities"]["add"])
-    prefix = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
-              "--inh-caps=-all", "--ambient-caps=-all", f"--bounding-set={caps}"]
-    if sc.get("allowPrivilegeEscalation") is False:
-        prefix.append("--no-new-privs")
-    return prefix
-
-
-def attached(prefix, binary):
-    proc = run(prefix + [binary, "features", "--json"], check=False)
-    try:
-        probes = json.loads(proc.stdout)["probes"]
-    except (ValueError, KeyError):
-        fail(f"features printed no report (exit {proc.returncode}):\n{proc.stdout}{proc.stderr}")
-    return {p["name"]: p["attached"] for p in probes}
+def runtime_setpriv(sc, uid):
+    """What a container runtime gives: the added capabilities, none of them ambient."""
+    add = sc["capabilities"]["add"]
+    return setpriv(uid, (), add, no_new_privs=sc.get("allowPrivilegeEscalation") is False)
 
 
 def main():
@@ -61,17 +49,16 @@ def main():
         binary = os.path.join(tmp, "stagewatch")
         shutil.copy(binary_built, binary)
 
-        as_manifest = attached(runtime_prefix(sc, sc.get("runAsUser", 0)), binary)
-        if not as_manifest or not all(as_manifest.values()):
-            fail(f"with the DaemonSet's securityContext not every probe attaches: {as_manifest}")
-        log(f"as the DaemonSet (uid {sc.get('runAsUser', 0)}, {sc['capabilities']['add']}): "
-            f"all {len(as_manifest)} probes attached")
+        features = [binary, "features", "--json"]
+        uid = sc.get("runAsUser", 0)
+        require_all_attached(runtime_setpriv(sc, uid) + features,
+                             f"the DaemonSet's container (uid {uid}, {sc['capabilities']['add']})")
 
-        non_root = attached(runtime_prefix(sc, NON_ROOT), binary)
-        if any(non_root.values()):
-            fail(f"as uid {NON_ROOT} without ambient capabilities probes attached: {non_root}; "
-                 "then the DaemonSet could run as non-root, update docs/deploy.md")
-        log(f"control, uid {NON_ROOT} with the same capabilities: none of {len(non_root)} attached")
+        control = features_probes(runtime_setpriv(sc, NON_ROOT) + features)
+        if any(p["attached"] for p in control):
+            fail(f"as uid {NON_ROOT} without ambient capabilities probes attached: {control}; "
+                 "then the DaemonSet could run as non-root: update it and docs/deploy.md")
+        log(f"control, uid {NON_ROOT} with the same capabilities: none of {len(control)} attached")
     log("PASS")
 
 

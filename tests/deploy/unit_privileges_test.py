@@ -19,7 +19,6 @@ AmbientCapabilities as the only capabilities, its CapabilityBoundingSet, no_new_
     unit_privileges_test.py path/to/stagewatch
 """
 
-import json
 import os
 import pwd
 import re
@@ -31,36 +30,24 @@ import tempfile
 import time
 import urllib.request
 
-from deploy_support import fail, log, need_root, run, unit_settings
+from deploy_support import (fail, log, need_root, require_all_attached, run,
+                            unit_setpriv, unit_settings)
 
 FALLBACK_UID = 65534  # nobody, where the unit's user does not exist on this host
 HOME_PATHS = ("/home", "/root", "/run/user")
 KERNEL_PATHS = ("/proc/kallsyms", "/proc/kcore")
 
 
-def cap_list(values):
-    """"CAP_BPF CAP_PERFMON" → setpriv's "-all,+bpf,+perfmon"."""
-    caps = [c.lower().removeprefix("cap_") for v in values for c in v.split()]
-    return "-all" + "".join(f",+{c}" for c in caps)
-
-
 def credentials(settings):
+    """setpriv's arguments for the unit's user (or FALLBACK_UID), and that uid."""
     name = settings.get("User", [""])[-1]
     try:
-        user = pwd.getpwnam(name)
-        uid, gid = user.pw_uid, user.pw_gid
+        uid = pwd.getpwnam(name).pw_uid
     except KeyError:
-        uid, gid = FALLBACK_UID, FALLBACK_UID
+        uid = FALLBACK_UID
     if uid == 0:
         fail("the unit runs as root")
-    if settings.get("NoNewPrivileges", ["no"])[-1] != "yes":
-        fail("the unit does not set NoNewPrivileges=yes")
-    ambient = cap_list(settings["AmbientCapabilities"])
-    return [
-        "setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
-        f"--inh-caps={ambient}", f"--ambient-caps={ambient}",
-        f"--bounding-set={cap_list(settings['CapabilityBoundingSet'])}", "--no-new-privs",
-    ], uid
+    return unit_setpriv(settings, uid), uid
 
 
 def expand_syscalls(token, cache={}):
@@ -93,18 +80,6 @@ def allowed_syscalls(settings):
         else:
             allowed |= names
     return allowed
-
-
-def probes_from_features(prefix, binary):
-    report = json.loads(run(prefix + [binary, "features", "--json"]).stdout)
-    probes = {p["name"]: p for p in report["probes"]}
-    if not probes:
-        fail("features reports no probes")
-    broken = {n: p["error"] for n, p in probes.items() if not p["attached"]}
-    if broken:
-        fail(f"probes not attached as the unit's user with the unit's capabilities: {broken}")
-    log(f"features: all {len(probes)} probes attached: {sorted(probes)}")
-    return set(probes)
 
 
 def agent_pid(trace_file, binary, timeout_s=10):
@@ -201,7 +176,8 @@ def main():
         os.chmod(tmp, 0o755)
         binary = os.path.join(tmp, "stagewatch")  # where any uid can reach it
         shutil.copy(binary_built, binary)
-        probes = probes_from_features(prefix, binary)
+        probes = require_all_attached(prefix + [binary, "features", "--json"],
+                                      f"uid {uid} with the unit's credentials")
         trace_file = os.path.join(tmp, "trace")
         open(trace_file, "w").close()
         os.chown(trace_file, uid, -1)  # strace runs as the unit's user and writes it

@@ -10,8 +10,10 @@ agent runs there.
    must pull its libraries (libbpf1 among them, absent before), the postinst must make the
    system user, and `stagewatch --version`, `stagewatch check-config` on the conffile,
    `stagewatch features` (as root, and as the package's user with only the unit's ambient
-   capabilities) must succeed with every probe attached. systemd-analyze of the root's own
-   systemd verifies the unit as installed; the postinst must not enable it (systemd is not
+   capabilities) must succeed with every probe attached. Flags added in /etc/default/stagewatch
+   must survive a reinstall, and the installed unit's ExecStart with them, as the unit's user,
+   must serve /metrics with every probe attached. systemd-analyze of the root's own systemd
+   verifies the unit as installed; the postinst must not enable it (systemd is not
    running there); `apt-get purge` must remove the files and the state directory.
 
     deb_install_test.py BUILD_DIR
@@ -21,13 +23,14 @@ import ctypes
 import glob
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
 import time
 
 from deploy_support import (REPO, fail, log, need_root, require_all_attached, run,
-                            unit_setpriv, unit_settings)
+                            scrape_agent, unit_setpriv, unit_settings)
 
 CACHE_DIR = os.environ.get("STAGEWATCH_DEBOOTSTRAP_CACHE", "/var/cache/stagewatch-tests")
 SUITE = "bookworm"
@@ -96,6 +99,27 @@ def installed(root, package):
     return proc.returncode == 0 and "install ok installed" in proc.stdout
 
 
+def service_command_line(root, deb, as_unit):
+    """Extra flags set the documented way, in /etc/default/stagewatch, survive a reinstall
+    (a conffile); then the installed unit's ExecStart, with them, as the unit's user and
+    capabilities, serves /metrics with every probe attached."""
+    defaults = f"{root}/etc/default/stagewatch"
+    with open(defaults, "a") as f:
+        f.write('STAGEWATCH_ARGS="--web.listen-address=127.0.0.1:0"\n')
+    in_root(root, ["dpkg", "-i", f"/tmp/{os.path.basename(deb)}"])
+    with open(defaults) as f:
+        env = dict(re.findall(r'^(\w+)="([^"]*)"$', f.read(), re.M))
+    if env.get("STAGEWATCH_ARGS") != "--web.listen-address=127.0.0.1:0":
+        fail(f"the reinstall did not keep the edited {defaults}: {env}")
+    (exec_start,) = unit_settings(f"{root}/lib/systemd/system/stagewatch.service")["ExecStart"]
+    cmd = shlex.split(exec_start.replace("$STAGEWATCH_ARGS", env["STAGEWATCH_ARGS"]))
+    attached = scrape_agent(["chroot", root] + as_unit + cmd, f"{root}/tmp/agent.log", env=APT_ENV)
+    if not attached or any(v != 1 for v in attached.values()):
+        fail(f"the service's command line as its user: stagewatch_probe_attached {attached}")
+    log(f"ExecStart as the unit's user, after a reinstall kept the edited defaults: "
+        f"all {len(attached)} probes attached on /metrics")
+
+
 def main():
     build = os.path.abspath(sys.argv[1])
     need_root("installing the .deb in a debootstrap root")
@@ -148,6 +172,8 @@ def main():
         as_unit = unit_setpriv(unit_settings(), "stagewatch")
         require_all_attached(features[:2] + as_unit + features[2:],
                              "the package's user with the unit's capabilities", env=APT_ENV)
+
+        service_command_line(root, deb, as_unit)
 
         verify = in_root(root, ["systemd-analyze", "verify", "/lib/systemd/system/stagewatch.service"],
                          check=False)

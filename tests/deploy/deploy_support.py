@@ -1,9 +1,14 @@
-"""Shared by the tests in tests/deploy: the unit file parsed, root checks, child processes."""
+"""Shared by the tests in tests/deploy: the unit file parsed, root checks, child processes,
+the agent started, scraped and stopped."""
 
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
+import time
+import urllib.request
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 UNIT = os.path.join(REPO, "deploy", "stagewatch.service")
@@ -95,3 +100,38 @@ def require_all_attached(cmd, who, **kwargs):
         fail(f"as {who} these probes did not attach: {broken}")
     log(f"features as {who}: all {len(probes)} probes attached")
     return {p["name"] for p in probes}
+
+
+def scrape_agent(cmd, log_file, find_agent=lambda proc: proc.pid, env=None):
+    """Starts the agent with `cmd` (listening on 127.0.0.1:0), scrapes /metrics once, stops it
+    with SIGTERM and wants exit 0; returns {probe: stagewatch_probe_attached}. `find_agent`
+    gives the agent's pid where `cmd` wraps it in a process that forks (strace)."""
+    log("+ " + " ".join(cmd))
+    with open(log_file, "w") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
+    agent = None
+    try:
+        agent = find_agent(proc)
+        address, deadline = None, time.time() + 60
+        while address is None and time.time() < deadline and proc.poll() is None:
+            with open(log_file) as f:
+                m = re.search(r'msg="?listening"? address=(\S+)', f.read())
+            address = m.group(1) if m else None
+            time.sleep(0.1)
+        if address is None:
+            fail(f"the agent never listened:\n{open(log_file).read()}")
+        body = urllib.request.urlopen(f"http://{address}/metrics", timeout=10).read().decode()
+        os.kill(agent, signal.SIGTERM)
+        rc = proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            for pid in {agent, proc.pid} - {None}:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            proc.wait()
+    if rc != 0:
+        fail(f"the agent exited {rc} after SIGTERM:\n{open(log_file).read()}")
+    pattern = r'^stagewatch_probe_attached\{probe="([^"]+)"[^}]*\} (\S+)$'
+    return {m.group(1): float(m.group(2)) for m in re.finditer(pattern, body, re.M)}

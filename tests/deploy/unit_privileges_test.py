@@ -23,15 +23,12 @@ import os
 import pwd
 import re
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
 from deploy_support import (fail, log, need_root, require_all_attached, run,
-                            unit_setpriv, unit_settings)
+                            scrape_agent, unit_setpriv, unit_settings)
 
 FALLBACK_UID = 65534  # nobody, where the unit's user does not exist on this host
 HOME_PATHS = ("/home", "/root", "/run/user")
@@ -97,39 +94,6 @@ def agent_pid(trace_file, binary, timeout_s=10):
     fail("strace did not start the agent")
 
 
-def scrape_attached(prefix, binary, trace_file, log_file):
-    """Runs the agent under strace, scrapes once, stops it; returns {probe: attached}."""
-    cmd = prefix + ["strace", "-f", "-qq", "-o", trace_file, binary,
-                    "--web.listen-address=127.0.0.1:0", "--log.level=info"]
-    log("+ " + " ".join(cmd))
-    with open(log_file, "w") as out:
-        tracer = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        agent = agent_pid(trace_file, binary)
-        address = None
-        deadline = time.time() + 60
-        while address is None and time.time() < deadline and tracer.poll() is None:
-            with open(log_file) as f:
-                m = re.search(r'msg="?listening"? address=(\S+)', f.read())
-            address = m.group(1) if m else None
-            time.sleep(0.1)
-        if address is None:
-            fail(f"the agent never listened:\n{open(log_file).read()}")
-        body = urllib.request.urlopen(f"http://{address}/metrics", timeout=10).read().decode()
-        os.kill(agent, signal.SIGTERM)
-        rc = tracer.wait(timeout=30)
-    finally:
-        if tracer.poll() is None:
-            tracer.kill()
-            tracer.wait()
-    if rc != 0:
-        fail(f"the agent exited {rc} after SIGTERM:\n{open(log_file).read()}")
-    attached = {}
-    for m in re.finditer(r'^stagewatch_probe_attached\{probe="([^"]+)"[^}]*\} (\S+)$', body, re.M):
-        attached[m.group(1)] = float(m.group(2))
-    return attached
-
-
 def check_trace(trace_file, settings):
     with open(trace_file) as f:
         lines = f.read().splitlines()
@@ -181,7 +145,10 @@ def main():
         trace_file = os.path.join(tmp, "trace")
         open(trace_file, "w").close()
         os.chown(trace_file, uid, -1)  # strace runs as the unit's user and writes it
-        attached = scrape_attached(prefix, binary, trace_file, os.path.join(tmp, "agent.log"))
+        cmd = prefix + ["strace", "-f", "-qq", "-o", trace_file, binary,
+                        "--web.listen-address=127.0.0.1:0"]
+        attached = scrape_agent(cmd, os.path.join(tmp, "agent.log"),
+                                lambda _: agent_pid(trace_file, binary))
         if set(attached) != probes or any(v != 1 for v in attached.values()):
             fail(f"stagewatch_probe_attached as uid {uid}: {attached}; features listed {sorted(probes)}")
         log(f"/metrics as uid {uid}: stagewatch_probe_attached 1 for all {len(attached)} probes")

@@ -12,7 +12,8 @@ AmbientCapabilities as the only capabilities, its CapabilityBoundingSet, no_new_
 - every system call it made is allowed by the unit's SystemCallFilter (groups expanded by
   `systemd-analyze syscall-filter`), every socket family by RestrictAddressFamilies, no
   mapping is both writable and executable nor made executable later (MemoryDenyWriteExecute),
-  no file is opened for writing (ProtectSystem=strict; the ledger is not written yet), and
+  no file is opened for writing outside the unit's StateDirectory and private /tmp
+  (ProtectSystem=strict), and
   nothing under /home, /root, /run/user (ProtectHome) or /proc/kallsyms, /proc/kcore
   (ProtectKernelTunables) is opened.
 
@@ -94,6 +95,24 @@ def agent_pid(trace_file, binary, timeout_s=10):
     fail("strace did not start the agent")
 
 
+def writable_under_unit(open_line, settings):
+    """Whether an open for writing names a path the unit leaves writable: its StateDirectory
+    (also as a path relative to WorkingDirectory), PrivateTmp's /tmp and /var/tmp, /dev/null."""
+    m = re.search(r'open(?:at2?)?\((?:(AT_FDCWD|\d+), )?"([^"]*)"', open_line)
+    if not m:
+        return False
+    dirfd, path = m.groups()
+    if not path.startswith("/"):
+        if dirfd not in (None, "AT_FDCWD"):
+            return False  # relative to a directory descriptor: not resolvable from the trace
+        path = os.path.join(settings.get("WorkingDirectory", ["/"])[-1], path)
+    path = os.path.normpath(path)
+    roots = [f"/var/lib/{d}" for v in settings.get("StateDirectory", []) for d in v.split()]
+    if settings.get("PrivateTmp", ["no"])[-1] == "yes":
+        roots += ["/tmp", "/var/tmp"]
+    return path == "/dev/null" or any(path == r or path.startswith(r + "/") for r in roots)
+
+
 def check_trace(trace_file, settings):
     with open(trace_file) as f:
         lines = f.read().splitlines()
@@ -120,12 +139,13 @@ def check_trace(trace_file, settings):
         if wx and (wx.group(1) != "mmap" or "PROT_WRITE" in line):
             fail(f"MemoryDenyWriteExecute would refuse: {line}")
         if re.search(r"\bopen(at|at2)?\(.*O_(WRONLY|RDWR|CREAT|TRUNC)", line) and \
-           not re.search(r'"/dev/(null|tty)"', line):
+           not writable_under_unit(line, settings):
             fail(f"ProtectSystem=strict would refuse a write here: {line}")
         for path in HOME_PATHS + KERNEL_PATHS:
             if re.search(rf'"{re.escape(path)}(/[^"]*)?"', line):
                 fail(f"the unit hides {path}, but the agent opened it: {line}")
-    log(f"sandbox: {len(lines)} trace lines, no W^X mapping, no write, no hidden path")
+    log(f"sandbox: {len(lines)} trace lines, no W^X mapping, no write outside the state "
+        "directory or private /tmp, no hidden path")
 
 
 def main():

@@ -13,8 +13,8 @@ packages=(
   # tests
   libgtest-dev libgmock-dev prometheus prometheus-alertmanager python3 procps util-linux
   # packaging and deployment tests: .deb, systemd-analyze, a debootstrap root, the unit's
-  # sandbox traced, the Kubernetes manifests parsed
-  dpkg-dev binutils systemd debootstrap strace python3-yaml
+  # sandbox traced, the unit under systemd in a VM, the Kubernetes manifests parsed
+  dpkg-dev binutils systemd debootstrap strace qemu-system-x86 busybox-static cpio python3-yaml
 )
 
 missing=()

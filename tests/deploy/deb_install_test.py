@@ -20,7 +20,6 @@ agent runs there.
 """
 
 import ctypes
-import glob
 import os
 import re
 import shlex
@@ -29,52 +28,13 @@ import subprocess
 import sys
 import time
 
+from debian_root import cached_root_tarball
 from deploy_support import (REPO, fail, log, need_root, require_all_attached, run,
                             scrape_agent, unit_setpriv, unit_settings)
 
-CACHE_DIR = os.environ.get("STAGEWATCH_DEBOOTSTRAP_CACHE", "/var/cache/stagewatch-tests")
-SUITE = "bookworm"
-INCLUDE = ["systemd"]
 CLONE_NEWNS = 0x00020000
 APT_ENV = {"DEBIAN_FRONTEND": "noninteractive", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
            "LC_ALL": "C"}
-
-
-def debian_mirror():
-    """The Debian archive this host's apt uses (deb822 or one-line sources), else the CDN."""
-    if os.environ.get("STAGEWATCH_DEBIAN_MIRROR"):
-        return os.environ["STAGEWATCH_DEBIAN_MIRROR"]
-    for path in ["/etc/apt/sources.list"] + sorted(glob.glob("/etc/apt/sources.list.d/*")):
-        try:
-            text = open(path).read()
-        except (FileNotFoundError, IsADirectoryError):
-            continue
-        for uri in re.findall(r"^(?:URIs:|deb)\s+(\S+)", text, re.M):
-            if uri.rstrip("/").endswith("/debian"):
-                return uri
-    return "http://deb.debian.org/debian"
-
-
-def cached_root_tarball():
-    """The pristine root as a tarball, made by debootstrap the first time."""
-    tarball = os.path.join(CACHE_DIR, f"{SUITE}-minbase-{'-'.join(INCLUDE)}.tar")
-    if os.path.exists(tarball):
-        log(f"root: cached {tarball}")
-        return tarball
-    if not shutil.which("debootstrap"):
-        fail("debootstrap is missing; run scripts/install-deps.sh as root")
-    os.makedirs(CACHE_DIR, exist_ok=True)
-    staging = tarball + ".d"
-    shutil.rmtree(staging, ignore_errors=True)
-    started = time.monotonic()
-    mirror = debian_mirror()
-    run(["debootstrap", "--variant=minbase", f"--include={','.join(INCLUDE)}", SUITE, staging,
-         mirror], timeout=1200)
-    run(["tar", "-C", staging, "-cf", tarball + ".tmp", "."])
-    os.rename(tarball + ".tmp", tarball)
-    shutil.rmtree(staging)
-    log(f"root: debootstrap from {mirror} in {time.monotonic() - started:.0f} s, cached")
-    return tarball
 
 
 def private_mounts(root):

@@ -7,7 +7,7 @@ import re
 import shutil
 import time
 
-from deploy_support import fail, log, run
+from deploy_support import fail, log, need_tools, run
 
 CACHE_DIR = os.environ.get("STAGEWATCH_DEBOOTSTRAP_CACHE", "/var/cache/stagewatch-tests")
 SUITE = "bookworm"
@@ -35,8 +35,7 @@ def cached_root_tarball():
     if os.path.exists(tarball):
         log(f"root: cached {tarball}")
         return tarball
-    if not shutil.which("debootstrap"):
-        fail("debootstrap is missing; run scripts/install-deps.sh as root")
+    need_tools("debootstrap")
     os.makedirs(CACHE_DIR, exist_ok=True)
     staging = tarball + ".d"
     shutil.rmtree(staging, ignore_errors=True)

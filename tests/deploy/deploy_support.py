@@ -4,6 +4,7 @@ the agent started, scraped and stopped."""
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -32,6 +33,13 @@ def need_root(what):
         fail(f"{what} needs root, and STAGEWATCH_REQUIRE_PRIVILEGED=1")
     log(f"SKIPPED: {what} needs root; run the suite as root")
     sys.exit(SKIPPED)
+
+
+def need_tools(*tools):
+    """Fails, saying how to get them, unless every tool is on PATH."""
+    for tool in tools:
+        if not shutil.which(tool):
+            fail(f"{tool} is missing; run scripts/install-deps.sh as root")
 
 
 def unit_settings(path=UNIT):

@@ -25,7 +25,7 @@ import tempfile
 
 import yaml
 
-from deploy_support import REPO, fail, log, run
+from deploy_support import REPO, fail, log, need_tools, run
 
 K8S = os.path.join(REPO, "deploy", "kubernetes")
 
@@ -132,8 +132,7 @@ def check_prometheus_config(ds, ports):
     """Debian's Prometheus is built without Kubernetes discovery, so promtool checks the rest
     of the file with the discovery swapped for a static target, and the discovery block is
     checked against the DaemonSet here."""
-    if not shutil.which("promtool"):
-        fail("promtool is missing; run scripts/install-deps.sh as root")
+    need_tools("promtool")
     with open(os.path.join(K8S, "prometheus-kubernetes.yml")) as f:
         config = yaml.safe_load(f)
     (job,) = [j for j in config["scrape_configs"] if j["job_name"] == "stagewatch"]

@@ -28,7 +28,7 @@ import sys
 import time
 
 from debian_root import CACHE_DIR, cached_root_tarball
-from deploy_support import REPO, fail, log, need_root, run, unit_settings
+from deploy_support import REPO, fail, log, need_root, need_tools, run, unit_settings
 
 KERNEL_PATTERN = r"^linux-image-6\.1\.0-[0-9]+-amd64-unsigned$"
 MODULES = ["virtio_pci", "9pnet_virtio", "9p"]  # to mount the root over 9p
@@ -188,9 +188,7 @@ def check_console(console, settings):
 def main():
     build = os.path.abspath(sys.argv[1])
     need_root("booting the packaged unit under systemd in a VM")
-    for tool in ("qemu-system-x86_64", "busybox", "cpio"):
-        if not shutil.which(tool):
-            fail(f"{tool} is missing; run scripts/install-deps.sh as root")
+    need_tools("qemu-system-x86_64", "busybox", "cpio")
     started = time.monotonic()
     deb = run([os.path.join(REPO, "scripts", "build-deb.sh"), build]).stdout.split()[-1]
     kdir = kernel()

@@ -28,8 +28,8 @@ import sys
 import tempfile
 import time
 
-from deploy_support import (fail, log, need_root, require_all_attached, run,
-                            scrape_agent, unit_setpriv, unit_settings)
+from deploy_support import (fail, log, need_root, need_tools, require_all_attached,
+                            run, scrape_agent, unit_setpriv, unit_settings)
 
 FALLBACK_UID = 65534  # nobody, where the unit's user does not exist on this host
 HOME_PATHS = ("/home", "/root", "/run/user")
@@ -151,9 +151,7 @@ def check_trace(trace_file, settings):
 def main():
     binary_built = os.path.abspath(sys.argv[1])
     need_root("running the agent with the unit's credentials")
-    for tool in ("setpriv", "strace", "systemd-analyze"):
-        if not shutil.which(tool):
-            fail(f"{tool} is missing; run scripts/install-deps.sh as root")
+    need_tools("setpriv", "strace", "systemd-analyze")
     settings = unit_settings()
     prefix, uid = credentials(settings)
     with tempfile.TemporaryDirectory() as tmp:

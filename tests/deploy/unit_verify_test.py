@@ -11,19 +11,17 @@ with only /usr/bin/stagewatch replaced by the built binary.
 
 import os
 import re
-import shutil
 import sys
 import tempfile
 
-from deploy_support import UNIT, fail, log, run
+from deploy_support import UNIT, fail, log, need_tools, run
 
 MAX_EXPOSURE = 2.5  # systemd calls 0-2.9 "OK"; the unit measured 1.8 when written
 
 
 def main():
     binary = os.path.abspath(sys.argv[1])
-    if not shutil.which("systemd-analyze"):
-        fail("systemd-analyze is missing; run scripts/install-deps.sh as root")
+    need_tools("systemd-analyze")
     with open(UNIT) as f:
         text = f.read()
     if "ExecStart=/usr/bin/stagewatch " not in text:

@@ -85,10 +85,13 @@ exec switch_root /newroot /lib/systemd/systemd
 def kernel():
     """vmlinuz and the 9p modules (dependencies first) of the newest packaged 6.1 kernel."""
     names = run(["apt-cache", "search", "--names-only", KERNEL_PATTERN]).stdout.split("\n")
-    packages = sorted((n.split()[0] for n in names if n.strip()),
-                      key=lambda p: int(re.search(r"6\.1\.0-(\d+)", p).group(1)))
+    packages = [n.split()[0] for n in names if n.strip()]
+    if not packages:  # no package lists: a kernel fetched before will do
+        packages = [os.path.basename(os.path.dirname(r))
+                    for r in glob.glob(f"{CACHE_DIR}/linux-image-6.1.0-*/ready")]
     if not packages:
         fail("no linux-image-6.1.0-*-amd64-unsigned in the package lists; run apt-get update")
+    packages.sort(key=lambda p: int(re.search(r"6\.1\.0-(\d+)", p).group(1)))
     kdir = os.path.join(CACHE_DIR, packages[-1])
     if not os.path.exists(os.path.join(kdir, "ready")):
         tmp = kdir + ".fetch"

@@ -15,6 +15,9 @@ packages=(
   util-linux
   # the VM stage (tests/vm): Linux 6.1 under software emulation, booted from an initramfs
   qemu-system-x86 busybox-static cpio
+  # packaging and deployment tests: .deb, systemd-analyze, a debootstrap root, the unit's
+  # sandbox traced, the unit under systemd in a VM, the Kubernetes manifests parsed
+  dpkg-dev binutils systemd debootstrap strace
 )
 # The dashboards' schema check (tests/dashboards/schema/) runs TypeScript from npm: Debian's
 # Node.js and npm, unless a Node.js with npm is already installed.
@@ -32,7 +35,7 @@ if [ "${#missing[@]}" -eq 0 ]; then
 fi
 
 if [ "$(id -u)" -ne 0 ]; then
-  echo "install-deps: missing packages: ${missing[*]}; run this script as root (or with sudo)" >&2
+  echo "install-deps: missing packages: ${missing[*]}; run this script as root" >&2
   exit 1
 fi
 

@@ -106,7 +106,9 @@ int main(int argc, char** argv) {
     std::cerr << "stagewatch: " << s.message() << "\n";
     return 1;
   }
-  if (*features) return stagewatch::RunFeaturesReport(json, btf_path, std::cout);
+  if (*features) return stagewatch::RunFeaturesReport(json, btf_path,
+                                                             config->cgroup.lifecycle_events,
+                                                             std::cout);
   (void)agent;  // no subcommand and `agent` both run the exporter
   return stagewatch::RunAgent({.config = *std::move(config), .btf_path = btf_path});
 }

@@ -93,7 +93,9 @@ absl::Status MemoryCollector::CollectCgroupfs(const std::vector<Stage>& stages,
                                  io.full_us.value_or(0)}});
   }
   events_.Update(event_samples);
+  events_.KeepStages(s_.namer->stages()->KnownStageNames());
   pressure_.Update(pressure_samples);
+  pressure_.KeepStages(s_.namer->stages()->KnownStageNames());
   const auto event_totals = events_.Totals();
   const auto pressure_totals = pressure_.Totals();
   const auto sampled = s_.sampler->Snapshot();

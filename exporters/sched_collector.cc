@@ -94,6 +94,7 @@ absl::Status SchedCollector::CollectCgroupfs(const std::vector<Stage>& stages,
                         p.full_us.value_or(0)}});
   }
   cgroupfs_.Update(samples);
+  cgroupfs_.KeepStages(namer_->stages()->KnownStageNames());
   const auto totals = cgroupfs_.Totals();
 
   auto usage = CounterFamily("stagewatch_cgroup_cpu_usage_seconds_total",

@@ -9,6 +9,8 @@ namespace stagewatch {
 // Probes the kernel and, when privileged, really loads and attaches the probes (then detaches
 // them) so the report says what the agent would get. Returns the exit code: 0 when every
 // probe attached, 1 otherwise.
-int RunFeaturesReport(bool json, const std::string& btf_path, std::ostream& out);
+// `lifecycle_events` is cgroup.lifecycle_events: false reports the walks the agent would use.
+int RunFeaturesReport(bool json, const std::string& btf_path, bool lifecycle_events,
+                      std::ostream& out);
 
 }  // namespace stagewatch

@@ -29,16 +29,17 @@ MemoryCollector::MemoryCollector(MemoryCollectorSources sources)
 absl::Status MemoryCollector::Collect(std::vector<prometheus::MetricFamily>* out) {
   s_.namer->Refresh();
   const std::vector<Stage> stages = s_.namer->stages()->KnownStages();
-  if (s_.tracker) CollectKernel(stages, out);
+  if (s_.tracker) CollectKernel(out);
   absl::Status status = CollectCgroupfs(stages, out);
   CollectTasks(stages, out);
   return status;
 }
 
-void MemoryCollector::CollectKernel(const std::vector<Stage>& stages,
-                                    std::vector<prometheus::MetricFamily>* out) {
+void MemoryCollector::CollectKernel(std::vector<prometheus::MetricFamily>* out) {
   s_.tracker->Collect();
   const auto totals = s_.tracker->Totals();
+  // Listed after the totals: a stage forgotten meanwhile is left out, not exported as zero.
+  const std::vector<Stage> stages = s_.namer->stages()->KnownStages();
   auto faults = CounterFamily("stagewatch_page_faults_total",
                               "Page faults of the stage's tasks: major ones waited for I/O.");
   auto stalls = HistogramFamily(

@@ -28,6 +28,10 @@ using testing::Scrape;
 using testing::TestCgroup;
 using testing::ValueOr;
 
+// Each test discovers stages under a directory name of its own, so that stages other tests
+// on the host discover at the same time cannot take its slots.
+constexpr const char* kDiscoveryDir = "sw-lifecycle-e2e";
+
 std::string WriteConfig(const std::string& yaml) {
   char path[] = "/tmp/stagewatch-lifecycle-XXXXXX.yaml";
   int fd = mkstemps(path, 5);
@@ -160,10 +164,11 @@ pid_t StartSteadyStage(TestCgroup* steady) {
 
 void CheckAttributesKillsInFreshCgroups(const std::string& extra_config, int kills,
                                         const std::string& stage) {
-  TestCgroup parent("stagewatch/" + stage);
-  TestCgroup steady("stagewatch/steady_" + stage);
+  TestCgroup parent(absl::StrCat(kDiscoveryDir, "/", stage));
+  TestCgroup steady(absl::StrCat(kDiscoveryDir, "/steady_", stage));
   StartSteadyStage(&steady);
-  const std::string config = WriteConfig(extra_config);
+  const std::string config =
+      WriteConfig(absl::StrCat(extra_config, "discovery:\n  directory: ", kDiscoveryDir, "\n"));
   AgentProcess agent({"--config.file", config, "--web.listen-address", "127.0.0.1:0"});
   ASSERT_TRUE(agent.WaitListening()) << agent.log();
   Scraper scraper(&agent, {"steady_" + stage, stage});
@@ -191,7 +196,7 @@ void CheckAttributesKillsInFreshCgroups(const std::string& extra_config, int kil
 
 TEST(CgroupLifecycleE2E, EveryKillInACgroupMadeJustBeforeIsCredited) {
   STAGEWATCH_REQUIRE_PRIVILEGES();
-  CheckAttributesKillsInFreshCgroups("{}\n", 40, "oomburst");
+  CheckAttributesKillsInFreshCgroups("", 40, "oomburst");
 }
 
 TEST(CgroupLifecycleE2E, WalkFallbackStillCreditsKillsAndFeaturesSaysSo) {
@@ -216,8 +221,10 @@ TEST(CgroupLifecycleE2E, WalkFallbackStillCreditsKillsAndFeaturesSaysSo) {
 TEST(CgroupLifecycleE2E, ExitsOfCgroupsThatLiveForOneCommandReachTheirStage) {
   STAGEWATCH_REQUIRE_PRIVILEGES();
   constexpr int kCgroups = 300;
-  TestCgroup parent("stagewatch/oneshot");
-  AgentProcess agent({"--web.listen-address", "127.0.0.1:0"});
+  TestCgroup parent(absl::StrCat(kDiscoveryDir, "/oneshot"));
+  const std::string config =
+      WriteConfig(absl::StrCat("discovery:\n  directory: ", kDiscoveryDir, "\n"));
+  AgentProcess agent({"--config.file", config, "--web.listen-address", "127.0.0.1:0"});
   ASSERT_TRUE(agent.WaitListening()) << agent.log();
   Scraper scraper(&agent, {"oneshot"});
   const std::string exits = R"(stagewatch_processes_exited_total{pipeline_stage="oneshot"})";
@@ -238,14 +245,17 @@ TEST(CgroupLifecycleE2E, ExitsOfCgroupsThatLiveForOneCommandReachTheirStage) {
   EXPECT_GE(credited, 0.99 * kCgroups) << agent.log();
   EXPECT_LE(credited, kCgroups);
   EXPECT_EQ(agent.Stop(), 0) << agent.log();
+  unlink(config.c_str());
 }
 
 TEST(CgroupLifecycleE2E, StagesThatAreGoneAreForgottenAndFreeTheirSlots) {
   STAGEWATCH_REQUIRE_PRIVILEGES();
   constexpr int kStages = 33;  // one past discovery.max_stages
   const std::string config =
-      WriteConfig("discovery:\n  max_stages: 32\n  forget_after: 5s\n"
-                  "stages:\n  - name: steady\n    cgroup_paths: [\"/**/steady_stage\"]\n");
+      WriteConfig(absl::StrCat("discovery:\n  directory: ", kDiscoveryDir,
+                               "\n  max_stages: 32\n  forget_after: 5s\n"
+                               "stages:\n  - name: steady\n"
+                               "    cgroup_paths: [\"/**/steady_stage\"]\n"));
   TestCgroup steady("steady_stage");
   StartSteadyStage(&steady);
   AgentProcess agent({"--config.file", config, "--web.listen-address", "127.0.0.1:0"});
@@ -257,7 +267,7 @@ TEST(CgroupLifecycleE2E, StagesThatAreGoneAreForgottenAndFreeTheirSlots) {
   Scraper scraper(&agent, watched);
 
   {
-    TestCgroup discovery_dir("comeandgo/stagewatch");
+    TestCgroup discovery_dir(absl::StrCat("comeandgo/", kDiscoveryDir));
     ChildCgroups stages(&discovery_dir);
     for (const std::string& name : names) {
       pid_t child = stages.Spawn(stages.Make(name), [] { usleep(300000); });
@@ -297,7 +307,7 @@ TEST(CgroupLifecycleE2E, StagesThatAreGoneAreForgottenAndFreeTheirSlots) {
   EXPECT_NE(agent.log().find("forgot discovered stage"), std::string::npos);
 
   // A stage after them gets a label of its own, counted from zero.
-  TestCgroup fresh("comeandgo/stagewatch/fresh");
+  TestCgroup fresh(absl::StrCat("comeandgo/", kDiscoveryDir, "/fresh"));
   pid_t child = fresh.Spawn("sw-fresh", [] {});
   ASSERT_EQ(testing::WaitForChild(child), 0);
   const std::string exits = R"(stagewatch_processes_exited_total{pipeline_stage="fresh"})";

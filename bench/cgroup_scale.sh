@@ -29,7 +29,11 @@ remove_tree() {
   for pid in "${sleepers[@]}"; do wait "$pid" 2>/dev/null || true; done
   [ -d "$top" ] && find "$top" -depth -type d -exec rmdir {} + 2>/dev/null || true
 }
-trap 'cleanup; remove_tree' EXIT
+
+# Room for all 50 stages (the default discovery.max_stages is 32); keys both builds know.
+config=$(mktemp /tmp/stagewatch-bench-scale-XXXXXX.yaml)
+printf 'discovery:\n  max_stages: 64\n' >"$config"
+trap 'cleanup; remove_tree; rm -f "$config"' EXIT
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$AGENT_PID/stat"; }
 rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$AGENT_PID/status"; }
@@ -45,7 +49,7 @@ for ((s = 0; s < stages; s++)); do
   done
 done
 
-start_agent
+start_agent --config.file="$config"
 port=$(grep -o 'address=127.0.0.1:[0-9]*' "$AGENT_LOG" | head -1 | cut -d: -f2)
 url="http://127.0.0.1:$port/metrics"
 sleep 5  # past start-up: probes loaded, first walk done
@@ -72,6 +76,7 @@ rm -f "$times"
 rss_start=$(rss_kib)
 rss_max=$rss_start
 batch=200
+churn_start=$(date +%s.%N)
 for ((made = 0; made < churn; made += batch)); do
   dirs=()
   for ((i = 0; i < batch; i++)); do dirs+=("$top/stagewatch/stage_$(( (made + i) % stages ))/churn_$((made + i))"); done
@@ -83,6 +88,7 @@ for ((made = 0; made < churn; made += batch)); do
     (( rss > rss_max )) && rss_max=$rss
   fi
 done
+churn_seconds=$(awk -v a="$churn_start" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')
 sleep 3
 curl -s "$url" >/dev/null
 rss_end=$(rss_kib)
@@ -91,9 +97,9 @@ stop_agent
 
 awk -v bin="$AGENT_BIN" -v it="$idle_ticks" -v hz="$hz" -v s="$idle_seconds" -v med="$median_ms" \
     -v st="$scrape_ticks" -v n="$scrapes" -v series="$series" -v churn="$churn" \
-    -v r0="$rss_start" -v r1="$rss_end" -v rmax="$rss_max" 'BEGIN {
+    -v cs="$churn_seconds" -v r0="$rss_start" -v r1="$rss_end" -v rmax="$rss_max" 'BEGIN {
   printf "%s: %d stages x %d cgroups, %d stage series\n", bin, 50, 20, series
   printf "  idle CPU over %d s (scraped every 15 s): %.3f%% of one core\n", s, 100 * it / hz / s
   printf "  /metrics median of %d: %.1f ms; agent CPU per scrape: %.1f ms\n", n, med, 1000 * st / hz / n
-  printf "  RSS over %d cgroups made and removed: %.1f -> %.1f MiB (max %.1f, %+.1f%%)\n",
-         churn, r0 / 1024, r1 / 1024, rmax / 1024, 100 * (r1 - r0) / r0 }'
+  printf "  RSS over %d cgroups made and removed in %.0f s: %.1f -> %.1f MiB (max %.1f, %+.1f%%)\n",
+         churn, cs, r0 / 1024, r1 / 1024, rmax / 1024, 100 * (r1 - r0) / r0 }'

@@ -21,7 +21,8 @@ struct cgroup_event {
 	__u32 hierarchy_id; /* cgrp->root->hierarchy_id; 0 is the cgroup v2 hierarchy */
 	__u16 kind;         /* enum cgroup_event_kind */
 	__u16 path_len;     /* bytes of path, without the NUL; CGROUP_PATH_LEN - 1 may be cut */
-	char path[CGROUP_PATH_LEN]; /* relative to the hierarchy root, "/" for the root */
+	/* Relative to the hierarchy root. A ring-buffer record ends after the path's NUL. */
+	char path[CGROUP_PATH_LEN];
 };
 
 #endif

@@ -49,7 +49,12 @@ void CgroupNamer::RebuildLocked() {
   for (RemovedCgroup& r : paths_->RemovedSince(&removed_cursor_)) {
     if (alive.contains(r.id)) continue;
     auto it = remembered_.find(r.id);
-    if (it == remembered_.end() || it->second.alive) BuryLocked(r.id, stages_->Resolve(r.path));
+    if (it == remembered_.end()) {
+      BuryLocked(r.id, stages_->Resolve(r.path, /*memoise=*/false));
+    } else if (it->second.alive) {
+      BuryLocked(r.id, it->second.stage);
+      stages_->ForgetPath(r.path);
+    }
   }
   // Walks report deaths only by absence.
   std::vector<std::pair<uint64_t, Stage>> vanished;

@@ -75,6 +75,7 @@ std::pair<Stage, std::string> OomTracker::OnEvent(const oom_event& event) {
     (event.kind == OOM_KIND_USERSPACE ? t.userspace_kills : t.kernel_kills)++;
     t.last_kill_unix_seconds = std::max(t.last_kill_unix_seconds, when);
     if (cgroup.empty()) unknown_cgroups_++;
+    last_kill_event_ = absl::Now();
   }
 
   static const uint64_t page = sysconf(_SC_PAGESIZE);
@@ -110,6 +111,15 @@ std::map<std::string, OomStageTotals> OomTracker::Totals() const {
 }
 
 absl::Status OomTracker::RefreshKernelCounts() {
+  const absl::Time now = absl::Now();
+  {
+    absl::MutexLock lock(&mu_);
+    if (now - kernel_counts_read_ < kKernelCountsInterval &&
+        now - last_kill_event_ > kAfterKillEvent) {
+      return absl::OkStatus();
+    }
+    kernel_counts_read_ = now;
+  }
   std::vector<CgroupCounterSample> samples;
   for (const auto& [id, path] : paths_->Current()) {
     absl::StatusOr<uint64_t> kills = ReadOomKillCount(paths_->root() + path, key_);

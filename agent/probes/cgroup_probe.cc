@@ -3,6 +3,7 @@
 #include <bpf/libbpf.h>
 #include <sys/epoll.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
@@ -93,9 +94,12 @@ void DestroyCgroupSkeleton(cgroup_bpf* skel) { cgroup_bpf__destroy(skel); }
 void FreeCgroupRingBuffer(ring_buffer* ring) { ring_buffer__free(ring); }
 
 int CgroupProbe::OnEvent(void* ctx, void* data, size_t size) {
-  if (size < sizeof(cgroup_event)) return 0;
-  const cgroup_event* event = static_cast<const cgroup_event*>(data);
-  static_cast<CgroupProbe*>(ctx)->handler_(*event);
+  // Records carry only the used part of the path (bpf/cgroup.bpf.c).
+  if (size <= offsetof(cgroup_event, path)) return 0;
+  cgroup_event event{};
+  memcpy(&event, data, std::min(size, sizeof(event)));
+  event.path[sizeof(event.path) - 1] = '\0';
+  static_cast<CgroupProbe*>(ctx)->handler_(event);
   return 0;
 }
 

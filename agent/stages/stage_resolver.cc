@@ -24,15 +24,25 @@ Stage Unattributed() { return Stage{std::string(kUnattributedStage), ""}; }
 StageResolver::StageResolver(std::vector<StageConfig> stages, DiscoveryConfig discovery)
     : stages_(std::move(stages)), discovery_(std::move(discovery)) {}
 
-Stage StageResolver::Resolve(std::string_view cgroup_path) {
+Stage StageResolver::Resolve(std::string_view cgroup_path, bool memoise) {
   absl::MutexLock lock(&mu_);
   auto it = memo_.find(std::string(cgroup_path));
+  if (it == memo_.end() && !memoise) {
+    Resolution once = ResolveUncached(cgroup_path);
+    if (once.overflow) ++overflows_;
+    return once.stage;
+  }
   if (it == memo_.end()) {
     if (memo_.size() >= kMaxMemo) memo_.clear();
     it = memo_.emplace(std::string(cgroup_path), ResolveUncached(cgroup_path)).first;
   }
   if (it->second.overflow) ++overflows_;
   return it->second.stage;
+}
+
+void StageResolver::ForgetPath(std::string_view cgroup_path) {
+  absl::MutexLock lock(&mu_);
+  memo_.erase(std::string(cgroup_path));
 }
 
 StageResolver::Resolution StageResolver::ResolveUncached(std::string_view cgroup_path) {

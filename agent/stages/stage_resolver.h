@@ -36,8 +36,12 @@ class StageResolver {
  public:
   StageResolver(std::vector<StageConfig> stages, DiscoveryConfig discovery);
 
-  // `cgroup_path` is relative to the hierarchy root and starts with "/".
-  Stage Resolve(std::string_view cgroup_path);
+  // `cgroup_path` is relative to the hierarchy root and starts with "/". `memoise` false is
+  // for paths that will not be asked again (removed cgroups), so that churn cannot fill the
+  // memo.
+  Stage Resolve(std::string_view cgroup_path, bool memoise = true);
+  // Drops the memoised answer for a removed cgroup's path.
+  void ForgetPath(std::string_view cgroup_path);
 
   // Every stage that can appear in metrics so far: configured, discovered, and unattributed.
   std::vector<Stage> KnownStages() const;

@@ -70,7 +70,11 @@ for ((i = 0; i < scrapes; i++)); do
 done
 scrape_ticks=$(( $(cpu_ticks) - before ))
 median_ms=$(awk '{print $1 * 1000}' "$times" | median)
-series=$(curl -s "$url" | grep -c 'pipeline_stage="stage_' || true)
+last=$(curl -s "$url")
+series=$(grep -c 'pipeline_stage="stage_' <<<"$last" || true)
+# Where a scrape's time goes, by collector (the agent's own self-metric).
+collectors=$(awk -F'[{}" ]+' '/^stagewatch_scrape_collector_duration_seconds\{/ {
+  printf "%s %.1f ms, ", $3, $5 * 1000 }' <<<"$last")
 rm -f "$times"
 
 rss_start=$(rss_kib)
@@ -96,10 +100,11 @@ rss_end=$(rss_kib)
 stop_agent
 
 awk -v bin="$AGENT_BIN" -v it="$idle_ticks" -v hz="$hz" -v s="$idle_seconds" -v med="$median_ms" \
-    -v st="$scrape_ticks" -v n="$scrapes" -v series="$series" -v churn="$churn" \
+    -v st="$scrape_ticks" -v coll="$collectors" -v n="$scrapes" -v series="$series" -v churn="$churn" \
     -v cs="$churn_seconds" -v r0="$rss_start" -v r1="$rss_end" -v rmax="$rss_max" 'BEGIN {
   printf "%s: %d stages x %d cgroups, %d stage series\n", bin, 50, 20, series
   printf "  idle CPU over %d s (scraped every 15 s): %.3f%% of one core\n", s, 100 * it / hz / s
   printf "  /metrics median of %d: %.1f ms; agent CPU per scrape: %.1f ms\n", n, med, 1000 * st / hz / n
+  printf "  one scrape by collector: %s\n", coll
   printf "  RSS over %d cgroups made and removed in %.0f s: %.1f -> %.1f MiB (max %.1f, %+.1f%%)\n",
          churn, cs, r0 / 1024, r1 / 1024, rmax / 1024, 100 * (r1 - r0) / r0 }'

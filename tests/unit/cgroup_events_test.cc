@@ -189,6 +189,7 @@ TEST_F(CgroupEventsTest, ForgottenStagesFreeTheirSlotForTheNextOne) {
   CgroupNamer namer(paths_.get(), &stages, absl::Seconds(1), [&now] { return now; });
 
   const uint64_t a = MakeWithEvent("/stagewatch/a");
+  namer.Refresh();
   const uint64_t b = MakeWithEvent("/stagewatch/b");  // no slot while `a` holds it
   namer.Refresh();
   EXPECT_EQ(namer.StageOf(a)->name, "a");

@@ -74,7 +74,7 @@ last=$(curl -s "$url")
 series=$(grep -c 'pipeline_stage="stage_' <<<"$last" || true)
 # Where a scrape's time goes, by collector (the agent's own self-metric).
 collectors=$(awk -F'[{}" ]+' '/^stagewatch_scrape_collector_duration_seconds\{/ {
-  printf "%s %.1f ms, ", $3, $5 * 1000 }' <<<"$last")
+  printf "%s %.1f ms, ", $3, $4 * 1000 }' <<<"$last")
 rm -f "$times"
 
 rss_start=$(rss_kib)

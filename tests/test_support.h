@@ -31,6 +31,8 @@ bool PrivilegesRequired();
 
 std::string ReadFile(const std::string& path);
 void WriteFile(const std::string& path, const std::string& contents);
+// Writes `yaml` to a new /tmp/stagewatch-*.yaml file and returns its path (the caller unlinks).
+std::string WriteTempConfig(const std::string& yaml);
 
 // A cgroup tree made beneath this process's own cgroup in the hierarchy the agent keys on,
 // at <own>/<unique>/<relative>, and mirrored at the same path in the hierarchies of

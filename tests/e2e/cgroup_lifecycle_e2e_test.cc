@@ -32,14 +32,6 @@ using testing::ValueOr;
 // on the host discover at the same time cannot take its slots.
 constexpr const char* kDiscoveryDir = "sw-lifecycle-e2e";
 
-std::string WriteConfig(const std::string& yaml) {
-  char path[] = "/tmp/stagewatch-lifecycle-XXXXXX.yaml";
-  int fd = mkstemps(path, 5);
-  close(fd);
-  testing::WriteFile(path, yaml);
-  return path;
-}
-
 // Cgroups made directly beneath a TestCgroup (so within the test's own cgroup), each with the
 // processes this test starts in it; all removed at once by Remove(), or on destruction.
 class ChildCgroups {
@@ -168,7 +160,7 @@ void CheckAttributesKillsInFreshCgroups(const std::string& extra_config, int kil
   TestCgroup steady(absl::StrCat(kDiscoveryDir, "/steady_", stage));
   StartSteadyStage(&steady);
   const std::string config =
-      WriteConfig(absl::StrCat(extra_config, "discovery:\n  directory: ", kDiscoveryDir, "\n"));
+      testing::WriteTempConfig(absl::StrCat(extra_config, "discovery:\n  directory: ", kDiscoveryDir, "\n"));
   AgentProcess agent({"--config.file", config, "--web.listen-address", "127.0.0.1:0"});
   ASSERT_TRUE(agent.WaitListening()) << agent.log();
   Scraper scraper(&agent, {"steady_" + stage, stage});
@@ -202,7 +194,7 @@ TEST(CgroupLifecycleE2E, EveryKillInACgroupMadeJustBeforeIsCredited) {
 TEST(CgroupLifecycleE2E, WalkFallbackStillCreditsKillsAndFeaturesSaysSo) {
   STAGEWATCH_REQUIRE_PRIVILEGES();
   const std::string yaml = "cgroup:\n  lifecycle_events: false\n";
-  const std::string config = WriteConfig(yaml);
+  const std::string config = testing::WriteTempConfig(yaml);
   auto [rc, report] = testing::RunWithInput(
       absl::StrCat(STAGEWATCH_BINARY, " --config.file ", config, " features 2>&1"), "");
   EXPECT_NE(report.find("cgroup naming walks"), std::string::npos) << report;
@@ -223,7 +215,7 @@ TEST(CgroupLifecycleE2E, ExitsOfCgroupsThatLiveForOneCommandReachTheirStage) {
   constexpr int kCgroups = 300;
   TestCgroup parent(absl::StrCat(kDiscoveryDir, "/oneshot"));
   const std::string config =
-      WriteConfig(absl::StrCat("discovery:\n  directory: ", kDiscoveryDir, "\n"));
+      testing::WriteTempConfig(absl::StrCat("discovery:\n  directory: ", kDiscoveryDir, "\n"));
   AgentProcess agent({"--config.file", config, "--web.listen-address", "127.0.0.1:0"});
   ASSERT_TRUE(agent.WaitListening()) << agent.log();
   Scraper scraper(&agent, {"oneshot"});
@@ -252,7 +244,7 @@ TEST(CgroupLifecycleE2E, StagesThatAreGoneAreForgottenAndFreeTheirSlots) {
   STAGEWATCH_REQUIRE_PRIVILEGES();
   constexpr int kStages = 33;  // one past discovery.max_stages
   const std::string config =
-      WriteConfig(absl::StrCat("discovery:\n  directory: ", kDiscoveryDir,
+      testing::WriteTempConfig(absl::StrCat("discovery:\n  directory: ", kDiscoveryDir,
                                "\n  max_stages: 32\n  forget_after: 5s\n"
                                "stages:\n  - name: steady\n"
                                "    cgroup_paths: [\"/**/steady_stage\"]\n"));

@@ -229,6 +229,7 @@ class ConfigParser {
         {"cache_max_entries", [&](const Value& v) {
            ReadInt(v, 16, std::numeric_limits<int>::max(), cgroup.cache_max_entries);
          }},
+        {"lifecycle_events", [&](const Value& v) { ReadBool(v, cgroup.lifecycle_events); }},
     });
   }
 
@@ -239,6 +240,7 @@ class ConfigParser {
          [&](const Value& v) { ReadChecked(v, discovery.directory, CheckDiscoveryDirectory); }},
         {"pipeline", [&](const Value& v) { ReadString(v, discovery.pipeline); }},
         {"max_stages", [&](const Value& v) { ReadInt(v, 0, 1000, discovery.max_stages); }},
+        {"forget_after", [&](const Value& v) { ReadDuration(v, discovery.forget_after); }},
     });
   }
 

@@ -28,6 +28,8 @@ struct DiscoveryConfig {
   std::string directory = "stagewatch";
   std::string pipeline;  // optional pipeline label for discovered stages
   int max_stages = 32;   // more distinct names fold into `unattributed`, counted
+  // A discovered stage with no cgroup left this long is dropped and its slot freed; 0: never.
+  absl::Duration forget_after = absl::Minutes(15);
 };
 
 struct WebConfig {
@@ -44,6 +46,9 @@ struct CgroupConfig {
   std::string root = "/sys/fs/cgroup";                    // where cgroupfs is mounted
   absl::Duration rescan_min_interval = absl::Milliseconds(200);  // rate limit on cache misses
   int cache_max_entries = 65536;
+  // Learn cgroups from the kernel's cgroup_mkdir/cgroup_rmdir tracepoints (walks only at
+  // start and after lost events); false names them by walks, as where they cannot attach.
+  bool lifecycle_events = true;
 };
 
 struct OomConfig {

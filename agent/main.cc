@@ -116,7 +116,13 @@ int main(int argc, char** argv) {
     std::cerr << "stagewatch: " << policy.status().message() << "\n";
     return 1;
   }
-  if (*features) return stagewatch::RunFeaturesReport(json, btf_path, *policy, std::cout);
+  if (*features) {
+    return stagewatch::RunFeaturesReport({.json = json,
+                                          .btf_path = btf_path,
+                                          .attach = *policy,
+                                          .lifecycle_events = config->cgroup.lifecycle_events},
+                                         std::cout);
+  }
   (void)agent;  // no subcommand and `agent` both run the exporter
   return stagewatch::RunAgent(
       {.config = *std::move(config), .btf_path = btf_path, .attach = *policy});

@@ -29,16 +29,17 @@ MemoryCollector::MemoryCollector(MemoryCollectorSources sources)
 absl::Status MemoryCollector::Collect(std::vector<prometheus::MetricFamily>* out) {
   s_.namer->Refresh();
   const std::vector<Stage> stages = s_.namer->stages()->KnownStages();
-  if (s_.tracker) CollectKernel(stages, out);
+  if (s_.tracker) CollectKernel(out);
   absl::Status status = CollectCgroupfs(stages, out);
   CollectTasks(stages, out);
   return status;
 }
 
-void MemoryCollector::CollectKernel(const std::vector<Stage>& stages,
-                                    std::vector<prometheus::MetricFamily>* out) {
+void MemoryCollector::CollectKernel(std::vector<prometheus::MetricFamily>* out) {
   s_.tracker->Collect();
   const auto totals = s_.tracker->Totals();
+  // Listed after the totals: a stage forgotten meanwhile is left out, not exported as zero.
+  const std::vector<Stage> stages = s_.namer->stages()->KnownStages();
   auto faults = CounterFamily("stagewatch_page_faults_total",
                               "Page faults of the stage's tasks: major ones waited for I/O.");
   auto stalls = HistogramFamily(
@@ -93,7 +94,9 @@ absl::Status MemoryCollector::CollectCgroupfs(const std::vector<Stage>& stages,
                                  io.full_us.value_or(0)}});
   }
   events_.Update(event_samples);
+  events_.KeepStages(s_.namer->stages()->KnownStageNames());
   pressure_.Update(pressure_samples);
+  pressure_.KeepStages(s_.namer->stages()->KnownStageNames());
   const auto event_totals = events_.Totals();
   const auto pressure_totals = pressure_.Totals();
   const auto sampled = s_.sampler->Snapshot();

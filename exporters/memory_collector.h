@@ -29,7 +29,7 @@ class MemoryCollector : public Collector {
   absl::Status Collect(std::vector<prometheus::MetricFamily>* out) override;
 
  private:
-  void CollectKernel(const std::vector<Stage>& stages, std::vector<prometheus::MetricFamily>* out);
+  void CollectKernel(std::vector<prometheus::MetricFamily>* out);
   absl::Status CollectCgroupfs(const std::vector<Stage>& stages,
                                std::vector<prometheus::MetricFamily>* out);
   void CollectTasks(const std::vector<Stage>& stages, std::vector<prometheus::MetricFamily>* out);

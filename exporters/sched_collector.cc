@@ -20,15 +20,15 @@ SchedCollector::SchedCollector(SchedTracker* tracker, SchedProbe* probe, CgroupN
       cgroupfs_(6) {}
 
 absl::Status SchedCollector::Collect(std::vector<prometheus::MetricFamily>* out) {
-  const std::vector<Stage> stages = namer_->stages()->KnownStages();
-  if (probe_) CollectKernel(stages, out);
-  return CollectCgroupfs(stages, out);
+  if (probe_) CollectKernel(out);
+  return CollectCgroupfs(namer_->stages()->KnownStages(), out);
 }
 
-void SchedCollector::CollectKernel(const std::vector<Stage>& stages,
-                                   std::vector<prometheus::MetricFamily>* out) {
+void SchedCollector::CollectKernel(std::vector<prometheus::MetricFamily>* out) {
   tracker_->Collect();
   const auto totals = tracker_->Totals();
+  // Listed after the totals: a stage forgotten meanwhile is left out, not exported as zero.
+  const std::vector<Stage> stages = namer_->stages()->KnownStages();
   auto switches = CounterFamily("stagewatch_context_switches_total",
                                 "Context switches of the stage's tasks: voluntary when the task "
                                 "blocked, nonvoluntary when it was still runnable.");
@@ -94,6 +94,7 @@ absl::Status SchedCollector::CollectCgroupfs(const std::vector<Stage>& stages,
                         p.full_us.value_or(0)}});
   }
   cgroupfs_.Update(samples);
+  cgroupfs_.KeepStages(namer_->stages()->KnownStageNames());
   const auto totals = cgroupfs_.Totals();
 
   auto usage = CounterFamily("stagewatch_cgroup_cpu_usage_seconds_total",

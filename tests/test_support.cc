@@ -72,6 +72,13 @@ void WriteFile(const std::string& path, const std::string& contents) {
   if (!out) ADD_FAILURE() << "cannot write " << path;
 }
 
+std::string WriteTempConfig(const std::string& yaml) {
+  char path[] = "/tmp/stagewatch-config-XXXXXX.yaml";
+  close(mkstemps(path, 5));
+  WriteFile(path, yaml);
+  return path;
+}
+
 // ---- TestCgroup ---------------------------------------------------------------------------
 
 namespace {

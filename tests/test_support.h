@@ -40,6 +40,8 @@ std::string ReadFile(const std::string& path);
 // The value of `key` in a flat keyed file (memory.stat, memory.events, cpu.stat); 0 if absent.
 uint64_t KeyedValue(const std::string& path, const std::string& key);
 void WriteFile(const std::string& path, const std::string& contents);
+// Writes `yaml` to a new /tmp/stagewatch-*.yaml file and returns its path (the caller unlinks).
+std::string WriteTempConfig(const std::string& yaml);
 
 // A cgroup tree made beneath this process's own cgroup in the hierarchy the agent keys on,
 // at <own>/<unique>/<relative>, and mirrored at the same path in the hierarchies of

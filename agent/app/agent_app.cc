@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "anomaly/anomaly_engine.h"
 #include "anomaly/anomaly_feeder.h"
+#include "cgroup/cgroup_events.h"
 #include "cgroup/cgroup_namer.h"
 #include "cgroup/layout.h"
 #include "cgroup/path_cache.h"
@@ -29,6 +30,7 @@
 #include "exporters/sched_collector.h"
 #include "log.h"
 #include "oom/oom_tracker.h"
+#include "probes/cgroup_probe.h"
 #include "probes/libbpf_log.h"
 #include "memory/memory_sampler.h"
 #include "memory/memory_tracker.h"
@@ -148,6 +150,20 @@ int RunAgent(const AgentOptions& options) {
                          .max_entries = static_cast<size_t>(config.cgroup.cache_max_entries)});
   StageResolver stages(config.stages, config.discovery);
   OomTracker oom(&paths, &stages, layout->key);
+  std::vector<ProbeReport> probe_reports;
+
+  // Attached before the start walk, so that no cgroup made meanwhile is missed.
+  std::unique_ptr<CgroupProbe> cgroup_probe = Adopt(
+      CgroupProbe::Start(
+          {.enabled = config.cgroup.lifecycle_events, .key = layout->key, .features = features},
+          [&paths](const cgroup_event& e) { ApplyCgroupEvent(e, &paths); },
+          [&paths] {
+            Log::Warn("cgroup events lost; walking the hierarchy again", {});
+            paths.Resync();
+          }),
+      &probe_reports);
+  if (cgroup_probe) paths.UseEvents([probe = cgroup_probe.get()] { probe->Drain(); });
+  Log::Info("cgroup naming", {{"source", paths.uses_events() ? "lifecycle_events" : "walks"}});
 
   exporters::CollectorRegistry registry;
   exporters::HttpServerOptions http_options{
@@ -178,7 +194,6 @@ int RunAgent(const AgentOptions& options) {
   registry.Add(std::make_unique<exporters::AlertmanagerCollector>(&alertmanager));
 
   CgroupNamer namer(&paths, &stages);
-  std::vector<ProbeReport> probe_reports;
   AnomalyEngine anomalies(config.anomalies, [&pager](const AnomalyChange& c) {
     LogAnomaly(c);
     pager.OnChange(c);
@@ -263,15 +278,17 @@ int RunAgent(const AgentOptions& options) {
   });
 
   std::atomic<bool> stopping = false;
-  std::thread poller([&] {
-    while (oom_probe && !stopping.load()) {
-      int rc = oom_probe->Poll(kPollTimeoutMs);
+  auto poll_loop = [&stopping](auto* probe, const char* name) {
+    while (probe && !stopping.load()) {
+      int rc = probe->Poll(kPollTimeoutMs);
       if (rc < 0 && rc != -EINTR) {
-        Log::Error("polling the oom ring buffer failed", {{"err", strerror(-rc)}});
+        Log::Error("polling a ring buffer failed", {{"probe", name}, {"err", strerror(-rc)}});
         break;
       }
     }
-  });
+  };
+  std::thread poller([&] { poll_loop(oom_probe.get(), "oom"); });
+  std::thread cgroup_poller([&] { poll_loop(cgroup_probe.get(), "cgroup"); });
 
   Log::Info("listening", {{"address", (*http)->address()},
                           {"telemetry_path", config.web.telemetry_path}});
@@ -282,12 +299,14 @@ int RunAgent(const AgentOptions& options) {
   http->reset();  // stop serving before the collectors' sources go away
   stopping = true;
   poller.join();
+  cgroup_poller.join();
   sampler.reset();
   oom_probe.reset();  // detaches the BPF programs
   sched.reset();
   sched_probe.reset();
   memory.reset();
   memory_probe.reset();
+  cgroup_probe.reset();
   Log::Info("stopped");
   return 0;
 }

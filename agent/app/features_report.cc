@@ -8,6 +8,7 @@
 #include "cgroup/layout.h"
 #include "log.h"
 #include "probes/features.h"
+#include "probes/cgroup_probe.h"
 #include "probes/libbpf_log.h"
 #include "probes/memory_probe.h"
 #include "probes/oom_probe.h"
@@ -33,7 +34,7 @@ std::string JsonString(std::string_view s) {
 
 // Each probe module started for real (then stopped), or the reason it cannot be.
 std::vector<ProbeStatus> TryProbes(const KernelFeatures& f, const std::string& btf_path,
-                                   cgroup_key_hierarchy key) {
+                                   cgroup_key_hierarchy key, bool lifecycle_events) {
   std::vector<ProbeStatus> all;
   auto append = [&all](std::vector<ProbeStatus> some) {
     all.insert(all.end(), some.begin(), some.end());
@@ -43,6 +44,7 @@ std::vector<ProbeStatus> TryProbes(const KernelFeatures& f, const std::string& b
     append(OomProbe::NotStarted(why));
     append(SchedProbe::NotStarted(why));
     append(MemoryProbe::NotStarted(why));
+    append(CgroupProbe::NotStarted(why));
     return all;
   }
   auto oom = OomProbe::Start({.key = key, .features = f}, [](const oom_event&) {});
@@ -53,19 +55,28 @@ std::vector<ProbeStatus> TryProbes(const KernelFeatures& f, const std::string& b
   auto memory = MemoryProbe::Start({.key = key, .features = f});
   append(memory.ok() ? (*memory)->statuses()
                      : MemoryProbe::NotStarted(std::string(memory.status().message())));
+  auto cgroup = CgroupProbe::Start({.enabled = lifecycle_events, .key = key, .features = f},
+                                   [](const cgroup_event&) {}, nullptr);
+  append(cgroup.ok() ? (*cgroup)->statuses()
+                     : CgroupProbe::NotStarted(std::string(cgroup.status().message())));
   return all;
 }
 
 }  // namespace
 
-int RunFeaturesReport(bool json, const std::string& btf_path, AttachPolicy attach,
-                      std::ostream& out) {
+int RunFeaturesReport(const FeaturesReportOptions& options, std::ostream& out) {
+  const bool json = options.json;
+  const std::string& btf_path = options.btf_path;
   RouteLibbpfLogs();
   const KernelFeatures f = ProbeKernelFeatures(btf_path);
   absl::StatusOr<CgroupLayout> layout = DetectHostCgroupLayout();
   const std::vector<ProbeStatus> probes =
-      TryProbes(ApplyAttachPolicy(f, attach), btf_path,
-                layout.ok() ? layout->key : CGROUP_KEY_DEFAULT);
+      TryProbes(ApplyAttachPolicy(f, options.attach), btf_path,
+                layout.ok() ? layout->key : CGROUP_KEY_DEFAULT, options.lifecycle_events);
+  // The agent learns cgroups from the cgroup probe's events where it attaches, else by walks.
+  bool events = false;
+  for (const ProbeStatus& p : probes) events |= p.name == "cgroup" && p.attached;
+  const std::string naming = events ? "lifecycle_events" : "walks";
 
   const std::vector<std::pair<const char*, bool>> flags = {
       {"privileged", f.privileged},       {"btf", f.btf},
@@ -83,7 +94,7 @@ int RunFeaturesReport(bool json, const std::string& btf_path, AttachPolicy attac
           << (flags[i].second ? "true" : "false");
     }
     out << "},\"cgroup\":{\"mode\":" << JsonString(mode) << ",\"keyed_on\":" << JsonString(key_root)
-        << "},\"probes\":[";
+        << ",\"naming\":" << JsonString(naming) << "},\"probes\":[";
     for (size_t i = 0; i < probes.size(); i++) {
       const ProbeStatus& p = probes[i];
       out << (i ? "," : "") << "{\"name\":" << JsonString(p.name)
@@ -98,7 +109,10 @@ int RunFeaturesReport(bool json, const std::string& btf_path, AttachPolicy attac
     for (const auto& [name, on] : flags) {
       out << absl::StrFormat("%-19s %s\n", name, on ? "yes" : "no");
     }
-    out << "cgroup mode " << mode << " (keyed on " << key_root << ")\n\nprobes:\n";
+    out << "cgroup mode " << mode << " (keyed on " << key_root << ")\n";
+    out << "cgroup naming " << naming
+        << (events ? " (cgroup_mkdir/cgroup_rmdir tracepoints)" : " (walks of the hierarchy)")
+        << "\n\nprobes:\n";
     for (const ProbeStatus& p : probes) {
       out << absl::StrFormat("  %-20s %-15s %s\n", p.name,
                              p.attach_type.empty() ? "-" : p.attach_type,

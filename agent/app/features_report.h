@@ -9,9 +9,14 @@
 namespace stagewatch {
 
 // Probes the kernel and, when privileged, really loads and attaches the probes (then detaches
-// them) so the report says what the agent would get under `attach`. Returns the exit code: 0
-// when every probe attached, 1 otherwise.
-int RunFeaturesReport(bool json, const std::string& btf_path, AttachPolicy attach,
-                      std::ostream& out);
+// them) so the report says what the agent would get. Returns the exit code: 0 when every
+// probe attached, 1 otherwise.
+struct FeaturesReportOptions {
+  bool json = false;
+  std::string btf_path;
+  AttachPolicy attach = AttachPolicy::kAuto;  // --bpf.attach
+  bool lifecycle_events = true;  // cgroup.lifecycle_events: false reports the walks instead
+};
+int RunFeaturesReport(const FeaturesReportOptions& options, std::ostream& out);
 
 }  // namespace stagewatch

@@ -1,30 +1,85 @@
 #include "cgroup/cgroup_namer.h"
 
-#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 
 namespace stagewatch {
 
 CgroupNamer::CgroupNamer(CgroupPathCache* paths, StageResolver* stages,
-                         absl::Duration min_refresh_interval)
-    : paths_(paths), stages_(stages), min_refresh_interval_(min_refresh_interval) {}
+                         absl::Duration min_refresh_interval, std::function<absl::Time()> now)
+    : paths_(paths), stages_(stages), min_refresh_interval_(min_refresh_interval),
+      now_(std::move(now)) {}
 
 void CgroupNamer::Refresh() {
   absl::MutexLock lock(&mu_);
-  if (absl::Now() - last_refresh_ < min_refresh_interval_) return;
-  last_refresh_ = absl::Now();
-  generation_++;
+  const absl::Time now = now_();
+  if (paths_->uses_events()) {
+    paths_->ApplyQueued();
+    if (paths_->version() != seen_version_) RebuildLocked();
+  } else if (now - last_refresh_ >= min_refresh_interval_) {
+    last_refresh_ = now;
+    RebuildLocked();  // a walk
+  }
+  absl::flat_hash_set<std::string> populated;
+  for (const NamedCgroup& c : live_) populated.insert(c.stage.name);
+  if (stages_->ForgetGone(populated, now)) {
+    // Freed slots may now name cgroups that overflowed; resolve everything again.
+    RebuildLocked();
+  }
+}
+
+void CgroupNamer::BeginCollection() {
+  Refresh();
+  absl::MutexLock lock(&mu_);
+  collections_++;
+  ExpireLocked();
+}
+
+void CgroupNamer::RebuildLocked() {
+  seen_version_ = paths_->version();
+  std::vector<std::pair<uint64_t, std::string>> current = paths_->Current();
+  absl::flat_hash_set<uint64_t> alive;
   live_.clear();
-  for (auto& [id, path] : paths_->RescanAll()) {
+  for (auto& [id, path] : current) {
     Stage stage = stages_->Resolve(path);
-    remembered_[id] = {stage, generation_};
+    remembered_[id] = {stage, true, 0};
+    alive.insert(id);
     live_.push_back({id, std::move(path), std::move(stage)});
   }
-  for (auto it = remembered_.begin(); it != remembered_.end();) {
-    if (it->second.generation + 2 < generation_) {
-      remembered_.erase(it++);
-    } else {
-      ++it;
+  // Removed since the last refresh, seen alive or not (born and gone in between).
+  for (RemovedCgroup& r : paths_->RemovedSince(&removed_cursor_)) {
+    if (alive.contains(r.id)) continue;
+    auto it = remembered_.find(r.id);
+    if (it == remembered_.end()) {
+      BuryLocked(r.id, stages_->Resolve(r.path, /*memoise=*/false));
+    } else if (it->second.alive) {
+      BuryLocked(r.id, it->second.stage);
+      stages_->ForgetPath(r.path);
     }
+  }
+  // Walks report deaths only by absence.
+  std::vector<std::pair<uint64_t, Stage>> vanished;
+  for (const auto& [id, r] : remembered_) {
+    if (r.alive && !alive.contains(id)) vanished.push_back({id, r.stage});
+  }
+  for (auto& [id, stage] : vanished) BuryLocked(id, std::move(stage));
+  ExpireLocked();
+}
+
+void CgroupNamer::BuryLocked(uint64_t id, Stage stage) {
+  remembered_[id] = {std::move(stage), false, collections_};
+  dead_order_.push_back(id);
+}
+
+void CgroupNamer::ExpireLocked() {
+  while (!dead_order_.empty()) {
+    auto it = remembered_.find(dead_order_.front());
+    const bool stale = it == remembered_.end() || it->second.alive;  // re-made since
+    if (!stale && dead_order_.size() <= kMaxDead &&
+        it->second.died_at + kKeptCollections > collections_) {
+      break;
+    }
+    if (!stale) remembered_.erase(it);
+    dead_order_.pop_front();
   }
 }
 
@@ -38,7 +93,7 @@ std::optional<Stage> CgroupNamer::StageOf(uint64_t id) {
 bool CgroupNamer::Alive(uint64_t id) {
   absl::MutexLock lock(&mu_);
   auto it = remembered_.find(id);
-  return it != remembered_.end() && it->second.generation == generation_;
+  return it != remembered_.end() && it->second.alive;
 }
 
 std::vector<NamedCgroup> CgroupNamer::Live() {

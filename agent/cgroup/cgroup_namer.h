@@ -2,6 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,23 +23,34 @@ struct NamedCgroup {
   Stage stage;
 };
 
-// Thread-safe. A cgroup stays nameable for two walks after it disappears, so that one removed
-// between two collections still has its last counts folded into its own stage, not
-// `unattributed`. Memory is bounded by the live tree plus what died in the last two walks.
+// Thread-safe. A cgroup stays nameable for a few collections after it dies (kKeptCollections,
+// counted by BeginCollection()), so that its last counts, and any the kernel adds while its
+// last task goes, are folded into its own stage rather than `unattributed`. With lifecycle
+// events that includes cgroups born and removed between two refreshes. Memory is bounded by
+// the live tree plus at most kMaxDead dead cgroups.
 class CgroupNamer {
  public:
-  CgroupNamer(CgroupPathCache* paths, StageResolver* stages,
-              absl::Duration min_refresh_interval = absl::Seconds(1));
+  static constexpr uint64_t kKeptCollections = 4;  // two trackers collect, twice each
+  static constexpr size_t kMaxDead = CgroupPathCache::kRemovedKept;
 
-  // Walks the hierarchy, at most once per min_refresh_interval.
+  CgroupNamer(CgroupPathCache* paths, StageResolver* stages,
+              absl::Duration min_refresh_interval = absl::Seconds(1),
+              std::function<absl::Time()> now = [] { return absl::Now(); });
+
+  // Brings the names up to date: by walks at most once per min_refresh_interval, with
+  // lifecycle events whenever the cache changed. Then lets the resolver forget discovered
+  // stages that have had no cgroup for discovery.forget_after.
   void Refresh();
 
-  // The stage of `id`; nullopt if no recent walk saw it.
+  // One tracker's collection begins: refreshes, and ages the names of dead cgroups.
+  void BeginCollection();
+
+  // The stage of `id`; nullopt if it was never seen, or died more than a few collections ago.
   std::optional<Stage> StageOf(uint64_t id);
-  // Whether `id` was present at the last walk.
+  // Whether `id` is alive as of the last refresh.
   bool Alive(uint64_t id);
 
-  // Every cgroup of the last walk, for collectors that read cgroupfs files.
+  // Every live cgroup, for collectors that read cgroupfs files.
   std::vector<NamedCgroup> Live();
 
   // The outermost cgroups of each named stage (not `unattributed`): those whose parent is in
@@ -48,17 +62,26 @@ class CgroupNamer {
  private:
   struct Remembered {
     Stage stage;
-    uint64_t generation;  // the last walk that saw it
+    bool alive = true;
+    uint64_t died_at = 0;  // collections_ when it was found dead
   };
+
+  void RebuildLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void BuryLocked(uint64_t id, Stage stage) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ExpireLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   CgroupPathCache* const paths_;
   StageResolver* const stages_;
   const absl::Duration min_refresh_interval_;
+  const std::function<absl::Time()> now_;
   absl::Mutex mu_;
   absl::Time last_refresh_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  uint64_t seen_version_ ABSL_GUARDED_BY(mu_) = std::numeric_limits<uint64_t>::max();
+  uint64_t removed_cursor_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t collections_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<NamedCgroup> live_ ABSL_GUARDED_BY(mu_);
-  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
   absl::flat_hash_map<uint64_t, Remembered> remembered_ ABSL_GUARDED_BY(mu_);
+  std::deque<uint64_t> dead_order_ ABSL_GUARDED_BY(mu_);  // oldest death first
 };
 
 }  // namespace stagewatch

@@ -5,7 +5,7 @@
 namespace stagewatch {
 
 void CollectionNaming::Begin() {
-  namer_->Refresh();
+  namer_->BeginCollection();
   dead_.clear();
   unnamed_next_.clear();
 }

@@ -14,7 +14,7 @@ class CollectionNaming {
  public:
   explicit CollectionNaming(CgroupNamer* namer) : namer_(namer) {}
 
-  // Starts a collection: walks the tree if it is due.
+  // Starts a collection: brings the names up to date (see CgroupNamer::BeginCollection).
   void Begin();
 
   // The stage to fold `id` into, or nullopt to skip it this time: an id the last walk did not
@@ -29,6 +29,8 @@ class CollectionNaming {
   void End();
 
   uint64_t unknown() const { return unknown_; }
+
+  StageResolver* stages() const { return namer_->stages(); }
 
  private:
   CgroupNamer* const namer_;

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -73,17 +74,91 @@ bool CgroupPathCache::RescanLocked() {
   paths_ = std::move(fresh);
   last_rescan_ = options_.now();
   ++stats_.rescans;
+  ++version_;
   stats_.truncated = walk.truncated;
   return walk.root_ok;
 }
 
+void CgroupPathCache::UseEvents(std::function<void()> drain) {
+  drain_ = std::move(drain);
+  absl::MutexLock lock(&mu_);
+  events_ = true;
+  negative_.clear();
+  RescanLocked();
+}
+
+bool CgroupPathCache::uses_events() const {
+  absl::MutexLock lock(&mu_);
+  return events_;
+}
+
+void CgroupPathCache::ApplyQueued() {
+  if (uses_events()) drain_();
+}
+
+void CgroupPathCache::OnMkdir(uint64_t id, std::string path) {
+  absl::MutexLock lock(&mu_);
+  ++stats_.events;
+  if (paths_.size() >= options_.max_entries && !paths_.contains(id)) {
+    ++stats_.truncated;
+    return;
+  }
+  paths_[id] = std::move(path);
+  ++version_;
+}
+
+void CgroupPathCache::OnRmdir(uint64_t id, std::string path) {
+  absl::MutexLock lock(&mu_);
+  ++stats_.events;
+  // The event's own path names it even when its mkdir was never seen.
+  if (auto it = paths_.find(id); it != paths_.end()) {
+    path = std::move(it->second);
+    paths_.erase(it);
+  }
+  RecordRemovedLocked(id, std::move(path));
+}
+
+void CgroupPathCache::RecordRemovedLocked(uint64_t id, std::string path) {
+  removed_paths_[id] = path;
+  removed_.push_back({++removals_, id, std::move(path)});
+  while (removed_.size() > kRemovedKept) {
+    removed_paths_.erase(removed_.front().id);
+    removed_.pop_front();
+  }
+  ++version_;
+}
+
+void CgroupPathCache::Resync() {
+  absl::MutexLock lock(&mu_);
+  absl::flat_hash_map<uint64_t, std::string> before = std::move(paths_);
+  RescanLocked();
+  for (auto& [id, path] : before) {
+    if (!paths_.contains(id)) RecordRemovedLocked(id, std::move(path));
+  }
+}
+
+std::optional<std::string> CgroupPathCache::FindLocked(uint64_t id) {
+  if (auto it = paths_.find(id); it != paths_.end()) return it->second;
+  if (auto it = removed_paths_.find(id); it != removed_paths_.end()) return it->second;
+  return std::nullopt;
+}
+
 std::optional<std::string> CgroupPathCache::Lookup(uint64_t id) {
   absl::MutexLock lock(&mu_);
-  if (auto it = paths_.find(id); it != paths_.end()) {
+  if (std::optional<std::string> path = FindLocked(id)) {
     ++stats_.hits;
-    return it->second;
+    return path;
   }
   ++stats_.misses;
+  if (events_) {
+    // The cgroup's mkdir was queued before anything could run in it: apply what is queued.
+    mu_.Unlock();
+    drain_();
+    mu_.Lock();
+    std::optional<std::string> path = FindLocked(id);
+    if (!path) ++stats_.unknown;
+    return path;
+  }
   const absl::Time now = options_.now();
   if (auto it = negative_.find(id); it != negative_.end()) {
     if (now < it->second) {
@@ -111,10 +186,53 @@ std::optional<std::string> CgroupPathCache::Lookup(uint64_t id) {
   return std::nullopt;
 }
 
+std::optional<std::string> CgroupPathCache::LookupNow(uint64_t id) {
+  if (uses_events()) return Lookup(id);
+  absl::MutexLock lock(&mu_);
+  if (std::optional<std::string> path = FindLocked(id)) {
+    ++stats_.hits;
+    return path;
+  }
+  ++stats_.misses;
+  RescanLocked();
+  std::optional<std::string> path = FindLocked(id);
+  if (path) {
+    negative_.erase(id);
+  } else {
+    ++stats_.unknown;
+  }
+  return path;
+}
+
+std::vector<std::pair<uint64_t, std::string>> CgroupPathCache::Current() {
+  if (uses_events()) {
+    ApplyQueued();
+    absl::MutexLock lock(&mu_);
+    return {paths_.begin(), paths_.end()};
+  }
+  return RescanAll();
+}
+
 std::vector<std::pair<uint64_t, std::string>> CgroupPathCache::RescanAll() {
   absl::MutexLock lock(&mu_);
   RescanLocked();
   return {paths_.begin(), paths_.end()};
+}
+
+std::vector<RemovedCgroup> CgroupPathCache::RemovedSince(uint64_t* cursor) const {
+  absl::MutexLock lock(&mu_);
+  std::vector<RemovedCgroup> out;
+  for (auto it = removed_.rbegin(); it != removed_.rend() && it->sequence > *cursor; ++it) {
+    out.push_back(*it);
+  }
+  std::reverse(out.begin(), out.end());
+  *cursor = removals_;
+  return out;
+}
+
+uint64_t CgroupPathCache::version() const {
+  absl::MutexLock lock(&mu_);
+  return version_;
 }
 
 CgroupPathCacheStats CgroupPathCache::stats() const {

@@ -1,6 +1,7 @@
 // A process's cgroup, from /proc/<pid>/cgroup: for events whose BPF side knew only a pid.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -14,5 +15,10 @@ namespace stagewatch {
 absl::StatusOr<std::string> ParseProcCgroup(std::string_view text, cgroup_key_hierarchy key);
 
 absl::StatusOr<std::string> ReadProcCgroup(int pid, cgroup_key_hierarchy key);
+
+// The kernel's hierarchy id (the first field of /proc/<pid>/cgroup lines) of the keyed
+// hierarchy: 0 for cgroup v2, else that of the v1 memory controller's line.
+absl::StatusOr<uint32_t> ParseHierarchyId(std::string_view text, cgroup_key_hierarchy key);
+absl::StatusOr<uint32_t> ReadOwnHierarchyId(cgroup_key_hierarchy key);
 
 }  // namespace stagewatch

@@ -50,7 +50,10 @@ void MemorySampler::SampleOnce(absl::Time now) {
     s.cgroups++;
   }
 
+  const absl::flat_hash_set<std::string> known = namer_->stages()->KnownStageNames();
   absl::MutexLock lock(&mu_);
+  // A forgotten stage's peak and near-limit time start again if it comes back.
+  std::erase_if(stages_, [&known](const auto& entry) { return !known.contains(entry.first); });
   for (const auto& [stage, s] : sums) {
     StageMemory& m = stages_[stage];
     // The interval since the last sample counts as near the limit if that sample was.

@@ -32,6 +32,7 @@ void MemoryTracker::Collect() {
     }
   }
   cgroups_.Update(samples);
+  cgroups_.KeepStages(naming_.stages()->KnownStageNames());
   for (uint64_t id : naming_.dead()) probe_->Delete(id);  // folded above, retired next time
   naming_.End();
 }

@@ -60,7 +60,7 @@ std::string OomTracker::VictimCgroupPath(const oom_event& event) {
     }
     id = event.trigger_cgroup_id;
   }
-  return paths_->Lookup(id).value_or("");
+  return paths_->LookupNow(id).value_or("");
 }
 
 std::pair<Stage, std::string> OomTracker::OnEvent(const oom_event& event) {
@@ -75,6 +75,7 @@ std::pair<Stage, std::string> OomTracker::OnEvent(const oom_event& event) {
     (event.kind == OOM_KIND_USERSPACE ? t.userspace_kills : t.kernel_kills)++;
     t.last_kill_unix_seconds = std::max(t.last_kill_unix_seconds, when);
     if (cgroup.empty()) unknown_cgroups_++;
+    last_kill_event_ = absl::Now();
   }
 
   static const uint64_t page = sysconf(_SC_PAGESIZE);
@@ -110,14 +111,26 @@ std::map<std::string, OomStageTotals> OomTracker::Totals() const {
 }
 
 absl::Status OomTracker::RefreshKernelCounts() {
+  const absl::Time now = absl::Now();
+  {
+    absl::MutexLock lock(&mu_);
+    if (now - kernel_counts_read_ < kKernelCountsInterval &&
+        now - last_kill_event_ > kAfterKillEvent) {
+      return absl::OkStatus();
+    }
+    kernel_counts_read_ = now;
+  }
   std::vector<CgroupCounterSample> samples;
-  for (const auto& [id, path] : paths_->RescanAll()) {
+  for (const auto& [id, path] : paths_->Current()) {
     absl::StatusOr<uint64_t> kills = ReadOomKillCount(paths_->root() + path, key_);
     if (!kills.ok()) continue;  // removed since the walk, or no memory controller here
     samples.push_back({id, stages_->Resolve(path).name, {*kills}});
   }
+  const absl::flat_hash_set<std::string> known = stages_->KnownStageNames();
   absl::MutexLock lock(&mu_);
   kernel_counts_.Update(samples);
+  kernel_counts_.KeepStages(known);
+  std::erase_if(totals_, [&known](const auto& t) { return !known.contains(t.first); });
   return absl::OkStatus();
 }
 

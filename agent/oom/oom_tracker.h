@@ -9,6 +9,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "cgroup/path_cache.h"
 #include "bpf/cgroup_key.h"
 #include "bpf/oom.h"
@@ -35,8 +36,13 @@ class OomTracker {
   std::map<std::string, OomStageTotals> Totals() const;
 
   // Reads every cgroup's own oom_kill counter (v1 memory.oom_control, v2
-  // memory.events.local) and folds them per stage, counting from the first call.
+  // memory.events.local) and folds them per stage, counting from the first call. A file per
+  // cgroup is too much for every scrape at a thousand cgroups, and the counters move only with
+  // kills: they are read while kill events are recent, else at most once per
+  // kKernelCountsInterval, which still catches kills no event reported.
   absl::Status RefreshKernelCounts();
+  static constexpr absl::Duration kKernelCountsInterval = absl::Seconds(60);
+  static constexpr absl::Duration kAfterKillEvent = absl::Seconds(5);
   std::map<std::string, uint64_t> KernelCounts() const;
 
   // Events whose victim cgroup could not be named (attributed to `unattributed`).
@@ -51,6 +57,8 @@ class OomTracker {
   mutable absl::Mutex mu_;
   std::map<std::string, OomStageTotals> totals_ ABSL_GUARDED_BY(mu_);
   uint64_t unknown_cgroups_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Time last_kill_event_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  absl::Time kernel_counts_read_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   StageCounters kernel_counts_ ABSL_GUARDED_BY(mu_){1, /*count_from_first_snapshot=*/true};
 };
 

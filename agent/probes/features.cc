@@ -78,6 +78,11 @@ bool BtfHasRawTracepoint(const std::string& btf_path, std::string_view name) {
 }
 
 bool RawTracepointArgIsTask(const std::string& btf_path, std::string_view name, int index) {
+  return RawTracepointArgIsStruct(btf_path, name, index, "task_struct");
+}
+
+bool RawTracepointArgIsStruct(const std::string& btf_path, std::string_view name, int index,
+                              std::string_view struct_name) {
   BtfPtr b = ParseBtf(btf_path);
   if (!b) return false;
   const btf_type* proto = TracepointProto(b.get(), name);
@@ -88,8 +93,7 @@ bool RawTracepointArgIsTask(const std::string& btf_path, std::string_view name, 
   if (!t || !btf_is_ptr(t)) return false;
   t = btf__type_by_id(b.get(), t->type);
   while (t && (btf_is_mod(t) || btf_is_typedef(t))) t = btf__type_by_id(b.get(), t->type);
-  return t && btf_is_struct(t) && btf__name_by_offset(b.get(), t->name_off) ==
-                                      std::string_view("task_struct");
+  return t && btf_is_struct(t) && btf__name_by_offset(b.get(), t->name_off) == struct_name;
 }
 
 bool BtfStructHasMember(const std::string& btf_path, std::string_view type,

@@ -28,6 +28,10 @@ KernelFeatures ProbeKernelFeatures(const std::string& btf_override = "");
 // (0-based, after the hidden context), read from the BTF of btf_trace_<name>.
 bool RawTracepointArgIsTask(const std::string& btf_path, std::string_view name, int index);
 
+// Whether argument `index` of the raw tracepoint `name` is a pointer to `struct <struct_name>`.
+bool RawTracepointArgIsStruct(const std::string& btf_path, std::string_view name, int index,
+                              std::string_view struct_name);
+
 // Whether the running kernel has the tracepoint (its btf_trace_<name> type in BTF).
 bool BtfHasRawTracepoint(const std::string& btf_path, std::string_view name);
 

@@ -56,6 +56,12 @@ void SchedTracker::Collect() {
     }
   }
   pairs_.Update(pair_samples);
+  const absl::flat_hash_set<std::string> known = naming_.stages()->KnownStageNames();
+  cgroups_.KeepStages(known);
+  pairs_.KeepStages([&known](const std::string& pair) {
+    const size_t tab = pair.find('\t');
+    return known.contains(pair.substr(0, tab)) && known.contains(pair.substr(tab + 1));
+  });
 
   running_.clear();
   for (const auto& [id, cpus] : running) {

@@ -73,6 +73,15 @@ void StageCounters::Update(const std::vector<CgroupCounterSample>& live) {
   skip_baseline_ = true;
 }
 
+void StageCounters::KeepStages(const std::function<bool(const std::string&)>& keep) {
+  std::erase_if(retired_, [&](const auto& entry) { return !keep(entry.first); });
+  absl::erase_if(live_, [&](const auto& entry) { return !keep(entry.second.stage); });
+}
+
+void StageCounters::KeepStages(const absl::flat_hash_set<std::string>& known) {
+  KeepStages([&known](const std::string& stage) { return known.contains(stage); });
+}
+
 std::map<std::string, std::vector<uint64_t>> StageCounters::Totals() const {
   std::map<std::string, std::vector<uint64_t>> totals = retired_;
   for (const auto& [id, cgroup] : live_) {

@@ -8,11 +8,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 
 namespace stagewatch {
 
@@ -34,6 +36,11 @@ class StageCounters {
 
   // stage → totals (`width` values). Stages stay once seen.
   std::map<std::string, std::vector<uint64_t>> Totals() const;
+
+  // Drops every stage `keep` refuses, totals and cgroups: forgotten stages, which count from
+  // zero if they come back.
+  void KeepStages(const std::function<bool(const std::string&)>& keep);
+  void KeepStages(const absl::flat_hash_set<std::string>& known);
 
   size_t live_cgroups() const { return live_.size(); }
 

@@ -1,6 +1,7 @@
 #include "stages/stage_resolver.h"
 
 #include "absl/strings/ascii.h"
+#include "log.h"
 #include "stages/glob.h"
 #include "string_util.h"
 
@@ -23,15 +24,25 @@ Stage Unattributed() { return Stage{std::string(kUnattributedStage), ""}; }
 StageResolver::StageResolver(std::vector<StageConfig> stages, DiscoveryConfig discovery)
     : stages_(std::move(stages)), discovery_(std::move(discovery)) {}
 
-Stage StageResolver::Resolve(std::string_view cgroup_path) {
+Stage StageResolver::Resolve(std::string_view cgroup_path, bool memoise) {
   absl::MutexLock lock(&mu_);
   auto it = memo_.find(std::string(cgroup_path));
+  if (it == memo_.end() && !memoise) {
+    Resolution once = ResolveUncached(cgroup_path);
+    if (once.overflow) ++overflows_;
+    return once.stage;
+  }
   if (it == memo_.end()) {
     if (memo_.size() >= kMaxMemo) memo_.clear();
     it = memo_.emplace(std::string(cgroup_path), ResolveUncached(cgroup_path)).first;
   }
   if (it->second.overflow) ++overflows_;
   return it->second.stage;
+}
+
+void StageResolver::ForgetPath(std::string_view cgroup_path) {
+  absl::MutexLock lock(&mu_);
+  memo_.erase(std::string(cgroup_path));
 }
 
 StageResolver::Resolution StageResolver::ResolveUncached(std::string_view cgroup_path) {
@@ -84,6 +95,12 @@ StageResolver::Resolution StageResolver::Discover(std::string_view name) {
     discovered_.emplace_back(name);
     return Resolution{Stage{std::string(name), discovery_.pipeline}, false};
   }
+  if (!overflow_logged_) {
+    overflow_logged_ = true;
+    Log::Warn("discovery.max_stages reached: stage not discovered, its cgroups count as "
+              "unattributed; raise discovery.max_stages",
+              {{"refused_stage", name}, {"max_stages", discovery_.max_stages}});
+  }
   return Resolution{Unattributed(), true};
 }
 
@@ -103,6 +120,40 @@ std::vector<Stage> StageResolver::KnownStages() const {
   for (const std::string& name : discovered_) known.push_back(Stage{name, discovery_.pipeline});
   known.push_back(Unattributed());
   return known;
+}
+
+absl::flat_hash_set<std::string> StageResolver::KnownStageNames() const {
+  absl::flat_hash_set<std::string> names;
+  for (Stage& stage : KnownStages()) names.insert(std::move(stage.name));
+  return names;
+}
+
+bool StageResolver::ForgetGone(const absl::flat_hash_set<std::string>& populated,
+                               absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  bool forgot = false;
+  for (auto it = discovered_.begin(); it != discovered_.end();) {
+    if (populated.contains(*it)) {
+      empty_since_.erase(*it);
+      ++it;
+      continue;
+    }
+    const absl::Time since = empty_since_.try_emplace(*it, now).first->second;
+    if (discovery_.forget_after <= absl::ZeroDuration() ||
+        now - since < discovery_.forget_after) {
+      ++it;
+      continue;
+    }
+    Log::Info("forgot discovered stage: no cgroup of it for discovery.forget_after",
+              {{"pipeline_stage", *it},
+               {"forget_after", absl::FormatDuration(discovery_.forget_after)}});
+    empty_since_.erase(*it);
+    it = discovered_.erase(it);
+    forgot = true;
+  }
+  // Memoised answers may name the forgotten stage, or `unattributed` for want of a slot.
+  if (forgot) memo_.clear();
+  return forgot;
 }
 
 uint64_t StageResolver::discovery_overflows() const {

@@ -13,7 +13,9 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "config.h"
 
 namespace stagewatch {
@@ -27,18 +29,31 @@ struct Stage {
 
 // Thread-safe. The set of stages is bounded by the configuration: configured stages plus at
 // most discovery.max_stages discovered names; further names resolve to `unattributed` and
-// are counted in discovery_overflows().
+// are counted in discovery_overflows() (the first one also logs a warning). A discovered
+// stage none of whose cgroups is alive for discovery.forget_after is forgotten: it leaves
+// KnownStages() and frees its slot; if it comes back it is discovered anew.
 class StageResolver {
  public:
   StageResolver(std::vector<StageConfig> stages, DiscoveryConfig discovery);
 
-  // `cgroup_path` is relative to the hierarchy root and starts with "/".
-  Stage Resolve(std::string_view cgroup_path);
+  // `cgroup_path` is relative to the hierarchy root and starts with "/". `memoise` false is
+  // for paths that will not be asked again (removed cgroups), so that churn cannot fill the
+  // memo.
+  Stage Resolve(std::string_view cgroup_path, bool memoise = true);
+  // Drops the memoised answer for a removed cgroup's path.
+  void ForgetPath(std::string_view cgroup_path);
 
   // Every stage that can appear in metrics so far: configured, discovered, and unattributed.
   std::vector<Stage> KnownStages() const;
 
+  // Their names, for dropping the state of forgotten stages.
+  absl::flat_hash_set<std::string> KnownStageNames() const;
+
   uint64_t discovery_overflows() const;
+
+  // Called with the stages that have a live cgroup now. Forgets discovered stages absent for
+  // discovery.forget_after, logging each; returns whether any was forgotten.
+  bool ForgetGone(const absl::flat_hash_set<std::string>& populated, absl::Time now);
 
  private:
   // A resolution, memoised per path: once a name is discovered or has overflowed it stays so,
@@ -60,6 +75,8 @@ class StageResolver {
   const DiscoveryConfig discovery_;
   mutable absl::Mutex mu_;
   std::vector<std::string> discovered_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, absl::Time> empty_since_ ABSL_GUARDED_BY(mu_);
+  bool overflow_logged_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t overflows_ ABSL_GUARDED_BY(mu_) = 0;
   absl::flat_hash_map<std::string, Resolution> memo_ ABSL_GUARDED_BY(mu_);
 };

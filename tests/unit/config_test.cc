@@ -53,6 +53,8 @@ TEST(ConfigDefaultTest, EmbeddedDefaultParsesWithExpectedValues) {
   EXPECT_EQ(config->discovery.directory, "stagewatch");
   EXPECT_EQ(config->discovery.pipeline, "");
   EXPECT_EQ(config->discovery.max_stages, 32);
+  EXPECT_EQ(config->discovery.forget_after, absl::Minutes(15));
+  EXPECT_TRUE(config->cgroup.lifecycle_events);
   EXPECT_TRUE(config->stages.empty());
   EXPECT_THAT(config->collectors, ElementsAre(Pair("memory", true), Pair("oom", true), Pair("sched", true)));
   EXPECT_THAT(config->oom.userspace_killers, ElementsAre("systemd-oomd", "earlyoom", "oomd"));
@@ -316,6 +318,28 @@ TEST(ConfigErrorTest, DiscoverySettings) {
               HasSubstr("cfg.yaml:2:14: discovery directory \"\" must be one directory name"));
   EXPECT_THAT(ErrorOf("discovery:\n  directory: a/b\n"),
               HasSubstr("discovery directory \"a/b\" must be one directory name"));
+}
+
+TEST(ConfigErrorTest, ForgetAfterMustBeANonNegativeDuration) {
+  EXPECT_EQ(ErrorOf("discovery:\n  forget_after: -5m\n"),
+            "cfg.yaml:2:17: discovery.forget_after must not be negative (got \"-5m\")");
+  EXPECT_EQ(ErrorOf("discovery:\n  forget_after: soon\n"),
+            "cfg.yaml:2:17: discovery.forget_after \"soon\" is not a duration; write e.g. "
+            "\"200ms\" or \"1s\"");
+  EXPECT_THAT(ErrorOf("discovery:\n  forget_after: 15\n"), HasSubstr("is not a duration"));
+  const absl::StatusOr<Config> never = Parse("discovery:\n  forget_after: 0s\n");
+  ASSERT_TRUE(never.ok()) << never.status();
+  EXPECT_EQ(never->discovery.forget_after, absl::ZeroDuration());
+  const absl::StatusOr<Config> soon = Parse("discovery:\n  forget_after: 90s\n");
+  ASSERT_TRUE(soon.ok()) << soon.status();
+  EXPECT_EQ(soon->discovery.forget_after, absl::Seconds(90));
+}
+
+TEST(ConfigErrorTest, LifecycleEventsIsABoolean) {
+  EXPECT_THAT(ErrorOf("cgroup:\n  lifecycle_events: maybe\n"), HasSubstr("cfg.yaml:2:21"));
+  const absl::StatusOr<Config> walks = Parse("cgroup:\n  lifecycle_events: false\n");
+  ASSERT_TRUE(walks.ok()) << walks.status();
+  EXPECT_FALSE(walks->cgroup.lifecycle_events);
 }
 
 TEST(ConfigErrorTest, UserspaceKillers) {

@@ -1,10 +1,12 @@
 #include "stages/stage_resolver.h"
 
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "log.h"
 
 namespace stagewatch {
 namespace {
@@ -168,6 +170,73 @@ TEST(StageResolverTest, DiscoveryOverflowIsBoundedAndCounted) {
   EXPECT_EQ(known[0].name, "a");
   EXPECT_EQ(known[1].name, "b");
   EXPECT_EQ(known[2].name, kUnattributedStage);
+}
+
+std::vector<std::string> KnownNames(const StageResolver& resolver) {
+  std::vector<std::string> names;
+  for (const Stage& s : resolver.KnownStages()) names.push_back(s.name);
+  return names;
+}
+
+TEST(StageResolverTest, FirstOverflowLogsOneWarningNamingTheStageAndTheKey) {
+  std::ostringstream log;
+  Log::SetSink(&log);
+  StageResolver resolver({}, Discovery(1));
+  EXPECT_EQ(NameOf(resolver, "/stagewatch/a"), "a");
+  EXPECT_EQ(log.str(), "");
+  EXPECT_EQ(NameOf(resolver, "/stagewatch/b"), kUnattributedStage);
+  EXPECT_EQ(NameOf(resolver, "/stagewatch/c"), kUnattributedStage);
+  Log::SetSink(nullptr);
+  const std::string text = log.str();
+  EXPECT_NE(text.find("refused_stage=b"), std::string::npos) << text;
+  EXPECT_NE(text.find("discovery.max_stages"), std::string::npos) << text;
+  EXPECT_EQ(text.find("refused_stage=c"), std::string::npos) << "one warning only: " << text;
+}
+
+TEST(StageResolverTest, DiscoveredStageWithoutCgroupsIsForgottenAfterForgetAfter) {
+  std::ostringstream log;
+  Log::SetSink(&log);
+  DiscoveryConfig discovery = Discovery(1);
+  discovery.forget_after = absl::Seconds(5);
+  StageResolver resolver({MakeStage("train", {"/train"})}, discovery);
+  const absl::Time t0 = absl::FromUnixSeconds(1700000000);
+  EXPECT_EQ(NameOf(resolver, "/stagewatch/a/1"), "a");
+  EXPECT_EQ(NameOf(resolver, "/stagewatch/b/1"), kUnattributedStage);  // no slot
+
+  EXPECT_FALSE(resolver.ForgetGone({"a"}, t0));
+  EXPECT_FALSE(resolver.ForgetGone({}, t0 + absl::Seconds(1)));  // gone from here
+  EXPECT_FALSE(resolver.ForgetGone({}, t0 + absl::Seconds(5.9)));
+  EXPECT_EQ(KnownNames(resolver), (std::vector<std::string>{"train", "a", "unattributed"}));
+  EXPECT_TRUE(resolver.ForgetGone({}, t0 + absl::Seconds(6)));
+  Log::SetSink(nullptr);
+  // Configured stages stay; the slot is free, and the memoised `unattributed` is gone.
+  EXPECT_EQ(KnownNames(resolver), (std::vector<std::string>{"train", "unattributed"}));
+  EXPECT_NE(log.str().find("pipeline_stage=a"), std::string::npos) << log.str();
+  EXPECT_EQ(NameOf(resolver, "/stagewatch/b/1"), "b");
+  EXPECT_EQ(KnownNames(resolver), (std::vector<std::string>{"train", "b", "unattributed"}));
+}
+
+TEST(StageResolverTest, AStageThatComesBackInTimeIsKept) {
+  DiscoveryConfig discovery = Discovery();
+  discovery.forget_after = absl::Seconds(5);
+  StageResolver resolver({}, discovery);
+  const absl::Time t0 = absl::FromUnixSeconds(1700000000);
+  NameOf(resolver, "/stagewatch/a/1");
+  EXPECT_FALSE(resolver.ForgetGone({}, t0));
+  EXPECT_FALSE(resolver.ForgetGone({"a"}, t0 + absl::Seconds(4)));  // a new run of it
+  EXPECT_FALSE(resolver.ForgetGone({}, t0 + absl::Seconds(8)));      // the clock restarts
+  EXPECT_TRUE(resolver.ForgetGone({}, t0 + absl::Seconds(13)));
+}
+
+TEST(StageResolverTest, ZeroForgetAfterNeverForgets) {
+  DiscoveryConfig discovery = Discovery();
+  discovery.forget_after = absl::ZeroDuration();
+  StageResolver resolver({}, discovery);
+  const absl::Time t0 = absl::FromUnixSeconds(1700000000);
+  NameOf(resolver, "/stagewatch/a/1");
+  EXPECT_FALSE(resolver.ForgetGone({}, t0));
+  EXPECT_FALSE(resolver.ForgetGone({}, t0 + absl::Hours(1000)));
+  EXPECT_EQ(KnownNames(resolver), (std::vector<std::string>{"a", "unattributed"}));
 }
 
 TEST(StageResolverTest, KnownStagesListsConfiguredDiscoveredAndUnattributed) {

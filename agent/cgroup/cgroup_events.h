@@ -1,0 +1,13 @@
+// Applies the cgroup probe's lifecycle events to the id ⇄ path cache.
+#pragma once
+
+#include "bpf/cgroup.h"
+#include "cgroup/path_cache.h"
+
+namespace stagewatch {
+
+// A mkdir adds the cgroup, an rmdir removes it. A path the event had to cut short cannot name
+// anything: the cache walks the hierarchy again instead (rare: paths over 1 KiB).
+void ApplyCgroupEvent(const cgroup_event& event, CgroupPathCache* paths);
+
+}  // namespace stagewatch

@@ -1,0 +1,138 @@
+#include "probes/cgroup_probe.h"
+
+#include <bpf/libbpf.h>
+#include <sys/epoll.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "cgroup/proc_cgroup.h"
+#include "cgroup.skel.h"
+
+namespace stagewatch {
+
+// The event layout is shared with bpf/cgroup.h; a change there must be a change here.
+static_assert(sizeof(cgroup_event) == 1040);
+static_assert(offsetof(cgroup_event, hierarchy_id) == 8);
+static_assert(offsetof(cgroup_event, kind) == 12);
+static_assert(offsetof(cgroup_event, path_len) == 14);
+static_assert(offsetof(cgroup_event, path) == 16);
+
+namespace {
+
+constexpr const char* kProbe = "cgroup";
+
+// Both tracepoints must pass (struct cgroup *, const char *path), as BTF shows; where they do
+// not, the agent names cgroups by walks.
+std::string WhyNotUsable(const KernelFeatures& f) {
+  if (!f.raw_tracepoint) return "raw tracepoints are not available";
+  if (!f.ringbuf) return "BPF ring buffers are not available";
+  if (!f.btf) return "no kernel BTF to check the tracepoints' arguments";
+  for (const char* tp : {"cgroup_mkdir", "cgroup_rmdir"}) {
+    if (!RawTracepointArgIsStruct(f.btf_path, tp, 0, "cgroup")) {
+      return absl::StrCat("raw tracepoint ", tp, " is missing or does not pass the cgroup");
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+std::vector<ProbeStatus> CgroupProbe::NotStarted(const std::string& why) {
+  return {{.name = kProbe, .error = why}};
+}
+
+absl::StatusOr<std::unique_ptr<CgroupProbe>> CgroupProbe::Start(const CgroupProbeOptions& options,
+                                                                Handler handler,
+                                                                LostHandler lost) {
+  if (!options.enabled) {
+    return absl::FailedPreconditionError(
+        "turned off by cgroup.lifecycle_events: false; cgroups are named by walks");
+  }
+  if (std::string why = WhyNotUsable(options.features); !why.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(why, "; cgroups are named by walks"));
+  }
+  absl::StatusOr<uint32_t> hierarchy = ReadOwnHierarchyId(options.key);
+  if (!hierarchy.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot tell the keyed hierarchy's id: ", hierarchy.status().message(),
+        "; cgroups are named by walks"));
+  }
+  std::unique_ptr<CgroupProbe> probe(new CgroupProbe(std::move(handler), std::move(lost)));
+  LIBBPF_OPTS(bpf_object_open_opts, open_opts);
+  if (!options.features.btf_path.empty()) {
+    open_opts.btf_custom_path = options.features.btf_path.c_str();
+  }
+  probe->skel_.reset(cgroup_bpf__open_opts(&open_opts));
+  if (!probe->skel_) {
+    return absl::InternalError(absl::StrCat("opening the cgroup BPF object: ", strerror(errno)));
+  }
+  cgroup_bpf* skel = probe->skel_.get();
+  skel->rodata->target_hierarchy_id = *hierarchy;
+  if (int err = cgroup_bpf__load(skel); err) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "loading the cgroup BPF programs: ", strerror(-err),
+        "; run with --log.level=debug to see the verifier log"));
+  }
+  if (int err = cgroup_bpf__attach(skel); err) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("attaching cgroup_mkdir/cgroup_rmdir: ", strerror(-err)));
+  }
+  probe->ring_.reset(ring_buffer__new(bpf_map__fd(skel->maps.cgroup_events),
+                                      &CgroupProbe::OnEvent, probe.get(), nullptr));
+  if (!probe->ring_) {
+    return absl::InternalError(absl::StrCat("creating the cgroup ring buffer: ", strerror(errno)));
+  }
+  probe->status_ = {.name = kProbe, .attach_type = "raw_tracepoint", .attached = true};
+  return probe;
+}
+
+void DestroyCgroupSkeleton(cgroup_bpf* skel) { cgroup_bpf__destroy(skel); }
+void FreeCgroupRingBuffer(ring_buffer* ring) { ring_buffer__free(ring); }
+
+int CgroupProbe::OnEvent(void* ctx, void* data, size_t size) {
+  // Records carry only the used part of the path (bpf/cgroup.bpf.c).
+  if (size <= offsetof(cgroup_event, path)) return 0;
+  cgroup_event event{};
+  memcpy(&event, data, std::min(size, sizeof(event)));
+  event.path[sizeof(event.path) - 1] = '\0';
+  static_cast<CgroupProbe*>(ctx)->handler_(event);
+  return 0;
+}
+
+int CgroupProbe::Poll(int timeout_ms) {
+  // Wait without the lock, so that Drain() callers are never held up by an idle wait.
+  epoll_event ready;
+  int n = epoll_wait(ring_buffer__epoll_fd(ring_.get()), &ready, 1, timeout_ms);
+  if (n < 0) return -errno;
+  return Drain();
+}
+
+int CgroupProbe::Drain() {
+  absl::MutexLock lock(&drain_mu_);
+  int handled = ring_buffer__consume(ring_.get());
+  if (const uint64_t now_lost = lost(); now_lost != lost_seen_) {
+    lost_seen_ = now_lost;
+    if (lost_handler_) lost_handler_();
+  }
+  return handled;
+}
+
+uint64_t CgroupProbe::lost() const {
+  return __atomic_load_n(&skel_->bss->cgroup_events_lost, __ATOMIC_RELAXED);
+}
+
+std::vector<ProbeStatus> CgroupProbe::statuses() const {
+  ProbeStatus s = status_;
+  s.lost_events = lost();
+  return {s};
+}
+
+std::vector<ProgramStats> CgroupProbe::program_stats() const {
+  return ReadProgramStats(skel_->obj);
+}
+
+}  // namespace stagewatch

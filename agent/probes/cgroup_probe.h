@@ -1,0 +1,73 @@
+// Loads bpf/cgroup.bpf.c and delivers cgroup mkdir/rmdir events of one hierarchy.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "bpf/cgroup.h"
+#include "bpf/cgroup_key.h"
+#include "probes/features.h"
+#include "probes/probe_status.h"
+#include "probes/program_stats.h"
+#include "probes/skeleton.h"
+
+struct cgroup_bpf;
+struct ring_buffer;
+
+namespace stagewatch {
+
+void DestroyCgroupSkeleton(cgroup_bpf* skel);
+void FreeCgroupRingBuffer(ring_buffer* ring);
+
+struct CgroupProbeOptions {
+  bool enabled = true;  // cgroup.lifecycle_events; false reports the probe as turned off
+  cgroup_key_hierarchy key = CGROUP_KEY_DEFAULT;  // events of other hierarchies are not sent
+  KernelFeatures features;
+};
+
+class CgroupProbe {
+ public:
+  using Handler = std::function<void(const cgroup_event&)>;
+  // Called after events were found lost, once the ring buffer has been drained.
+  using LostHandler = std::function<void()>;
+
+  // Opens, loads and attaches both tracepoints; an error (the tracepoints are missing or do
+  // not pass the cgroup and its path) means the caller names cgroups by walks instead.
+  static absl::StatusOr<std::unique_ptr<CgroupProbe>> Start(const CgroupProbeOptions& options,
+                                                            Handler handler, LostHandler lost);
+  CgroupProbe(const CgroupProbe&) = delete;
+  CgroupProbe& operator=(const CgroupProbe&) = delete;
+
+  // Waits up to `timeout_ms` for events, then handles what is queued. Returns the number
+  // handled, or a negative errno.
+  int Poll(int timeout_ms);
+  // Handles what is queued now, from any thread (one at a time).
+  int Drain();
+
+  std::vector<ProbeStatus> statuses() const;
+  std::vector<ProgramStats> program_stats() const;
+  static std::vector<ProbeStatus> NotStarted(const std::string& why);
+
+ private:
+  CgroupProbe(Handler handler, LostHandler lost)
+      : handler_(std::move(handler)), lost_handler_(std::move(lost)) {}
+  static int OnEvent(void* ctx, void* data, size_t size);
+  uint64_t lost() const;
+
+  Handler handler_;
+  LostHandler lost_handler_;
+  absl::Mutex drain_mu_;  // the ring buffer has one consumer at a time
+  uint64_t lost_seen_ ABSL_GUARDED_BY(drain_mu_) = 0;
+  // Members are destroyed in reverse: the ring buffer goes before the skeleton and its maps.
+  SkeletonPtr<cgroup_bpf, DestroyCgroupSkeleton> skel_;
+  SkeletonPtr<ring_buffer, FreeCgroupRingBuffer> ring_;
+  ProbeStatus status_;
+};
+
+}  // namespace stagewatch

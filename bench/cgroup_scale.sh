@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# The agent at scale: 1,000 live cgroups in 50 discovered stages, one sleeping process each.
+# Reports idle CPU (scraped every 15 s, as Prometheus would), the median /metrics time, the
+# agent's CPU per scrape, and its RSS while 20,000 more cgroups are made and removed.
+# Needs root and a built agent; AGENT_BIN picks the binary (to compare two builds).
+# Usage: [AGENT_BIN=build/stagewatch] bench/cgroup_scale.sh [idle-seconds] [churn-cgroups]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source bench/lib.sh
+idle_seconds=${1:-60}
+churn=${2:-20000}
+stages=50
+per_stage=20
+hz=$(getconf CLK_TCK)
+
+# Beneath this script's own v1 memory cgroup (or its cgroup2 one), never at a root.
+if [ -d /sys/fs/cgroup/memory ]; then
+  root=/sys/fs/cgroup/memory
+  own=$(awk -F: '$2 ~ /(^|,)memory(,|$)/ {print $3}' /proc/self/cgroup)
+else
+  root=/sys/fs/cgroup
+  own=$(awk -F: '$1 == 0 {print $3}' /proc/self/cgroup)
+fi
+top="$root${own%/}/sw-bench-scale-$$"
+sleepers=()
+
+remove_tree() {
+  for pid in "${sleepers[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  for pid in "${sleepers[@]}"; do wait "$pid" 2>/dev/null || true; done
+  [ -d "$top" ] && find "$top" -depth -type d -exec rmdir {} + 2>/dev/null || true
+}
+
+# Room for all 50 stages (the default discovery.max_stages is 32); keys both builds know.
+config=$(mktemp /tmp/stagewatch-bench-scale-XXXXXX.yaml)
+printf 'discovery:\n  max_stages: 64\n' >"$config"
+trap 'cleanup; remove_tree; rm -f "$config"' EXIT
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$AGENT_PID/stat"; }
+rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$AGENT_PID/status"; }
+
+mkdir -p "$top/stagewatch"
+for ((s = 0; s < stages; s++)); do
+  for ((r = 0; r < per_stage; r++)); do
+    dir="$top/stagewatch/stage_$s/run_$r"
+    mkdir -p "$dir"
+    sleep 100000 &
+    sleepers+=($!)
+    echo $! >"$dir/cgroup.procs"
+  done
+done
+
+start_agent --config.file="$config"
+port=$(grep -o 'address=127.0.0.1:[0-9]*' "$AGENT_LOG" | head -1 | cut -d: -f2)
+url="http://127.0.0.1:$port/metrics"
+sleep 5  # past start-up: probes loaded, first walk done
+curl -s "$url" >/dev/null  # the first scrape names every stage
+
+before=$(cpu_ticks)
+for ((t = 0; t < idle_seconds; t += 15)); do
+  sleep 15
+  curl -s "$url" >/dev/null
+done
+idle_ticks=$(( $(cpu_ticks) - before ))
+
+scrapes=50
+times=$(mktemp)
+before=$(cpu_ticks)
+for ((i = 0; i < scrapes; i++)); do
+  curl -s -o /dev/null -w '%{time_total}\n' "$url" >>"$times"
+done
+scrape_ticks=$(( $(cpu_ticks) - before ))
+median_ms=$(awk '{print $1 * 1000}' "$times" | median)
+last=$(curl -s "$url")
+series=$(grep -c 'pipeline_stage="stage_' <<<"$last" || true)
+# Where a scrape's time goes, by collector (the agent's own self-metric).
+collectors=$(awk -F'[{}" ]+' '/^stagewatch_scrape_collector_duration_seconds\{/ {
+  printf "%s %.1f ms, ", $3, $4 * 1000 }' <<<"$last")
+rm -f "$times"
+
+rss_start=$(rss_kib)
+rss_max=$rss_start
+batch=200
+churn_start=$(date +%s.%N)
+for ((made = 0; made < churn; made += batch)); do
+  dirs=()
+  for ((i = 0; i < batch; i++)); do dirs+=("$top/stagewatch/stage_$(( (made + i) % stages ))/churn_$((made + i))"); done
+  mkdir "${dirs[@]}"
+  rmdir "${dirs[@]}"
+  if (( made % 2000 == 0 )); then
+    curl -s "$url" >/dev/null
+    rss=$(rss_kib)
+    (( rss > rss_max )) && rss_max=$rss
+  fi
+done
+churn_seconds=$(awk -v a="$churn_start" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')
+sleep 3
+curl -s "$url" >/dev/null
+rss_end=$(rss_kib)
+(( rss_end > rss_max )) && rss_max=$rss_end
+stop_agent
+
+awk -v bin="$AGENT_BIN" -v it="$idle_ticks" -v hz="$hz" -v s="$idle_seconds" -v med="$median_ms" \
+    -v st="$scrape_ticks" -v coll="$collectors" -v n="$scrapes" -v series="$series" -v churn="$churn" \
+    -v cs="$churn_seconds" -v r0="$rss_start" -v r1="$rss_end" -v rmax="$rss_max" 'BEGIN {
+  printf "%s: %d stages x %d cgroups, %d stage series\n", bin, 50, 20, series
+  printf "  idle CPU over %d s (scraped every 15 s): %.3f%% of one core\n", s, 100 * it / hz / s
+  printf "  /metrics median of %d: %.1f ms; agent CPU per scrape: %.1f ms\n", n, med, 1000 * st / hz / n
+  printf "  one scrape by collector: %s\n", coll
+  printf "  RSS over %d cgroups made and removed in %.0f s: %.1f -> %.1f MiB (max %.1f, %+.1f%%)\n",
+         churn, cs, r0 / 1024, r1 / 1024, rmax / 1024, 100 * (r1 - r0) / r0 }'

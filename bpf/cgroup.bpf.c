@@ -1,0 +1,72 @@
+/* Cgroup lifecycle: one ring-buffer event per cgroup made or removed in the hierarchy the
+ * agent keys on, so user space names a cgroup before anything can happen in it. */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "cgroup.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Set by the agent before load: the hierarchy whose ids the other probes use. Events of the
+ * other hierarchies (a hybrid host mirrors every cgroup into each) are not sent. */
+const volatile __u32 target_hierarchy_id = 0;
+
+/* Records are as long as their path (about 100 bytes), so this holds some 2,500 events. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} cgroup_events SEC(".maps");
+
+/* Where an event is built before its used length is copied out: too big for the stack. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cgroup_event);
+} cgroup_scratch SEC(".maps");
+
+/* Events that found the ring buffer full; user space walks the hierarchy when it grows. */
+__u64 cgroup_events_lost = 0;
+
+static __always_inline int send(struct cgroup *cgrp, const char *path, __u16 kind)
+{
+	struct cgroup_event *e;
+	__u32 zero = 0, used;
+	long len;
+
+	if (BPF_CORE_READ(cgrp, root, hierarchy_id) != target_hierarchy_id)
+		return 0;
+	e = bpf_map_lookup_elem(&cgroup_scratch, &zero);
+	if (!e)
+		return 0;
+	e->cgroup_id = BPF_CORE_READ(cgrp, kn, id);
+	e->hierarchy_id = target_hierarchy_id;
+	e->kind = kind;
+	len = bpf_probe_read_kernel_str(e->path, sizeof(e->path), path);
+	if (len < 1) {
+		e->path[0] = 0;
+		len = 1;
+	}
+	used = len;
+	if (used > CGROUP_PATH_LEN)
+		used = CGROUP_PATH_LEN;
+	e->path_len = used - 1;
+	/* The path with its NUL, not the whole buffer. */
+	if (bpf_ringbuf_output(&cgroup_events, e, offsetof(struct cgroup_event, path) + used, 0))
+		__sync_fetch_and_add(&cgroup_events_lost, 1);
+	return 0;
+}
+
+SEC("raw_tp/cgroup_mkdir")
+int BPF_PROG(cgroup_mkdir, struct cgroup *cgrp, const char *path)
+{
+	return send(cgrp, path, CGROUP_EVENT_MKDIR);
+}
+
+SEC("raw_tp/cgroup_rmdir")
+int BPF_PROG(cgroup_rmdir, struct cgroup *cgrp, const char *path)
+{
+	return send(cgrp, path, CGROUP_EVENT_RMDIR);
+}

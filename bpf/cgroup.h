@@ -1,0 +1,28 @@
+/* Cgroup lifecycle events: the layout shared by bpf/cgroup.bpf.c and the agent
+ * (agent/probes/cgroup_probe.cc). Fixed-width fields only; the C++ side checks the layout. */
+#ifndef STAGEWATCH_CGROUP_H
+#define STAGEWATCH_CGROUP_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+/* The tracepoints format the path into a buffer of this size (TRACE_CGROUP_PATH_LEN,
+ * include/trace/events/cgroup.h), so a path never needs more. */
+#define CGROUP_PATH_LEN 1024
+
+enum cgroup_event_kind {
+	CGROUP_EVENT_MKDIR = 0,
+	CGROUP_EVENT_RMDIR = 1,
+};
+
+struct cgroup_event {
+	__u64 cgroup_id;    /* kernfs node id: the directory's inode number */
+	__u32 hierarchy_id; /* cgrp->root->hierarchy_id; 0 is the cgroup v2 hierarchy */
+	__u16 kind;         /* enum cgroup_event_kind */
+	__u16 path_len;     /* bytes of path, without the NUL; CGROUP_PATH_LEN - 1 may be cut */
+	/* Relative to the hierarchy root. A ring-buffer record ends after the path's NUL. */
+	char path[CGROUP_PATH_LEN];
+};
+
+#endif

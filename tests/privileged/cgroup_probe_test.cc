@@ -1,0 +1,97 @@
+// The cgroup probe against the running kernel: every mkdir and rmdir in the keyed hierarchy
+// arrives with the directory's inode number and its path, and other hierarchies stay out.
+#include "probes/cgroup_probe.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "cgroup/path_cache.h"
+#include "gtest/gtest.h"
+#include "test_support.h"
+
+namespace stagewatch {
+namespace {
+
+using testing::TestCgroup;
+
+struct Seen {
+  uint64_t id;
+  uint16_t kind;
+  uint32_t hierarchy;
+  std::string path;
+};
+
+class CgroupProbeRun {
+ public:
+  explicit CgroupProbeRun(cgroup_key_hierarchy key) {
+    auto probe = CgroupProbe::Start({.key = key, .features = ProbeKernelFeatures()},
+                                    [this](const cgroup_event& e) {
+                                      absl::MutexLock lock(&mu_);
+                                      seen_.push_back({e.cgroup_id, e.kind, e.hierarchy_id,
+                                                       std::string(e.path, e.path_len)});
+                                    },
+                                    nullptr);
+    EXPECT_TRUE(probe.ok()) << probe.status();
+    if (probe.ok()) probe_ = std::move(*probe);
+  }
+  CgroupProbe* probe() { return probe_.get(); }
+
+  std::vector<Seen> Under(const std::string& prefix) {
+    probe_->Drain();
+    absl::MutexLock lock(&mu_);
+    std::vector<Seen> out;
+    for (const Seen& s : seen_) {
+      if (s.path.starts_with(prefix)) out.push_back(s);
+    }
+    return out;
+  }
+
+ private:
+  std::unique_ptr<CgroupProbe> probe_;
+  absl::Mutex mu_;
+  std::vector<Seen> seen_;
+};
+
+TEST(CgroupProbeTest, MkdirAndRmdirArriveWithTheInodeAndPathOfTheKeyedHierarchyOnly) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();
+  TestCgroup parent("lifecycle", {"cpu"});
+  CgroupProbeRun run(parent.layout().key);
+  ASSERT_NE(run.probe(), nullptr);
+  ASSERT_EQ(run.probe()->statuses().size(), 1u);
+  EXPECT_TRUE(run.probe()->statuses()[0].attached);
+
+  const std::string child = parent.dir() + "/child";
+  ASSERT_EQ(mkdir(child.c_str(), 0755), 0) << strerror(errno);
+  const uint64_t inode = CgroupIdOfDirectory(child).value_or(0);
+  // The same path in another hierarchy (cpu) makes no event of ours.
+  const std::string mirror = parent.dir("cpu") + "/child";
+  const bool mirrored = !parent.dir("cpu").empty() && parent.dir("cpu") != parent.dir() &&
+                        mkdir(mirror.c_str(), 0755) == 0;
+  ASSERT_EQ(rmdir(child.c_str()), 0) << strerror(errno);
+  if (mirrored) rmdir(mirror.c_str());
+
+  std::vector<Seen> seen;
+  testing::WaitUntil([&] { return (seen = run.Under(parent.path())).size() >= 2; }, 2000);
+  ASSERT_EQ(seen.size(), 2u) << "one mkdir and one rmdir, none from the cpu hierarchy";
+  EXPECT_EQ(seen[0].kind, CGROUP_EVENT_MKDIR);
+  EXPECT_EQ(seen[1].kind, CGROUP_EVENT_RMDIR);
+  for (const Seen& s : seen) {
+    EXPECT_EQ(s.id, inode);
+    EXPECT_EQ(s.path, parent.path() + "/child");
+  }
+  EXPECT_EQ(run.probe()->statuses()[0].lost_events, 0u);
+}
+
+TEST(CgroupProbeTest, TurnedOffSaysHowToTurnItOn) {
+  auto probe = CgroupProbe::Start({.enabled = false}, [](const cgroup_event&) {}, nullptr);
+  ASSERT_FALSE(probe.ok());
+  EXPECT_NE(probe.status().message().find("cgroup.lifecycle_events"), std::string_view::npos);
+}
+
+}  // namespace
+}  // namespace stagewatch

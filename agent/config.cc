@@ -40,13 +40,10 @@ class ConfigParser {
  public:
   explicit ConfigParser(std::string_view source) : diag_(source) {}
 
-  absl::StatusOr<Config> Parse(const std::vector<YAML::Node>& documents) {
+  absl::StatusOr<Config> Parse(std::string_view text) {
     Config config;
     for (const std::string& name : KnownCollectors()) config.collectors[name] = true;
-    if (documents.size() > 1) {
-      diag_.Add(documents[1].Mark(), "expected one YAML document, found more");
-    }
-    if (!documents.empty()) ParseTop(documents[0], config);
+    ParseTop(LoadOneDocument(text, diag_), config);
     if (absl::Status status = diag_.ToStatus(); !status.ok()) return status;
     return config;
   }
@@ -449,9 +446,9 @@ const std::vector<std::string>& KnownCollectors() {
 }
 
 absl::StatusOr<Config> ParseConfig(std::string_view yaml_text, std::string_view source_name) {
+  if (Diagnostics diag(source_name); !CheckYamlCharacters(yaml_text, diag)) return diag.ToStatus();
   try {
-    const std::vector<YAML::Node> documents = YAML::LoadAll(std::string(yaml_text));
-    return ConfigParser(source_name).Parse(documents);
+    return ConfigParser(source_name).Parse(yaml_text);
   } catch (const YAML::Exception& e) {
     // Syntax errors (YAML::ParserException) carry the position of the problem.
     Diagnostics diag(source_name);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -10,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "yaml-cpp/eventhandler.h"
 #include "yaml-cpp/yaml.h"
 
 namespace stagewatch {
@@ -23,8 +25,8 @@ class Diagnostics {
   void Add(const YAML::Mark& mark, std::string_view message) {
     const int line = mark.is_null() ? 1 : mark.line + 1;
     const int column = mark.is_null() ? 1 : mark.column + 1;
-    errors_.push_back(
-        {line, column, absl::StrFormat("%s:%d:%d: %s", source_, line, column, message)});
+    errors_.push_back({line, column,
+                       absl::StrFormat("%s:%d:%d: %s", source_, line, column, Printable(message))});
   }
 
   absl::Status ToStatus() {
@@ -38,6 +40,21 @@ class Diagnostics {
   }
 
  private:
+  // Messages quote the input (and yaml-cpp's quote single characters): a control character
+  // there would break the one-problem-per-line form or a terminal, so it is escaped.
+  static std::string Printable(std::string_view message) {
+    std::string out;
+    for (const char c : message) {
+      const auto byte = static_cast<unsigned char>(c);
+      if (byte < 0x20 || byte == 0x7f) {
+        absl::StrAppendFormat(&out, "\\x%02x", byte);
+      } else {
+        out.push_back(c);
+      }
+    }
+    return out;
+  }
+
   struct Entry {
     int line;
     int column;
@@ -46,5 +63,66 @@ class Diagnostics {
   std::string source_;
   std::vector<Entry> errors_;
 };
+
+// YAML allows no control character but tab, line feed and carriage return (YAML 1.2,
+// c-printable), and yaml-cpp 0.7 can loop for ever on some (a NUL among them): refuse them
+// before parsing, at their position. Returns false after adding the problem to `diag`.
+inline bool CheckYamlCharacters(std::string_view text, Diagnostics& diag) {
+  int line = 0, column = 0;
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if ((byte < 0x20 && c != '\t' && c != '\n' && c != '\r') || byte == 0x7f) {
+      YAML::Mark mark;
+      mark.line = line;
+      mark.column = column;
+      diag.Add(mark, absl::StrFormat("control character 0x%02x is not allowed in YAML; is this "
+                                     "a text file?", byte));
+      return false;
+    }
+    if (c == '\n') {
+      ++line;
+      column = 0;
+    } else {
+      ++column;
+    }
+  }
+  return true;
+}
+
+// Loads the first YAML document of `text`; a second one is a problem added to `diag`.
+// Not YAML::LoadAll: yaml-cpp 0.7's LoadAll loops for ever on a document that starts with
+// ',' (found by tests/fuzz), so documents are counted here with a bounded loop. Throws
+// YAML::Exception on a syntax error, which carries its position.
+inline YAML::Node LoadOneDocument(std::string_view text, Diagnostics& diag) {
+  // Records where each document starts and nothing else.
+  struct DocumentMarks : YAML::EventHandler {
+    std::vector<YAML::Mark> starts;
+    void OnDocumentStart(const YAML::Mark& mark) override { starts.push_back(mark); }
+    void OnDocumentEnd() override {}
+    void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  const std::string&) override {}
+    void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                         YAML::EmitterStyle::value) override {}
+    void OnSequenceEnd() override {}
+    void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                    YAML::EmitterStyle::value) override {}
+    void OnMapEnd() override {}
+  };
+  const std::string copy(text);
+  YAML::Node document = YAML::Load(copy);
+  std::istringstream in(copy);
+  YAML::Parser parser(in);
+  DocumentMarks marks;
+  for (int i = 0; i < 2 && parser.HandleNextDocument(marks); ++i) {
+  }
+  if (marks.starts.size() > 1) {
+    const bool stuck = marks.starts[1].pos == marks.starts[0].pos;
+    diag.Add(marks.starts[1], stuck ? "unexpected character: a YAML document cannot start here"
+                                    : "expected one YAML document, found more");
+  }
+  return document;
+}
 
 }  // namespace stagewatch

@@ -45,10 +45,9 @@ class WebConfigParser {
  public:
   explicit WebConfigParser(std::string_view source) : diag_(source) {}
 
-  absl::StatusOr<WebServerConfig> Parse(const std::vector<YAML::Node>& documents) {
+  absl::StatusOr<WebServerConfig> Parse(std::string_view text) {
     WebServerConfig config;
-    if (documents.size() > 1) diag_.Add(documents[1].Mark(), "expected one YAML document");
-    if (!documents.empty()) ParseTop(documents[0], config);
+    ParseTop(LoadOneDocument(text, diag_), config);
     if (absl::Status s = diag_.ToStatus(); !s.ok()) return s;
     return config;
   }
@@ -214,8 +213,9 @@ class WebConfigParser {
 
 absl::StatusOr<WebServerConfig> ParseWebConfig(std::string_view yaml_text,
                                                std::string_view source_name) {
+  if (Diagnostics diag(source_name); !CheckYamlCharacters(yaml_text, diag)) return diag.ToStatus();
   try {
-    return WebConfigParser(source_name).Parse(YAML::LoadAll(std::string(yaml_text)));
+    return WebConfigParser(source_name).Parse(yaml_text);
   } catch (const YAML::Exception& e) {
     Diagnostics diag(source_name);
     diag.Add(e.mark, e.msg);

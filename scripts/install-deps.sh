@@ -10,8 +10,12 @@ packages=(
   libbpf-dev bpftool libelf-dev zlib1g-dev
   # user side
   prometheus-cpp-dev libcli11-dev libabsl-dev libyaml-cpp-dev libcpp-httplib-dev libssl-dev
+  # the HTTP front door (event loop, TLS via GnuTLS), bcrypt basic auth, capability dropping
+  libmicrohttpd-dev libgnutls28-dev libcrypt-dev libcap-dev
   # tests
   libgtest-dev libgmock-dev prometheus prometheus-alertmanager python3 procps util-linux
+  # tests: TLS certificates made at test time, libFuzzer for clang
+  openssl libclang-rt-14-dev
 )
 
 missing=()

@@ -150,6 +150,41 @@ TEST_F(TlsAgent, PrometheusScrapesOverTlsWithBasicAuth) {
   EXPECT_TRUE(scraped) << last << "\n" << prometheus.log();
 }
 
+TEST_F(TlsAgent, RequiredClientCertificateIsVerified) {
+  // A CA, and a client certificate it signed; the server certificate is the fixture's.
+  const std::string d = dir_;
+  const std::string cmd =
+      "cd " + d + " && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
+      "-nodes -days 1 -subj /CN=test-ca -keyout ca-key.pem -out ca.pem && "
+      "openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+      "-subj /CN=scraper -keyout client-key.pem -out client.csr && "
+      "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca-key.pem -CAcreateserial -days 1 "
+      "-out client.pem";
+  ASSERT_EQ(system((cmd + " >/dev/null 2>&1").c_str()), 0) << cmd;
+  testing::WriteFile(d + "/mtls.yml",
+                     "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n"
+                     "  client_ca_file: ca.pem\n  client_auth_type: RequireAndVerifyClientCert\n");
+  auto [rc, out] = testing::RunWithInput("cd " + d + " && promtool check web-config mtls.yml", "");
+  EXPECT_EQ(rc, 0) << out;
+  AgentProcess agent({"--web.listen-address", "127.0.0.1:0", "--web.config.file", d + "/mtls.yml"});
+  ASSERT_TRUE(agent.WaitListening()) << agent.log();
+
+  httplib::Result without = Get(agent.port(), "/metrics");
+  EXPECT_TRUE(!without || without->status == 403) << without->status;
+
+  // Signed by another CA (the server's own self-signed certificate): refused.
+  httplib::SSLClient stranger("127.0.0.1", agent.port(), d + "/cert.pem", d + "/key.pem");
+  stranger.set_ca_cert_path(d + "/cert.pem");
+  httplib::Result wrong = stranger.Get("/metrics");
+  EXPECT_TRUE(!wrong || wrong->status == 403) << wrong->status;
+
+  httplib::SSLClient client("127.0.0.1", agent.port(), d + "/client.pem", d + "/client-key.pem");
+  client.set_ca_cert_path(d + "/cert.pem");
+  httplib::Result with = client.Get("/metrics");
+  ASSERT_TRUE(with) << httplib::to_string(with.error());
+  EXPECT_EQ(with->status, 200);
+}
+
 TEST(Capabilities, StartedAsRootKeepsNoneAfterAttach) {
   STAGEWATCH_REQUIRE_PRIVILEGES();
   AgentProcess agent({"--web.listen-address", "127.0.0.1:0"});

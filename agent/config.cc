@@ -446,15 +446,8 @@ const std::vector<std::string>& KnownCollectors() {
 }
 
 absl::StatusOr<Config> ParseConfig(std::string_view yaml_text, std::string_view source_name) {
-  if (Diagnostics diag(source_name); !CheckYamlCharacters(yaml_text, diag)) return diag.ToStatus();
-  try {
-    return ConfigParser(source_name).Parse(yaml_text);
-  } catch (const YAML::Exception& e) {
-    // Syntax errors (YAML::ParserException) carry the position of the problem.
-    Diagnostics diag(source_name);
-    diag.Add(e.mark, e.msg);
-    return diag.ToStatus();
-  }
+  return ParseYamlText(yaml_text, source_name,
+                       [&] { return ConfigParser(source_name).Parse(yaml_text); });
 }
 
 absl::StatusOr<Config> LoadConfigFile(const std::string& path) {

@@ -125,4 +125,20 @@ inline YAML::Node LoadOneDocument(std::string_view text, Diagnostics& diag) {
   return document;
 }
 
+// Runs `parse` (a parser that reads the text with LoadOneDocument) behind the checks every
+// YAML file gets: control characters refused first, syntax errors (YAML::ParserException)
+// reported at their position.
+template <typename Parse>
+auto ParseYamlText(std::string_view text, std::string_view source, Parse parse)
+    -> decltype(parse()) {
+  Diagnostics diag(source);
+  if (!CheckYamlCharacters(text, diag)) return diag.ToStatus();
+  try {
+    return parse();
+  } catch (const YAML::Exception& e) {
+    diag.Add(e.mark, e.msg);
+    return diag.ToStatus();
+  }
+}
+
 }  // namespace stagewatch

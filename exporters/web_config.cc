@@ -213,14 +213,8 @@ class WebConfigParser {
 
 absl::StatusOr<WebServerConfig> ParseWebConfig(std::string_view yaml_text,
                                                std::string_view source_name) {
-  if (Diagnostics diag(source_name); !CheckYamlCharacters(yaml_text, diag)) return diag.ToStatus();
-  try {
-    return WebConfigParser(source_name).Parse(yaml_text);
-  } catch (const YAML::Exception& e) {
-    Diagnostics diag(source_name);
-    diag.Add(e.mark, e.msg);
-    return diag.ToStatus();
-  }
+  return ParseYamlText(yaml_text, source_name,
+                       [&] { return WebConfigParser(source_name).Parse(yaml_text); });
 }
 
 absl::StatusOr<WebServerConfig> LoadWebConfigFile(const std::string& path) {

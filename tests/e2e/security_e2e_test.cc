@@ -2,6 +2,7 @@
 // promtool accepts, scraped by a real Prometheus; no capability left once the probes are
 // attached; and every probe attached when started unprivileged with CAP_BPF + CAP_PERFMON.
 #include <crypt.h>
+#include <signal.h>
 #include <grp.h>
 #include <sys/capability.h>
 #include <sys/prctl.h>
@@ -183,6 +184,48 @@ TEST_F(TlsAgent, RequiredClientCertificateIsVerified) {
   httplib::Result with = client.Get("/metrics");
   ASSERT_TRUE(with) << httplib::to_string(with.error());
   EXPECT_EQ(with->status, 200);
+}
+
+// Pages reach a real Alertmanager served over TLS with basic auth (its own --web.config.file):
+// the agent verifies it with tls.ca_file and reads the password from password_file.
+TEST_F(TlsAgent, PagesReachAnAlertmanagerOverTlsWithPasswordFile) {
+  testing::TestCgroup cgroup("stagewatch/train");
+  const int am_port = testing::FreePort();
+  testing::WriteFile(dir_ + "/am.yml", "route:\n  receiver: none\nreceivers:\n  - name: none\n");
+  AgentProcess alertmanager({"--config.file=" + dir_ + "/am.yml", "--storage.path=" + dir_ + "/am",
+                             "--web.config.file=" + dir_ + "/web.yml",
+                             "--web.listen-address=127.0.0.1:" + std::to_string(am_port),
+                             "--cluster.listen-address="},
+                            nullptr, "/usr/bin/prometheus-alertmanager");
+  ASSERT_TRUE(testing::WaitForPort(am_port)) << alertmanager.log();
+
+  testing::WriteFile(dir_ + "/password", "s3cret-pass\n");
+  testing::WriteFile(dir_ + "/agent.yml",
+                     "alerting:\n  alertmanagers: [\"https://127.0.0.1:" + std::to_string(am_port) +
+                         "\"]\n  basic_auth: {username: scraper, password_file: " + dir_ +
+                         "/password}\n  tls: {ca_file: " + dir_ + "/cert.pem}\n");
+  AgentProcess agent({"--config.file", dir_ + "/agent.yml", "--web.listen-address", "127.0.0.1:0"});
+  ASSERT_TRUE(agent.WaitListening()) << agent.log();
+
+  cgroup.SetMemoryLimit(16 << 20);
+  ASSERT_EQ(testing::WaitForChild(cgroup.Spawn("sw-tls-hog", testing::HogMemoryForever)), SIGKILL);
+
+  std::string alerts;
+  const bool paged = testing::WaitUntil(
+      [&] {
+        httplib::Result r = Get(am_port, "/api/v2/alerts", "scraper", "s3cret-pass");
+        alerts = r ? r->body : "no answer";
+        return r && r->status == 200 && alerts.find("StagewatchOOMKill") != std::string::npos;
+      },
+      15000);
+  EXPECT_TRUE(paged) << alerts << agent.log() << alertmanager.log();
+  const testing::Scrape scrape = testing::ParseExposition(agent.Get("/metrics").value_or(""));
+  EXPECT_EQ(testing::ValueOr(scrape,
+                             "stagewatch_alertmanager_requests_total{alertmanager=\"https://"
+                             "127.0.0.1:" + std::to_string(am_port) + "\",result=\"failure\"}",
+                             -1),
+            0);
+  EXPECT_EQ(agent.log().find("s3cret-pass"), std::string::npos);
 }
 
 TEST(Capabilities, StartedAsRootKeepsNoneAfterAttach) {

@@ -13,7 +13,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "bounded_file.h"
 #include "config_validate.h"
+#include "yaml_diagnostics.h"
 #include "yaml-cpp/yaml.h"
 
 namespace stagewatch {
@@ -22,38 +24,6 @@ namespace {
 using namespace config_internal;  // NOLINT: the Check* helpers exist only for this file
 
 using Check = std::function<std::string(std::string_view)>;
-
-// Collects every problem with its position, so one run of the agent reports them all.
-class Diagnostics {
- public:
-  explicit Diagnostics(std::string_view source) : source_(source) {}
-
-  void Add(const YAML::Mark& mark, std::string_view message) {
-    const int line = mark.is_null() ? 1 : mark.line + 1;
-    const int column = mark.is_null() ? 1 : mark.column + 1;
-    errors_.push_back(
-        {line, column, absl::StrFormat("%s:%d:%d: %s", source_, line, column, message)});
-  }
-
-  absl::Status ToStatus() {
-    if (errors_.empty()) return absl::OkStatus();
-    std::stable_sort(errors_.begin(), errors_.end(), [](const Entry& a, const Entry& b) {
-      return std::tie(a.line, a.column) < std::tie(b.line, b.column);
-    });
-    std::vector<std::string> lines;
-    for (const Entry& entry : errors_) lines.push_back(entry.text);
-    return absl::InvalidArgumentError(absl::StrJoin(lines, "\n"));
-  }
-
- private:
-  struct Entry {
-    int line;
-    int column;
-    std::string text;
-  };
-  std::string source_;
-  std::vector<Entry> errors_;
-};
 
 // A value, where to blame it, and its dotted name for messages ("web.listen_address").
 struct Value {
@@ -70,13 +40,10 @@ class ConfigParser {
  public:
   explicit ConfigParser(std::string_view source) : diag_(source) {}
 
-  absl::StatusOr<Config> Parse(const std::vector<YAML::Node>& documents) {
+  absl::StatusOr<Config> Parse(std::string_view text) {
     Config config;
     for (const std::string& name : KnownCollectors()) config.collectors[name] = true;
-    if (documents.size() > 1) {
-      diag_.Add(documents[1].Mark(), "expected one YAML document, found more");
-    }
-    if (!documents.empty()) ParseTop(documents[0], config);
+    ParseTop(LoadOneDocument(text, diag_), config);
     if (absl::Status status = diag_.ToStatus(); !status.ok()) return status;
     return config;
   }
@@ -333,6 +300,12 @@ class ConfigParser {
         {"userspace_killers", [&](const Value& v) {
            ReadStringList(v, oom.userspace_killers, CheckUserspaceKiller);
          }},
+        {"userspace_killer_paths", [&](const Value& v) {
+           ReadStringList(v, oom.userspace_killer_paths, CheckUserspaceKillerPath);
+         }},
+        {"userspace_killer_max_uid", [&](const Value& v) {
+           ReadInt(v, 0, std::numeric_limits<int>::max(), oom.userspace_killer_max_uid);
+         }},
     });
   }
 
@@ -408,17 +381,33 @@ class ConfigParser {
   void ParseAlerting(const Value& section, AlertingConfig& a) {
     ParseMap(section, " in alerting", {
         {"alertmanagers", [&](const Value& v) {
-           ReadStringList(v, a.alertmanagers, [](std::string_view url) -> std::string {
-             return url.starts_with("http://") || url.starts_with("https://")
-                        ? ""
-                        : "an Alertmanager URL starts with http:// or https://";
-           });
+           ReadStringList(v, a.alertmanagers, CheckAlertmanagerUrl);
          }},
         {"basic_auth", [&](const Value& v) {
            ParseMap(v, " in alerting.basic_auth", {
                {"username", [&](const Value& f) { ReadString(f, a.basic_auth_username); }},
                {"password", [&](const Value& f) { ReadString(f, a.basic_auth_password); }},
+               {"password_file", [&](const Value& f) {
+                  ReadChecked(f, a.basic_auth_password_file, CheckAbsolutePath);
+                }},
            });
+           if (!a.basic_auth_password.empty() && !a.basic_auth_password_file.empty()) {
+             diag_.Add(v.mark, "alerting.basic_auth: set password or password_file, not both");
+           }
+         }},
+        {"tls", [&](const Value& v) {
+           ParseMap(v, " in alerting.tls", {
+               {"ca_file", [&](const Value& f) { ReadChecked(f, a.tls_ca_file, CheckAbsolutePath); }},
+               {"cert_file",
+                [&](const Value& f) { ReadChecked(f, a.tls_cert_file, CheckAbsolutePath); }},
+               {"key_file", [&](const Value& f) { ReadChecked(f, a.tls_key_file, CheckAbsolutePath); }},
+               {"insecure_skip_verify", [&](const Value& f) { ReadBool(f, a.tls_insecure_skip_verify); }},
+               {"min_version",
+                [&](const Value& f) { ReadChecked(f, a.tls_min_version, CheckTlsMinVersion); }},
+           });
+           if (a.tls_cert_file.empty() != a.tls_key_file.empty()) {
+             diag_.Add(v.mark, "alerting.tls: cert_file and key_file must be set together");
+           }
          }},
         {"bearer_token", [&](const Value& v) { ReadString(v, a.bearer_token); }},
         {"timeout", [&](const Value& v) { ReadDuration(v, a.timeout); }},
@@ -459,34 +448,14 @@ const std::vector<std::string>& KnownCollectors() {
 }
 
 absl::StatusOr<Config> ParseConfig(std::string_view yaml_text, std::string_view source_name) {
-  try {
-    const std::vector<YAML::Node> documents = YAML::LoadAll(std::string(yaml_text));
-    return ConfigParser(source_name).Parse(documents);
-  } catch (const YAML::Exception& e) {
-    // Syntax errors (YAML::ParserException) carry the position of the problem.
-    Diagnostics diag(source_name);
-    diag.Add(e.mark, e.msg);
-    return diag.ToStatus();
-  }
+  return ParseYamlText(yaml_text, source_name,
+                       [&] { return ConfigParser(source_name).Parse(yaml_text); });
 }
 
 absl::StatusOr<Config> LoadConfigFile(const std::string& path) {
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  int error = file == nullptr ? errno : 0;
-  std::string text;
-  if (file != nullptr) {
-    char buffer[8192];
-    size_t n;
-    while ((n = std::fread(buffer, 1, sizeof buffer, file)) > 0) text.append(buffer, n);
-    if (std::ferror(file)) error = errno;  // e.g. EISDIR when the path is a directory
-    std::fclose(file);
-  }
-  if (error != 0) {
-    const std::string message =
-        absl::StrFormat("cannot read config file \"%s\": %s", path, std::strerror(error));
-    return error == ENOENT ? absl::NotFoundError(message) : absl::FailedPreconditionError(message);
-  }
-  return ParseConfig(text, path);
+  absl::StatusOr<std::string> text = ReadBoundedFile(path, "config file");
+  if (!text.ok()) return text.status();
+  return ParseConfig(*text, path);
 }
 
 absl::StatusOr<Config> DefaultConfig() {

@@ -52,8 +52,13 @@ struct CgroupConfig {
 };
 
 struct OomConfig {
-  // Processes whose SIGKILLs count as user-space OOM kills (kind="userspace").
+  // Processes whose SIGKILLs count as user-space OOM kills (kind="userspace"). A sender counts
+  // only when its name is listed, its executable is one of the killers' (the name found in
+  // the system's program directories, or a userspace_killer_paths entry) and it runs as a
+  // user at most userspace_killer_max_uid: a process that merely names itself so does not.
   std::vector<std::string> userspace_killers = {"systemd-oomd", "earlyoom", "oomd"};
+  std::vector<std::string> userspace_killer_paths;  // absolute paths of killers installed elsewhere
+  int userspace_killer_max_uid = 999;               // system accounts (Debian policy: 0-999)
 };
 
 struct MemoryConfig {
@@ -68,7 +73,11 @@ struct AlertingConfig {
   std::vector<std::string> alertmanagers;  // e.g. http://127.0.0.1:9093; an HA pair gets both
   std::string basic_auth_username;
   std::string basic_auth_password;
+  std::string basic_auth_password_file;  // read at start; exclusive with basic_auth_password
   std::string bearer_token;
+  std::string tls_ca_file, tls_cert_file, tls_key_file;
+  bool tls_insecure_skip_verify = false;
+  std::string tls_min_version;  // TLS12 (default) or TLS13
   absl::Duration timeout = absl::Seconds(5);
   absl::Duration resend_interval = absl::Seconds(30);
 };

@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "http_url.h"
 #include "listen_address.h"
 #include "log.h"
 #include "stages/glob.h"
@@ -15,7 +16,8 @@
 namespace stagewatch::config_internal {
 namespace {
 
-constexpr size_t kCommLength = 15;  // TASK_COMM_LEN - 1: the kernel truncates longer names
+constexpr size_t kCommLength = 15;
+constexpr size_t kMaxTelemetryPathLength = 256;  // TASK_COMM_LEN - 1: the kernel truncates longer names
 
 size_t EditDistance(std::string_view a, std::string_view b) {
   std::vector<size_t> row(b.size() + 1);
@@ -65,9 +67,27 @@ std::string CheckListenAddress(std::string_view address) {
 }
 
 std::string CheckTelemetryPath(std::string_view path) {
-  if (!path.empty() && path[0] == '/' && path != "/") return "";
-  return absl::StrFormat("telemetry path \"%s\" must start with \"/\" and must not be \"/\" "
-                         "(the landing page), e.g. \"/metrics\"", path);
+  if (path.size() > kMaxTelemetryPathLength) {
+    return absl::StrFormat("telemetry path is %d characters long; at most %d are allowed, e.g. "
+                           "\"/metrics\"", path.size(), kMaxTelemetryPathLength);
+  }
+  if (path.empty() || path[0] != '/' || path == "/") {
+    return absl::StrFormat("telemetry path \"%s\" must start with \"/\" and must not be \"/\" "
+                           "(the landing page), e.g. \"/metrics\"", path);
+  }
+  // Matched literally against the request path, which never holds these characters.
+  const bool plain = std::all_of(path.begin(), path.end(), [](char c) {
+    return absl::ascii_isgraph(static_cast<unsigned char>(c)) && c != '?' && c != '#' && c != '%';
+  });
+  if (!plain) {
+    return absl::StrFormat("telemetry path \"%s\" may hold only visible ASCII characters other "
+                           "than \"?\", \"#\" and \"%%\"", path);
+  }
+  if (path.starts_with("/-/")) {
+    return absl::StrFormat("telemetry path \"%s\" is reserved (/-/healthy and /-/ready live "
+                           "there); use e.g. \"/metrics\"", path);
+  }
+  return "";
 }
 
 std::string CheckLogLevel(std::string_view level) {
@@ -102,6 +122,27 @@ std::string CheckUserspaceKiller(std::string_view comm) {
       "oom.userspace_killers entry \"%s\" is %d characters; the kernel keeps only the first %d "
       "characters of a process name (comm), so it would never match; write \"%s\"",
       comm, comm.size(), kCommLength, comm.substr(0, kCommLength));
+}
+
+std::string CheckUserspaceKillerPath(std::string_view path) {
+  if (!path.empty() && path[0] == '/') return "";
+  return absl::StrFormat("oom.userspace_killer_paths entry \"%s\" must be an absolute path to "
+                         "the killer's executable, e.g. \"/usr/bin/earlyoom\"", path);
+}
+
+std::string CheckAlertmanagerUrl(std::string_view url) {
+  const absl::StatusOr<HttpUrl> parsed = ParseHttpUrl(url, "alertmanager URL");
+  return parsed.ok() ? "" : std::string(parsed.status().message());
+}
+
+std::string CheckAbsolutePath(std::string_view path) {
+  if (!path.empty() && path[0] == '/') return "";
+  return absl::StrFormat("\"%s\" must be an absolute path", path);
+}
+
+std::string CheckTlsMinVersion(std::string_view version) {
+  if (version == "TLS12" || version == "TLS13") return "";
+  return absl::StrFormat("TLS version \"%s\" is not supported; write TLS12 or TLS13", version);
 }
 
 std::string CheckStageName(std::string_view name) {

@@ -21,6 +21,10 @@ std::string CheckLogFormat(std::string_view format);
 std::string CheckCgroupRoot(std::string_view root);
 std::string CheckDiscoveryDirectory(std::string_view directory);
 std::string CheckUserspaceKiller(std::string_view comm);
+std::string CheckUserspaceKillerPath(std::string_view path);
+std::string CheckAlertmanagerUrl(std::string_view url);  // the parser the client uses
+std::string CheckAbsolutePath(std::string_view path);
+std::string CheckTlsMinVersion(std::string_view version);  // TLS12 or TLS13
 
 // Name syntax only; uniqueness is checked by the parser, which sees all stages.
 std::string CheckStageName(std::string_view name);

@@ -8,8 +8,10 @@
 #include "CLI/CLI.hpp"
 #include "app/agent_app.h"
 #include "app/features_report.h"
+#include "capabilities.h"
 #include "config.h"
 #include "config_validate.h"
+#include "exporters/web_config.h"
 #include "log.h"
 #include "version.h"
 
@@ -44,13 +46,22 @@ absl::Status ApplyOverrides(const Overrides& o, stagewatch::Config* config) {
   return absl::OkStatus();
 }
 
-int CheckConfig(const std::string& path) {
+// With --web.config.file before the subcommand, that file is checked as well.
+int CheckConfig(const std::string& path, const std::string& web_config_file) {
   absl::StatusOr<stagewatch::Config> config = stagewatch::LoadConfigFile(path);
   if (!config.ok()) {
     std::cerr << config.status().message() << "\n";
     return 1;
   }
   std::cout << path << ": valid (" << config->stages.size() << " configured stages)\n";
+  if (web_config_file.empty()) return 0;
+  auto web = stagewatch::exporters::LoadWebConfigFile(web_config_file);
+  if (!web.ok()) {
+    std::cerr << web.status().message() << "\n";
+    return 1;
+  }
+  std::cout << web_config_file << ": valid (" << (web->tls ? "TLS" : "no TLS") << ", "
+            << web->basic_auth_users.size() << " basic auth users)\n";
   return 0;
 }
 
@@ -63,7 +74,7 @@ int main(int argc, char** argv) {
                            stagewatch::kRevision + ")");
   app.require_subcommand(0, 1);
 
-  std::string config_file, btf_path;
+  std::string config_file, btf_path, web_config_file, keep_capabilities;
   Overrides overrides;
   app.add_option("--config.file", config_file, "YAML configuration file (default: embedded)")
       ->check(CLI::ExistingFile);
@@ -71,6 +82,12 @@ int main(int argc, char** argv) {
                  "Address to serve metrics on (default :9617)");
   app.add_option("--web.telemetry-path", overrides.telemetry_path,
                  "Path of the metrics (default /metrics)");
+  app.add_option("--web.config.file", web_config_file,
+                 "Web configuration (TLS, basic auth) in the exporter-toolkit format; see "
+                 "docs/security.md");
+  app.add_option("--capabilities.keep", keep_capabilities,
+                 "Capabilities to keep after the probes are attached, comma-separated "
+                 "(default: none)");
   app.add_option("--log.level", overrides.log_level, "debug, info, warn or error");
   app.add_option("--log.format", overrides.log_format, "logfmt or json");
   app.add_option("--bpf.btf-path", btf_path,
@@ -98,7 +115,7 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
 
-  if (*check) return CheckConfig(check_file);
+  if (*check) return CheckConfig(check_file, web_config_file);
 
   absl::StatusOr<stagewatch::Config> config = config_file.empty()
                                                   ? stagewatch::DefaultConfig()
@@ -124,6 +141,14 @@ int main(int argc, char** argv) {
                                          std::cout);
   }
   (void)agent;  // no subcommand and `agent` both run the exporter
-  return stagewatch::RunAgent(
-      {.config = *std::move(config), .btf_path = btf_path, .attach = *policy});
+  absl::StatusOr<std::vector<int>> keep = stagewatch::ParseCapabilityList(keep_capabilities);
+  if (!keep.ok()) {
+    std::cerr << "stagewatch: " << keep.status().message() << "\n";
+    return 1;
+  }
+  return stagewatch::RunAgent({.config = *std::move(config),
+                               .btf_path = btf_path,
+                               .attach = *policy,
+                               .web_config_file = web_config_file,
+                               .keep_capabilities = *std::move(keep)});
 }

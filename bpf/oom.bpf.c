@@ -27,6 +27,17 @@ struct {
 	__type(value, __u8);
 } oom_killer_comms SEC(".maps");
 
+/* The killers' executables → 1: a SIGKILL counts only when the sender runs one of them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, OOM_MAX_KILLER_EXES);
+	__type(key, struct oom_killer_exe);
+	__type(value, __u8);
+} oom_killer_exes SEC(".maps");
+
+/* The highest uid a killer may run as (system accounts by default). */
+const volatile __u32 killer_max_uid = 999;
+
 /* Events that found the ring buffer full, by enum oom_event_kind. */
 __u64 oom_events_lost[2] = {};
 
@@ -113,12 +124,27 @@ int oom_mark_victim_tp(struct trace_event_raw_mark_victim *ctx)
 	return 0;
 }
 
+/* A process is a killer by its name, its executable and its uid together: any process can
+ * name itself "earlyoom", but it cannot run /usr/bin/earlyoom as a system user. */
 static __always_inline bool current_is_killer(void)
 {
 	char comm[OOM_COMM_LEN] = {};
+	struct task_struct *task;
+	struct oom_killer_exe exe = {};
+	struct inode *inode;
 
 	bpf_get_current_comm(comm, sizeof(comm));
-	return bpf_map_lookup_elem(&oom_killer_comms, comm) != NULL;
+	if (!bpf_map_lookup_elem(&oom_killer_comms, comm))
+		return false;
+	if ((__u32)bpf_get_current_uid_gid() > killer_max_uid)
+		return false;
+	task = (struct task_struct *)bpf_get_current_task();
+	inode = BPF_CORE_READ(task, mm, exe_file, f_inode);
+	if (!inode)
+		return false;
+	exe.ino = BPF_CORE_READ(inode, i_ino);
+	exe.dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	return bpf_map_lookup_elem(&oom_killer_exes, &exe) != NULL;
 }
 
 SEC("raw_tp/signal_generate")

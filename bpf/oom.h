@@ -9,6 +9,15 @@
 
 #define OOM_COMM_LEN 16
 #define OOM_MAX_KILLER_COMMS 16
+#define OOM_MAX_KILLER_EXES 64
+
+/* A killer's executable, as the kernel names it: the inode and its superblock's device
+ * (kernel encoding, major << 20 | minor). User space fills it from stat(2). */
+struct oom_killer_exe {
+	__u64 ino;
+	__u32 dev;
+	__u32 pad;
+};
 
 enum oom_event_kind {
 	OOM_KIND_KERNEL = 0,    /* the kernel's OOM killer chose the victim (oom:mark_victim) */

@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "bounded_file.h"
 #include "exporters/metric_builders.h"
 #include "httplib.h"
 #include "log.h"
@@ -92,10 +93,6 @@ using alertmanager_internal::JsonQuote;
 constexpr absl::Duration kWarnEvery = absl::Minutes(1);
 constexpr size_t kMaxErrorBody = 200;
 
-bool IsHostChar(char c) {
-  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_';
-}
-
 bool IsValidLabelName(const std::string& name) {
   if (name.empty()) return false;
   for (size_t i = 0; i < name.size(); ++i) {
@@ -103,103 +100,6 @@ bool IsValidLabelName(const std::string& name) {
     if (!(absl::ascii_isalpha(c) || c == '_' || (i > 0 && absl::ascii_isdigit(c)))) return false;
   }
   return true;
-}
-
-absl::StatusOr<AlertmanagerUrl> ParseUrl(const std::string& raw) {
-  auto bad = [&raw](std::string_view why) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("alertmanager URL \"", raw, "\": ", std::string(why)));
-  };
-  if (raw.empty()) return absl::InvalidArgumentError("alertmanager URL is empty");
-  const size_t sep = raw.find("://");
-  if (sep == std::string::npos) {
-    return bad(absl::StrCat("no scheme; write http://", raw, " (or https://)"));
-  }
-  AlertmanagerUrl url;
-  url.scheme = absl::AsciiStrToLower(raw.substr(0, sep));
-  if (url.scheme != "http" && url.scheme != "https") {
-    return bad(absl::StrCat("scheme \"", url.scheme, "\" is not supported; use http:// or https://"));
-  }
-#ifndef CPPHTTPLIB_OPENSSL_SUPPORT
-  if (url.scheme == "https") return bad("https needs cpp-httplib built with OpenSSL");
-#endif
-  const std::string rest = raw.substr(sep + 3);
-  if (rest.find_first_of("?#") != std::string::npos) {
-    return bad("a query or fragment is not allowed; give the base URL, e.g. http://host:9093");
-  }
-  for (char c : rest) {
-    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) {
-      return bad("spaces and control characters are not allowed");
-    }
-  }
-  const size_t slash = rest.find('/');
-  const std::string authority = rest.substr(0, slash);
-  std::string path = slash == std::string::npos ? "" : rest.substr(slash);
-  if (authority.find('@') != std::string::npos) {
-    return bad("credentials in the URL are not supported; use basic_auth_user and "
-               "basic_auth_password (or bearer_token)");
-  }
-  if (authority.empty()) return bad("no host");
-
-  std::string port_text;
-  bool has_port = false;
-  if (authority[0] == '[') {
-    const size_t close = authority.find(']');
-    if (close == std::string::npos) return bad("unterminated IPv6 address, expected ']'");
-    url.host = authority.substr(1, close - 1);
-    if (url.host.empty() || url.host.find(':') == std::string::npos) {
-      return bad(absl::StrCat("\"[", url.host, "]\" is not an IPv6 address"));
-    }
-    for (char c : url.host) {
-      if (!(absl::ascii_isxdigit(static_cast<unsigned char>(c)) || c == ':' || c == '.')) {
-        return bad(absl::StrCat("\"[", url.host, "]\" is not an IPv6 address"));
-      }
-    }
-    const std::string after = authority.substr(close + 1);
-    if (!after.empty()) {
-      if (after[0] != ':') return bad("expected ':port' after the IPv6 address");
-      has_port = true;
-      port_text = after.substr(1);
-    }
-  } else {
-    const size_t colon = authority.find(':');
-    if (colon != std::string::npos && authority.find(':', colon + 1) != std::string::npos) {
-      return bad("an IPv6 address must be in brackets, e.g. http://[::1]:9093");
-    }
-    url.host = authority.substr(0, colon);
-    if (colon != std::string::npos) {
-      has_port = true;
-      port_text = authority.substr(colon + 1);
-    }
-    if (url.host.empty()) return bad("no host");
-    for (char c : url.host) {
-      if (!IsHostChar(c)) return bad(absl::StrCat("host \"", url.host, "\" is not valid"));
-    }
-  }
-  if (has_port) {
-    int port = 0;
-    const bool digits = !port_text.empty() && port_text.size() <= 5 &&
-                        std::all_of(port_text.begin(), port_text.end(), [](char c) {
-                          return absl::ascii_isdigit(static_cast<unsigned char>(c));
-                        });
-    if (!digits || !absl::SimpleAtoi(port_text, &port) || port < 1 || port > 65535) {
-      return bad(absl::StrCat("port \"", port_text, "\" is not a number from 1 to 65535"));
-    }
-    url.port = port;
-  } else {
-    url.port = url.scheme == "https" ? 443 : 80;
-  }
-
-  while (!path.empty() && path.back() == '/') path.pop_back();
-  if (absl::StrContains(path, "/api/v1/alerts") || absl::StrContains(path, "/api/v2/alerts")) {
-    return bad("give Alertmanager's base URL (with its --web.route-prefix, if any); "
-               "/api/v2/alerts is appended");
-  }
-  url.prefix = path;
-  const std::string host_text =
-      url.host.find(':') != std::string::npos ? absl::StrCat("[", url.host, "]") : url.host;
-  url.display = absl::StrCat(url.scheme, "://", host_text, ":", url.port, url.prefix);
-  return url;
 }
 
 // httplib 0.11's to_string(Error) gives bare enum names ("Read"); say what happened.
@@ -227,6 +127,37 @@ std::string DescribeError(httplib::Error e, absl::Duration timeout, bool tls) {
     default:
       return absl::StrCat("request failed (", httplib::to_string(e), ")");
   }
+}
+
+// A client certificate and key go together; a CA file must be readable now, not at the
+// first page. min_version is "TLS12" or "TLS13", as in the web configuration.
+absl::Status ValidateTls(const AlertmanagerTlsOptions& tls) {
+  if (tls.cert_file.empty() != tls.key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "alertmanager: tls.cert_file and tls.key_file must be set together");
+  }
+  for (const std::string& file : {tls.ca_file, tls.cert_file, tls.key_file}) {
+    if (file.empty()) continue;
+    if (auto text = ReadBoundedFile(file, "alertmanager TLS file"); !text.ok()) {
+      return text.status();
+    }
+  }
+  if (!tls.min_version.empty() && tls.min_version != "TLS12" && tls.min_version != "TLS13") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "alertmanager: tls.min_version \"", tls.min_version, "\" must be TLS12 or TLS13"));
+  }
+  return absl::OkStatus();
+}
+
+std::unique_ptr<httplib::ClientImpl> MakeTlsClient(const AlertmanagerUrl& url,
+                                                   const AlertmanagerTlsOptions& tls) {
+  auto client = std::make_unique<httplib::SSLClient>(url.host, url.port, tls.cert_file,
+                                                     tls.key_file);
+  if (!tls.ca_file.empty()) client->set_ca_cert_path(tls.ca_file);
+  client->enable_server_certificate_verification(!tls.insecure_skip_verify);
+  SSL_CTX_set_min_proto_version(client->ssl_context(),
+                                tls.min_version == "TLS13" ? TLS1_3_VERSION : TLS1_2_VERSION);
+  return client;
 }
 
 struct PostOutcome {
@@ -286,12 +217,12 @@ absl::StatusOr<std::vector<AlertmanagerUrl>> AlertmanagerClient::Validate(
     const AlertmanagerOptions& options) {
   std::vector<AlertmanagerUrl> urls;
   for (const std::string& raw : options.urls) {
-    absl::StatusOr<AlertmanagerUrl> url = ParseUrl(raw);
+    absl::StatusOr<AlertmanagerUrl> url = ParseHttpUrl(raw, "alertmanager URL");
     if (!url.ok()) return url.status();
     for (const AlertmanagerUrl& seen : urls) {
       if (seen.display == url->display) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "alertmanager URL \"", raw, "\" is listed twice (as ", seen.display, ")"));
+            "alertmanager URL \"", RedactUrl(raw), "\" is listed twice (as ", seen.display, ")"));
       }
     }
     urls.push_back(*std::move(url));
@@ -324,6 +255,7 @@ absl::StatusOr<std::vector<AlertmanagerUrl>> AlertmanagerClient::Validate(
   if (options.queue_capacity == 0) {
     return absl::InvalidArgumentError("alertmanager: queue capacity must be at least 1");
   }
+  if (absl::Status s = ValidateTls(options.tls); !s.ok()) return s;
   return urls;
 }
 
@@ -336,7 +268,7 @@ AlertmanagerClient::AlertmanagerClient(AlertmanagerOptions options)
     // Keep what can be used; the caller was meant to Validate first.
     Log::Error("alertmanager options are not valid", {{"err", all.status().message()}});
     for (const std::string& raw : options_.urls) {
-      absl::StatusOr<AlertmanagerUrl> url = ParseUrl(raw);
+      absl::StatusOr<AlertmanagerUrl> url = ParseHttpUrl(raw, "alertmanager URL");
       if (url.ok()) urls.push_back(*std::move(url));
     }
     if (options_.queue_capacity == 0 || options_.timeout <= absl::ZeroDuration() ||
@@ -351,11 +283,7 @@ AlertmanagerClient::AlertmanagerClient(AlertmanagerOptions options)
   for (AlertmanagerUrl& url : urls) {
     auto target = std::make_unique<Target>();
     target->path = absl::StrCat(url.prefix, "/api/v2/alerts");
-#ifdef CPPHTTPLIB_OPENSSL_SUPPORT
-    if (url.scheme == "https") {
-      target->http = std::make_unique<httplib::SSLClient>(url.host, url.port);
-    }
-#endif
+    if (url.scheme == "https") target->http = MakeTlsClient(url, options_.tls);
     if (!target->http) target->http = std::make_unique<httplib::ClientImpl>(url.host, url.port);
     httplib::ClientImpl& http = *target->http;
     http.set_connection_timeout(sec, usec);

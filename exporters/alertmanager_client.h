@@ -24,13 +24,23 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "exporters/collector.h"
+#include "http_url.h"
 
 namespace stagewatch::exporters {
+
+// TLS towards an https:// Alertmanager. The server's certificate is verified against the
+// system's CAs, or ca_file; a client certificate is sent when cert_file and key_file are set.
+struct AlertmanagerTlsOptions {
+  std::string ca_file, cert_file, key_file;
+  bool insecure_skip_verify = false;
+  std::string min_version;  // "TLS12" (the default when empty) or "TLS13"
+};
 
 struct AlertmanagerOptions {
   std::vector<std::string> urls;  // e.g. "http://127.0.0.1:9093"; an HA pair gets every alert
   std::string basic_auth_user, basic_auth_password;  // optional
   std::string bearer_token;                          // optional (exclusive with basic auth)
+  AlertmanagerTlsOptions tls;
   absl::Duration timeout = absl::Seconds(5);          // connect, read and write, each
   absl::Duration resend_interval = absl::Seconds(30);  // active alerts are re-sent
   absl::Duration initial_backoff = absl::Milliseconds(200), max_backoff = absl::Seconds(30);
@@ -47,14 +57,8 @@ struct PageAlert {
   std::optional<absl::Time> ends_at;                // set when resolved
 };
 
-// One parsed Alertmanager base URL: scheme://host[:port][/prefix].
-struct AlertmanagerUrl {
-  std::string scheme;  // "http" or "https"
-  std::string host;    // IPv6 literals without brackets
-  int port = 0;
-  std::string prefix;  // "" or "/path" without a trailing slash
-  std::string display;  // scheme://host:port/prefix, the `alertmanager` label value
-};
+// One parsed Alertmanager base URL; display is the `alertmanager` label value.
+using AlertmanagerUrl = HttpUrl;
 
 // A point-in-time view of the client's counters, for the collector and tests.
 struct AlertmanagerStats {

@@ -1,16 +1,24 @@
 #include "exporters/http_server.h"
 
 #include <arpa/inet.h>
+#include <gnutls/gnutls.h>
+#include <microhttpd.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdarg>
 #include <cstring>
+#include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "httplib.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "bounded_file.h"
 #include "listen_address.h"
 #include "log.h"
 #include "version.h"
@@ -28,71 +36,263 @@ std::string LandingPage(const std::string& telemetry_path) {
       "<p>Version ", kVersion, " (", kRevision, ")</p>\n</body></html>\n");
 }
 
-// httplib reports only a bool; binding a probe socket first gives the user the real reason.
-absl::Status CheckCanBind(const ListenAddress& a) {
+// A listening socket with SO_REUSEADDR (a restart binds at once, even with connections of the
+// previous run in TIME_WAIT) but not SO_REUSEPORT (a second agent on the port is refused),
+// and the kernel's full backlog.
+absl::StatusOr<int> Listen(const ListenAddress& a, std::string* bound) {
   addrinfo hints{}, *res = nullptr;
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
   const std::string port = std::to_string(a.port);
   if (int rc = getaddrinfo(a.host.c_str(), port.c_str(), &hints, &res); rc != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot resolve listen host \"", a.host, "\": ", gai_strerror(rc)));
+    return absl::InvalidArgumentError(absl::StrCat("cannot resolve listen host \"", a.host,
+                                                   "\": ", gai_strerror(rc)));
   }
-  int fd = socket(res->ai_family, res->ai_socktype, res->ai_protocol);
-  int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  int rc = fd < 0 ? -1 : bind(fd, res->ai_addr, res->ai_addrlen);
-  if (rc == 0) rc = listen(fd, 1);
-  int err = errno;
-  if (fd >= 0) close(fd);
+  const int fd = socket(res->ai_family, res->ai_socktype | SOCK_CLOEXEC, res->ai_protocol);
+  int err = fd < 0 ? errno : 0;
+  if (fd >= 0) {
+    const int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (res->ai_family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+    if (bind(fd, res->ai_addr, res->ai_addrlen) != 0 || listen(fd, SOMAXCONN) != 0) err = errno;
+  }
   freeaddrinfo(res);
-  if (rc == 0) return absl::OkStatus();
-  std::string hint = err == EADDRINUSE ? "; another process listens there: stop it or pick "
-                                         "another address with --web.listen-address"
-                     : err == EACCES ? "; ports below 1024 need privileges" : "";
-  return absl::UnavailableError(absl::StrCat("cannot listen on ", a.host, ":", a.port, ": ",
-                                             strerror(err), hint));
+  if (err != 0) {
+    if (fd >= 0) close(fd);
+    const std::string hint =
+        err == EADDRINUSE    ? "; another process listens there: stop it or pick another "
+                               "address with --web.listen-address"
+        : err == EACCES      ? "; ports below 1024 need CAP_NET_BIND_SERVICE"
+        : err == EADDRNOTAVAIL ? "; no interface of this host has that address"
+                               : "";
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", a.host, ":", a.port, ": ",
+                                               strerror(err), hint));
+  }
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  char host[INET6_ADDRSTRLEN] = {};
+  int real_port = 0;
+  if (addr.ss_family == AF_INET6) {
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&addr);
+    inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+    real_port = ntohs(in6->sin6_port);
+    *bound = absl::StrCat("[", host, "]:", real_port);
+  } else {
+    const auto* in4 = reinterpret_cast<const sockaddr_in*>(&addr);
+    inet_ntop(AF_INET, &in4->sin_addr, host, sizeof(host));
+    real_port = ntohs(in4->sin_port);
+    *bound = absl::StrCat(host, ":", real_port);
+  }
+  return fd;
+}
+
+// GnuTLS priorities for the versions from min to max (TLS10 .. TLS13).
+std::string TlsPriorities(const WebTlsConfig& tls) {
+  const std::vector<std::pair<std::string, std::string>> versions = {
+      {"TLS10", "+VERS-TLS1.0"}, {"TLS11", "+VERS-TLS1.1"},
+      {"TLS12", "+VERS-TLS1.2"}, {"TLS13", "+VERS-TLS1.3"}};
+  std::string out = "NORMAL:-VERS-ALL";
+  bool in_range = false;
+  for (const auto& [name, priority] : versions) {
+    if (name == tls.min_version) in_range = true;
+    if (in_range) absl::StrAppend(&out, ":", priority);
+    if (name == tls.max_version) break;
+  }
+  return out;
+}
+
+bool RequiresClientCert(ClientAuth a) {
+  return a == ClientAuth::kRequireAnyClientCert || a == ClientAuth::kRequireAndVerifyClientCert;
+}
+bool VerifiesClientCert(ClientAuth a) {
+  return a == ClientAuth::kVerifyClientCertIfGiven || a == ClientAuth::kRequireAndVerifyClientCert;
+}
+
+// Whether the TLS client's certificate satisfies the configured client_auth_type.
+bool ClientCertAccepted(MHD_Connection* connection, ClientAuth auth) {
+  if (!RequiresClientCert(auth) && !VerifiesClientCert(auth)) return true;
+  const MHD_ConnectionInfo* info =
+      MHD_get_connection_info(connection, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+  if (info == nullptr || info->tls_session == nullptr) return false;
+  auto session = static_cast<gnutls_session_t>(info->tls_session);
+  unsigned int count = 0;
+  const bool given = gnutls_certificate_get_peers(session, &count) != nullptr && count > 0;
+  if (!given) return !RequiresClientCert(auth);
+  if (!VerifiesClientCert(auth)) return true;
+  unsigned int status = 0;
+  return gnutls_certificate_verify_peers2(session, &status) == GNUTLS_E_SUCCESS && status == 0;
+}
+
+MHD_Result Reply(MHD_Connection* connection, unsigned int status, const std::string& body,
+                 const char* content_type,
+                 const std::vector<std::pair<const char*, const char*>>& headers = {}) {
+  MHD_Response* response = MHD_create_response_from_buffer(
+      body.size(), const_cast<char*>(body.data()), MHD_RESPMEM_MUST_COPY);
+  if (response == nullptr) return MHD_NO;
+  MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+  for (const auto& [name, value] : headers) MHD_add_response_header(response, name, value);
+  const MHD_Result queued = MHD_queue_response(connection, status, response);
+  MHD_destroy_response(response);
+  return queued;
+}
+
+// Makes room for the connection limit: a few thousand descriptors, where the hard limit allows.
+int RaiseFileLimit(int wanted) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return wanted;
+  const rlim_t need = static_cast<rlim_t>(wanted) + 256;  // BPF maps, cgroupfs reads, logs
+  if (limit.rlim_cur < need && limit.rlim_max > limit.rlim_cur) {
+    limit.rlim_cur = std::min(need, limit.rlim_max);
+    setrlimit(RLIMIT_NOFILE, &limit);
+  }
+  if (limit.rlim_cur < need) return std::max(16, static_cast<int>(limit.rlim_cur) - 256);
+  return wanted;
 }
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions options) {
+struct HttpServer::Handler {
+  HttpServerOptions options;
+  std::string landing;
+  BasicAuth auth{{}};
+  ClientAuth client_auth = ClientAuth::kNoClientCert;
+
+  absl::Mutex log_mu;
+  std::string last_log;  // libmicrohttpd's last message, for a start-up error
+
+  explicit Handler(HttpServerOptions o)
+      : options(std::move(o)),
+        landing(LandingPage(options.telemetry_path)),
+        auth(options.web.basic_auth_users),
+        client_auth(options.web.tls ? options.web.tls->client_auth : ClientAuth::kNoClientCert) {}
+
+  static void OnLog(void* cls, const char* format, va_list ap) {
+    char text[512];
+    vsnprintf(text, sizeof(text), format, ap);
+    std::string message(text);
+    while (!message.empty() && message.back() == '\n') message.pop_back();
+    auto* self = static_cast<Handler*>(cls);
+    {
+      absl::MutexLock lock(&self->log_mu);
+      self->last_log = message;
+    }
+    // Clients that hang up or send garbage are routine on an open port: debug, not warn.
+    Log::Debug("http", {{"msg", message}});
+  }
+
+  // Called once per request as soon as its headers are in (and again per body chunk, which
+  // never comes: the answer is queued at the first call and any body is discarded).
+  static MHD_Result OnRequest(void* cls, MHD_Connection* connection, const char* url,
+                              const char* method, const char*, const char*, size_t*,
+                              void** request_state) {
+    auto* self = static_cast<Handler*>(cls);
+    if (*request_state != nullptr) return MHD_NO;  // a body chunk: close the connection
+    *request_state = self;
+    return self->Answer(connection, url, method);
+  }
+
+  MHD_Result Answer(MHD_Connection* connection, const std::string& path,
+                    const std::string& method) {
+    const char* text = "text/plain; charset=utf-8";
+    if (method != MHD_HTTP_METHOD_GET && method != MHD_HTTP_METHOD_HEAD) {
+      return Reply(connection, MHD_HTTP_METHOD_NOT_ALLOWED, "Only GET and HEAD are served.\n",
+                   text, {{MHD_HTTP_HEADER_ALLOW, "GET, HEAD"}, {"Connection", "close"}});
+    }
+    if (!ClientCertAccepted(connection, client_auth)) {
+      return Reply(connection, MHD_HTTP_FORBIDDEN, "A valid client certificate is required.\n",
+                   text, {{"Connection", "close"}});
+    }
+    // Health checks reveal nothing and must work for probes that carry no credentials.
+    if (path == "/-/healthy") return Reply(connection, MHD_HTTP_OK, "Healthy.\n", text);
+    if (path == "/-/ready") {
+      const bool ready = options.ready && options.ready();
+      return Reply(connection, ready ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE,
+                   ready ? "Ready.\n" : "Not ready: probes are attaching.\n", text);
+    }
+    if (auth.enabled()) {
+      const char* header =
+          MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+      if (!auth.Check(header == nullptr ? "" : header)) {
+        return Reply(connection, MHD_HTTP_UNAUTHORIZED, "Unauthorized.\n", text,
+                     {{MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Basic realm=\"stagewatch\""}});
+      }
+    }
+    if (path == options.telemetry_path) {
+      return Reply(connection, MHD_HTTP_OK, options.render_metrics(), kExpositionContentType);
+    }
+    if (path == "/") return Reply(connection, MHD_HTTP_OK, landing, "text/html; charset=utf-8");
+    return Reply(connection, MHD_HTTP_NOT_FOUND, "Not found.\n", text);
+  }
+};
+
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions options,
+                                                              HttpLimits limits) {
   absl::StatusOr<ListenAddress> addr = ParseListenAddress(options.listen_address);
   if (!addr.ok()) return addr.status();
-  if (absl::Status s = CheckCanBind(*addr); !s.ok()) return s;
+
+  // TLS material is read now: a missing or unreadable file stops the start, not a scrape.
+  std::string cert, key, client_ca, priorities;
+  if (const std::optional<WebTlsConfig>& tls = options.web.tls) {
+    for (auto [file, out, what] :
+         {std::tuple{&tls->cert_file, &cert, "TLS certificate (cert_file)"},
+          std::tuple{&tls->key_file, &key, "TLS key (key_file)"},
+          std::tuple{&tls->client_ca_file, &client_ca, "client CA file (client_ca_file)"}}) {
+      if (file->empty()) continue;
+      absl::StatusOr<std::string> text = ReadBoundedFile(*file, what);
+      if (!text.ok()) return text.status();
+      *out = *std::move(text);
+    }
+    if (tls->client_auth == ClientAuth::kNoClientCert) client_ca.clear();
+    priorities = TlsPriorities(*tls);
+  }
+
+  std::string bound;
+  absl::StatusOr<int> fd = Listen(*addr, &bound);
+  if (!fd.ok()) return fd.status();
 
   std::unique_ptr<HttpServer> http(new HttpServer());
-  http->server_ = std::make_unique<httplib::Server>();
-  httplib::Server& server = *http->server_;
-  const std::string landing = LandingPage(options.telemetry_path);
-  server.Get("/", [landing](const httplib::Request&, httplib::Response& res) {
-    res.set_content(landing, "text/html; charset=utf-8");
-  });
-  auto render = std::move(options.render_metrics);
-  server.Get(options.telemetry_path, [render](const httplib::Request&, httplib::Response& res) {
-    res.set_content(render(), kExpositionContentType);
-  });
+  http->handler_ = std::make_unique<Handler>(std::move(options));
+  http->address_ = bound;
+  Handler* handler = http->handler_.get();
+  const int max_connections = RaiseFileLimit(limits.max_connections);
 
-  int port = addr->port;
-  if (port == 0) {
-    port = server.bind_to_any_port(addr->host);
-  } else if (!server.bind_to_port(addr->host, port)) {
-    port = -1;
+  std::vector<MHD_OptionItem> items = {
+      {MHD_OPTION_EXTERNAL_LOGGER, reinterpret_cast<intptr_t>(&Handler::OnLog), handler},
+      {MHD_OPTION_LISTEN_SOCKET, *fd, nullptr},
+      {MHD_OPTION_THREAD_POOL_SIZE, limits.worker_threads, nullptr},
+      {MHD_OPTION_CONNECTION_TIMEOUT, limits.idle_timeout_seconds, nullptr},
+      {MHD_OPTION_CONNECTION_LIMIT, max_connections, nullptr},
+      {MHD_OPTION_CONNECTION_MEMORY_LIMIT, static_cast<intptr_t>(limits.connection_memory),
+       nullptr},
+  };
+  unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+  if (handler->options.web.tls) {
+    flags |= MHD_USE_TLS;
+    items.push_back({MHD_OPTION_HTTPS_MEM_CERT, 0, cert.data()});
+    items.push_back({MHD_OPTION_HTTPS_MEM_KEY, 0, key.data()});
+    items.push_back({MHD_OPTION_HTTPS_PRIORITIES, 0, priorities.data()});
+    if (!client_ca.empty()) items.push_back({MHD_OPTION_HTTPS_MEM_TRUST, 0, client_ca.data()});
   }
-  if (port < 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", options.listen_address, "; pick another address with "
-                     "--web.listen-address"));
+  items.push_back({MHD_OPTION_END, 0, nullptr});
+
+  http->daemon_ = MHD_start_daemon(flags, 0, nullptr, nullptr, &Handler::OnRequest, handler,
+                                   MHD_OPTION_ARRAY, items.data(), MHD_OPTION_END);
+  if (http->daemon_ == nullptr) {
+    close(*fd);
+    absl::MutexLock lock(&handler->log_mu);
+    const std::string why = handler->last_log.empty() ? "" : absl::StrCat(": ", handler->last_log);
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot serve on ", bound, why,
+        handler->options.web.tls ? "; check cert_file and key_file in --web.config.file (a PEM "
+                                   "certificate and its unencrypted private key)"
+                                 : ""));
   }
-  const bool v6 = addr->host.find(':') != std::string::npos;
-  http->address_ = v6 ? absl::StrCat("[", addr->host, "]:", port) : absl::StrCat(addr->host, ":", port);
-  http->thread_ = std::thread([&server] { server.listen_after_bind(); });
   return http;
 }
 
 HttpServer::~HttpServer() {
-  if (server_) server_->stop();
-  if (thread_.joinable()) thread_.join();
+  if (daemon_ != nullptr) MHD_stop_daemon(daemon_);  // joins the workers, closes the socket
 }
 
 }  // namespace stagewatch::exporters

@@ -1,38 +1,60 @@
-// The HTTP endpoint: a landing page at "/" and the exposition at the telemetry path.
+// The HTTP endpoint: a landing page at "/", the exposition at the telemetry path, and
+// /-/healthy and /-/ready for service managers and Kubernetes probes.
+//
+// Built on libmicrohttpd's event loop (epoll, a few worker threads) rather than a thread per
+// connection, so clients that send slowly or never finish cost a socket, not a worker:
+// scrapes are served whatever other clients do. Idle connections time out, request headers
+// are bounded by a per-connection memory pool, request bodies are never read, and the
+// listen socket has the kernel's full backlog. TLS and basic auth come from the web
+// configuration (exporters/web_config.h).
 #pragma once
 
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "absl/status/statusor.h"
+#include "exporters/basic_auth.h"
+#include "exporters/web_config.h"
 
-namespace httplib {
-class Server;
-}
+struct MHD_Daemon;
 
 namespace stagewatch::exporters {
 
 struct HttpServerOptions {
   std::string listen_address;
-  std::string telemetry_path = "/metrics";
+  std::string telemetry_path = "/metrics";  // matched literally
+  WebServerConfig web;                      // TLS and basic auth; default: plain, open
   std::function<std::string()> render_metrics;  // the exposition text, built per scrape
+  std::function<bool()> ready;                  // /-/ready answers 200 once it is true
+};
+
+// Limits of the front door; the defaults suit a node agent scraped by a few Prometheus.
+struct HttpLimits {
+  int worker_threads = 4;          // each runs its own epoll loop
+  int idle_timeout_seconds = 10;   // a connection that sends nothing for this long is closed
+  int max_connections = 1024;      // beyond it new connections are refused at once
+  size_t connection_memory = 64 << 10;  // request line + headers must fit
 };
 
 class HttpServer {
  public:
-  // Binds (a port in use is an error that names the address) and serves on its own thread.
-  static absl::StatusOr<std::unique_ptr<HttpServer>> Start(HttpServerOptions options);
-  ~HttpServer();  // stops listening and joins the thread
+  // Binds (the error names the address and why, e.g. in use) and serves on its own threads.
+  static absl::StatusOr<std::unique_ptr<HttpServer>> Start(HttpServerOptions options,
+                                                           HttpLimits limits = {});
+  ~HttpServer();  // stops serving, closes every connection and the listen socket
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
 
   // The bound address, with the real port when 0 was asked for.
   std::string address() const { return address_; }
 
  private:
+  struct Handler;
   HttpServer() = default;
-  std::unique_ptr<httplib::Server> server_;
-  std::thread thread_;
+
+  std::unique_ptr<Handler> handler_;
+  MHD_Daemon* daemon_ = nullptr;
   std::string address_;
 };
 

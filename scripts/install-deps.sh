@@ -10,6 +10,8 @@ packages=(
   libbpf-dev bpftool libelf-dev zlib1g-dev
   # user side
   prometheus-cpp-dev libcli11-dev libabsl-dev libyaml-cpp-dev libcpp-httplib-dev libssl-dev
+  # the HTTP front door (event loop, TLS via GnuTLS), bcrypt basic auth, capability dropping
+  libmicrohttpd-dev libgnutls28-dev libcrypt-dev libcap-dev
   # tests
   libgtest-dev libgmock-dev prometheus prometheus-alertmanager python3 python3-yaml procps
   util-linux
@@ -18,6 +20,8 @@ packages=(
   # packaging and deployment tests: .deb, systemd-analyze, a debootstrap root, the unit's
   # sandbox traced, the unit under systemd in a VM, the Kubernetes manifests parsed
   dpkg-dev binutils systemd debootstrap strace
+  # tests: TLS certificates made at test time, libFuzzer for clang
+  openssl libclang-rt-14-dev
 )
 # The dashboards' schema check (tests/dashboards/schema/) runs TypeScript from npm: Debian's
 # Node.js and npm, unless a Node.js with npm is already installed.

@@ -12,6 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "anomaly/anomaly_engine.h"
+#include "bounded_file.h"
+#include "capabilities.h"
 #include "anomaly/anomaly_feeder.h"
 #include "cgroup/cgroup_events.h"
 #include "cgroup/cgroup_namer.h"
@@ -28,6 +30,7 @@
 #include "exporters/process_collector.h"
 #include "exporters/memory_collector.h"
 #include "exporters/sched_collector.h"
+#include "exporters/web_config.h"
 #include "log.h"
 #include "oom/oom_tracker.h"
 #include "probes/cgroup_probe.h"
@@ -109,8 +112,9 @@ void LogProbe(const ProbeStatus& p) {
 absl::Status CheckCanLoadBpf(const KernelFeatures& f, const std::string& btf_path) {
   if (!f.privileged) {
     return absl::PermissionDeniedError(
-        "stagewatch needs root (CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN) to load its BPF "
-        "programs; run it as root, for example with sudo");
+        "stagewatch needs root, or CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN), to load its BPF "
+        "programs; run it as root, or as a service user with AmbientCapabilities=CAP_BPF "
+        "CAP_PERFMON (deploy/stagewatch.service)");
   }
   if (!f.btf) {
     if (!btf_path.empty()) {
@@ -126,12 +130,60 @@ absl::Status CheckCanLoadBpf(const KernelFeatures& f, const std::string& btf_pat
   return absl::OkStatus();
 }
 
+namespace {
+
+// Everything the agent needs from the user, checked before it binds or loads anything, so a
+// mistake is one clear message and exit 1, never a half-started agent.
+struct StartInputs {
+  exporters::WebServerConfig web;
+  exporters::AlertmanagerOptions alerting;
+};
+
+absl::StatusOr<StartInputs> CheckStartInputs(const AgentOptions& options) {
+  StartInputs in;
+  if (!options.web_config_file.empty()) {
+    absl::StatusOr<exporters::WebServerConfig> web =
+        exporters::LoadWebConfigFile(options.web_config_file);
+    if (!web.ok()) return web.status();
+    in.web = *std::move(web);
+  }
+  const AlertingConfig& a = options.config.alerting;
+  in.alerting = {.urls = a.alertmanagers,
+                 .basic_auth_user = a.basic_auth_username,
+                 .basic_auth_password = a.basic_auth_password,
+                 .bearer_token = a.bearer_token,
+                 .tls = {.ca_file = a.tls_ca_file, .cert_file = a.tls_cert_file,
+                         .key_file = a.tls_key_file,
+                         .insecure_skip_verify = a.tls_insecure_skip_verify,
+                         .min_version = a.tls_min_version},
+                 .timeout = a.timeout,
+                 .resend_interval = a.resend_interval};
+  if (!a.basic_auth_password_file.empty()) {
+    absl::StatusOr<std::string> password =
+        ReadBoundedFile(a.basic_auth_password_file, "alerting.basic_auth.password_file", 4096);
+    if (!password.ok()) return password.status();
+    std::string& p = in.alerting.basic_auth_password = *std::move(password);
+    while (!p.empty() && (p.back() == '\n' || p.back() == '\r')) p.pop_back();
+  }
+  if (auto valid = exporters::AlertmanagerClient::Validate(in.alerting); !valid.ok()) {
+    return valid.status();
+  }
+  return in;
+}
+
+}  // namespace
+
 int RunAgent(const AgentOptions& options) {
   const Config& config = options.config;
   const sigset_t shutdown_signals = BlockShutdownSignals();
   RouteLibbpfLogs();
   Log::Info("starting stagewatch", {{"version", kVersion}, {"revision", kRevision}});
 
+  absl::StatusOr<StartInputs> inputs = CheckStartInputs(options);
+  if (!inputs.ok()) {
+    Log::Error("cannot start", {{"err", inputs.status().message()}});
+    return 1;
+  }
   const KernelFeatures features =
       ApplyAttachPolicy(ProbeKernelFeatures(options.btf_path), options.attach);
   if (absl::Status s = CheckCanLoadBpf(features, options.btf_path); !s.ok()) {
@@ -165,11 +217,16 @@ int RunAgent(const AgentOptions& options) {
   if (cgroup_probe) paths.UseEvents([probe = cgroup_probe.get()] { probe->Drain(); });
   Log::Info("cgroup naming", {{"source", paths.uses_events() ? "lifecycle_events" : "walks"}});
 
+  // Served from here on (/-/healthy answers while probes attach); /-/ready waits for the
+  // probes and the first snapshot.
+  std::atomic<bool> ready = false;
   exporters::CollectorRegistry registry;
   exporters::HttpServerOptions http_options{
       .listen_address = config.web.listen_address,
       .telemetry_path = config.web.telemetry_path,
-      .render_metrics = [&registry] { return exporters::SerializeText(registry.CollectAll()); }};
+      .web = inputs->web,
+      .render_metrics = [&registry] { return exporters::SerializeText(registry.CollectAll()); },
+      .ready = [&ready] { return ready.load(); }};
   absl::StatusOr<std::unique_ptr<exporters::HttpServer>> http =
       exporters::HttpServer::Start(std::move(http_options));
   if (!http.ok()) {
@@ -177,18 +234,8 @@ int RunAgent(const AgentOptions& options) {
     return 1;
   }
 
-  exporters::AlertmanagerOptions alerting{
-      .urls = config.alerting.alertmanagers,
-      .basic_auth_user = config.alerting.basic_auth_username,
-      .basic_auth_password = config.alerting.basic_auth_password,
-      .bearer_token = config.alerting.bearer_token,
-      .timeout = config.alerting.timeout,
-      .resend_interval = config.alerting.resend_interval,
-      .instance = InstanceName((*http)->address())};
-  if (auto valid = exporters::AlertmanagerClient::Validate(alerting); !valid.ok()) {
-    Log::Error("cannot start", {{"err", valid.status().message()}});
-    return 1;
-  }
+  exporters::AlertmanagerOptions alerting = inputs->alerting;
+  alerting.instance = InstanceName((*http)->address());
   exporters::AlertmanagerClient alertmanager(alerting);
   exporters::AnomalyPager pager(&alertmanager);
   registry.Add(std::make_unique<exporters::AlertmanagerCollector>(&alertmanager));
@@ -206,6 +253,8 @@ int RunAgent(const AgentOptions& options) {
     (void)oom.RefreshKernelCounts();
     auto started = OomProbe::Start(
         {.key = layout->key, .userspace_killers = config.oom.userspace_killers,
+         .userspace_killer_paths = config.oom.userspace_killer_paths,
+         .userspace_killer_max_uid = config.oom.userspace_killer_max_uid,
          .features = features},
         [&oom, &anomalies](const oom_event& e) {
           auto [stage, summary] = oom.OnEvent(e);
@@ -240,9 +289,11 @@ int RunAgent(const AgentOptions& options) {
 
   // The sampler's clock drives near-limit time, peaks and the anomaly detectors.
   AnomalyFeeder feeder(&anomalies, &stages, memory.get(), sched.get());
-  sampler->Start([&feeder](absl::Time now, const std::map<std::string, StageMemory>& sampled) {
-    feeder.Feed(now, sampled);
-  });
+  sampler->Start(
+      [&feeder, &ready](absl::Time now, const std::map<std::string, StageMemory>& sampled) {
+        feeder.Feed(now, sampled);
+        ready = true;  // the probes attached before the sampler started
+      });
   registry.Add(std::make_unique<exporters::AnomalyCollector>(&anomalies, &stages));
 
   for (const ProbeReport& report : probe_reports) {
@@ -276,6 +327,14 @@ int RunAgent(const AgentOptions& options) {
   registry.SetErrorHandler([](std::string_view collector, const absl::Status& s) {
     Log::Warn("collector failed", {{"collector", collector}, {"err", s.message()}});
   });
+
+  // Every probe is attached: no capability is needed any more (maps and links are used
+  // through the descriptors held), so none is kept unless asked for.
+  if (absl::Status s = DropCapabilities(options.keep_capabilities); !s.ok()) {
+    Log::Error("cannot start", {{"err", s.message()}});
+    return 1;
+  }
+  Log::Info("capabilities dropped", {{"effective", EffectiveCapabilityNames()}});
 
   std::atomic<bool> stopping = false;
   auto poll_loop = [&stopping](auto* probe, const char* name) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "config.h"
@@ -15,6 +16,8 @@ struct AgentOptions {
   Config config;
   std::string btf_path;  // --bpf.btf-path; empty for /sys/kernel/btf/vmlinux
   AttachPolicy attach = AttachPolicy::kAuto;  // --bpf.attach
+  std::string web_config_file;   // --web.config.file: TLS and basic auth; empty: plain HTTP
+  std::vector<int> keep_capabilities;  // --capabilities.keep; all others dropped after attach
 };
 
 // What the agent cannot run without: privileges to load BPF, and BTF for CO-RE. The message

@@ -1,6 +1,10 @@
 #include "probes/oom_probe.h"
 
 #include <bpf/libbpf.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <algorithm>
 
 #include <cerrno>
 #include <cstddef>
@@ -18,6 +22,7 @@ static_assert(offsetof(oom_event, victim_pid) == 56);
 static_assert(offsetof(oom_event, kind) == 68);
 static_assert(offsetof(oom_event, victim_comm) == 72);
 static_assert(offsetof(oom_event, trigger_comm) == 88);
+static_assert(sizeof(oom_killer_exe) == 16);
 
 namespace {
 
@@ -51,6 +56,32 @@ ProbeStatus Choose(const KernelFeatures& f, TracepointForm form, const char* pro
         "mount it with: mount -t tracefs nodev /sys/kernel/tracing");
   }
   return status;
+}
+
+// Where the known killers install themselves (Debian's earlyoom, systemd-oomd, oomd).
+constexpr const char* kProgramDirs[] = {"/usr/bin", "/usr/sbin", "/usr/lib/systemd",
+                                        "/usr/local/bin", "/usr/local/sbin", "/bin", "/sbin",
+                                        "/lib/systemd"};
+
+// The executables a killer may run: its name in the program directories, and the paths given.
+std::vector<oom_killer_exe> KillerExecutables(const OomProbeOptions& options) {
+  std::vector<std::string> candidates = options.userspace_killer_paths;
+  for (const std::string& name : options.userspace_killers) {
+    for (const char* dir : kProgramDirs) candidates.push_back(absl::StrCat(dir, "/", name));
+  }
+  std::vector<oom_killer_exe> exes;
+  for (const std::string& path : candidates) {
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    // The kernel's dev_t packs major and minor as 12:20 bits (include/linux/kdev_t.h).
+    oom_killer_exe exe{.ino = st.st_ino,
+                       .dev = static_cast<__u32>((major(st.st_dev) << 20) | minor(st.st_dev))};
+    const bool seen = std::any_of(exes.begin(), exes.end(), [&](const oom_killer_exe& e) {
+      return e.ino == exe.ino && e.dev == exe.dev;
+    });
+    if (!seen && exes.size() < OOM_MAX_KILLER_EXES) exes.push_back(exe);
+  }
+  return exes;
 }
 
 // Stores the link in the skeleton's slot, so destroying the skeleton detaches it.
@@ -88,6 +119,7 @@ absl::StatusOr<std::unique_ptr<OomProbe>> OomProbe::Start(const OomProbeOptions&
   const Variant userspace_kill{skel->progs.oom_signal_generate_raw,
                                skel->progs.oom_signal_generate_tp};
   skel->rodata->cgroup_key = options.key;
+  skel->rodata->killer_max_uid = static_cast<__u32>(std::max(0, options.userspace_killer_max_uid));
 
   probe->statuses_ = {
       Choose(options.features, options.form, kKernelKillProbe, "mark_victim", 0, kernel_kill),
@@ -108,6 +140,11 @@ absl::StatusOr<std::unique_ptr<OomProbe>> OomProbe::Start(const OomProbeOptions&
     strncpy(key, comm.c_str(), OOM_COMM_LEN - 1);
     uint8_t one = 1;
     bpf_map__update_elem(skel->maps.oom_killer_comms, key, sizeof(key), &one, sizeof(one), BPF_ANY);
+  }
+  for (const oom_killer_exe& exe : KillerExecutables(options)) {
+    uint8_t one = 1;
+    bpf_map__update_elem(skel->maps.oom_killer_exes, &exe, sizeof(exe), &one, sizeof(one),
+                         BPF_ANY);
   }
 
   Attach(kernel_kill, &skel->links.oom_mark_victim_raw, &skel->links.oom_mark_victim_tp,

@@ -29,6 +29,11 @@ enum class TracepointForm { kAuto, kRaw, kClassic };
 struct OomProbeOptions {
   cgroup_key_hierarchy key = CGROUP_KEY_DEFAULT;
   std::vector<std::string> userspace_killers;  // comms, at most OOM_MAX_KILLER_COMMS
+  // A killer's SIGKILL counts only if its executable is one of these: each name looked up in
+  // the system's program directories, plus these paths. And only if it runs as a uid at most
+  // userspace_killer_max_uid.
+  std::vector<std::string> userspace_killer_paths;
+  int userspace_killer_max_uid = 999;
   KernelFeatures features;
   TracepointForm form = TracepointForm::kAuto;
 };

@@ -26,12 +26,20 @@ using testing::TestCgroup;
 
 constexpr const char* kKillerComm = "sw-test-killer";
 
+// The killer in these tests is a fork of the test binary, so that is its executable.
+std::string TestBinary() {
+  char path[4096] = {};
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  return n > 0 ? std::string(path, n) : "";
+}
+
 // Runs the probe with its own poll thread and keeps every event it delivers.
 class ProbeRun {
  public:
   explicit ProbeRun(cgroup_key_hierarchy key, TracepointForm form = TracepointForm::kAuto) {
     auto probe = OomProbe::Start(
-        {.key = key, .userspace_killers = {kKillerComm}, .features = ProbeKernelFeatures(),
+        {.key = key, .userspace_killers = {kKillerComm},
+         .userspace_killer_paths = {TestBinary()}, .features = ProbeKernelFeatures(),
          .form = form},
         [this](const oom_event& e) {
           absl::MutexLock lock(&mu_);
@@ -184,6 +192,51 @@ TEST(OomProbeTest, SigkillFromConfiguredKillerCountsAsUserspaceKill) {
   EXPECT_STREQ(events[0].victim_comm, "sw-victim");
   EXPECT_STREQ(events[0].trigger_comm, kKillerComm);
   EXPECT_EQ(cgroup.OomKillCount(), 0u);  // the kernel's OOM killer had no part in it
+}
+
+// Any process may call itself "sw-test-killer"; only the configured executable, run by a
+// system account, counts.
+TEST(OomProbeTest, KillerNameAloneDoesNotCount) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();
+  TestCgroup cgroup("stagewatch/impostor");
+  ProbeRun run(cgroup.layout().key);
+  ASSERT_NE(run.probe(), nullptr);
+  constexpr uid_t kUserUid = 4242;  // above userspace_killer_max_uid (999)
+  auto sleep_forever = [] { for (;;) pause(); };
+  auto sleep_as_user = [] {
+    if (setuid(kUserUid) != 0) _exit(1);
+    for (;;) pause();
+  };
+  pid_t by_other_exe = cgroup.Spawn("sw-victim-a", sleep_forever);
+  pid_t by_user = cgroup.Spawn("sw-victim-b", sleep_as_user);
+
+  // The right name from another executable (python3).
+  const std::string script = "import ctypes, os; ctypes.CDLL(None).prctl(15, b'" +
+                             std::string(kKillerComm) + "'); os.kill(" +
+                             std::to_string(by_other_exe) + ", 9)";
+  pid_t other = fork();
+  if (other == 0) {
+    execlp("python3", "python3", "-c", script.c_str(), nullptr);
+    _exit(127);
+  }
+  ASSERT_EQ(testing::WaitForChild(other), 0);
+  ASSERT_EQ(testing::WaitForChild(by_other_exe), SIGKILL);
+
+  // The right name and executable, run by an ordinary user.
+  testing::WaitUntil([&] {
+    return testing::ReadFile("/proc/" + std::to_string(by_user) + "/status").find(
+               "Uid:\t4242") != std::string::npos;
+  }, 2000);
+  pid_t user = fork();
+  if (user == 0) {
+    prctl(PR_SET_NAME, kKillerComm);
+    if (setuid(kUserUid) != 0) _exit(2);
+    _exit(kill(by_user, SIGKILL) == 0 ? 0 : 1);
+  }
+  ASSERT_EQ(testing::WaitForChild(user), 0);
+  ASSERT_EQ(testing::WaitForChild(by_user), SIGKILL);
+
+  EXPECT_TRUE(run.EventsFor(cgroup.id(), 1).empty());
 }
 
 }  // namespace

@@ -1,0 +1,95 @@
+// The web configuration file: the exporter-toolkit format, strict, with file:line:col errors.
+#include "exporters/web_config.h"
+
+#include <crypt.h>
+
+#include <memory>
+
+#include "absl/strings/escaping.h"
+#include "exporters/basic_auth.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace stagewatch::exporters {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr const char* kHash = "$2y$10$abcdefghijklmnopqrstuuJ7uw4i0w1E5ZbP7mTPHlR6o6tFOFLvy";
+
+std::string ErrorOf(const std::string& yaml) {
+  absl::StatusOr<WebServerConfig> c = ParseWebConfig(yaml, "web.yml");
+  return c.ok() ? "" : std::string(c.status().message());
+}
+
+TEST(WebConfigTest, EmptyFileIsPlainHttpWithoutAuth) {
+  absl::StatusOr<WebServerConfig> c = ParseWebConfig("", "web.yml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->tls.has_value());
+  EXPECT_TRUE(c->basic_auth_users.empty());
+}
+
+TEST(WebConfigTest, ReadsTlsAndUsers) {
+  absl::StatusOr<WebServerConfig> c = ParseWebConfig(
+      std::string("tls_server_config:\n  cert_file: /c.pem\n  key_file: /k.pem\n"
+                  "  client_ca_file: /ca.pem\n  client_auth_type: RequireAndVerifyClientCert\n"
+                  "  min_version: TLS13\nbasic_auth_users:\n  alice: ") + kHash + "\n",
+      "web.yml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE(c->tls.has_value());
+  EXPECT_EQ(c->tls->cert_file, "/c.pem");
+  EXPECT_EQ(c->tls->client_auth, ClientAuth::kRequireAndVerifyClientCert);
+  EXPECT_EQ(c->tls->min_version, "TLS13");
+  EXPECT_EQ(c->basic_auth_users.at("alice"), kHash);
+}
+
+TEST(WebConfigTest, MistakesAreReportedWithTheirPosition) {
+  EXPECT_THAT(ErrorOf("tls_server_config:\n  cert_file: /c.pem\n"),
+              HasSubstr("web.yml:1:1: tls_server_config needs both cert_file and key_file"));
+  EXPECT_THAT(ErrorOf("tls_server_config:\n  cert_fil: /c.pem\n"),
+              HasSubstr("web.yml:2:3: unknown key \"cert_fil\" in tls_server_config; did you "
+                        "mean \"cert_file\"?"));
+  EXPECT_THAT(ErrorOf("tls_server_config:\n  cert_file: a\n  key_file: b\n  min_version: TLS14\n"),
+              HasSubstr("web.yml:4:16: unknown TLS version \"TLS14\""));
+  EXPECT_THAT(ErrorOf("tls_server_config:\n  cert_file: a\n  key_file: b\n"
+                      "  client_auth_type: RequireAndVerifyClientCert\n"),
+              HasSubstr("needs client_ca_file"));
+  EXPECT_THAT(ErrorOf("tls_server_config:\n  cert_file: a\n  key_file: b\n"
+                      "  cipher_suites: [TLS_AES_128_GCM_SHA256]\n"),
+              HasSubstr("web.yml:4:3: cipher_suites in tls_server_config is not supported"));
+  EXPECT_THAT(ErrorOf("basic_auth_users:\n  bob: hunter2\n"),
+              HasSubstr("web.yml:2:8: the password of basic auth user \"bob\" must be a bcrypt "
+                        "hash"));
+  EXPECT_THAT(ErrorOf("basic_auth_users:\n  bob: hunter2\n"), Not(HasSubstr("hunter2")));
+  EXPECT_THAT(ErrorOf("basic_auth_users: [a]\n"),
+              HasSubstr("web.yml:1:19: basic_auth_users must be a map"));
+  EXPECT_THAT(ErrorOf("a: 1\n---\nb: 2\n"), HasSubstr("expected one YAML document"));
+  EXPECT_THAT(ErrorOf(","), HasSubstr("web.yml:1:1: unexpected character"));
+  // A key with an escaped line break is quoted back escaped: one problem per line.
+  EXPECT_THAT(ErrorOf("\"a\\nb\": 1\n"), HasSubstr("unknown key \"a\\x0ab\""));
+  EXPECT_THAT(ErrorOf("a: 1\n\x01\n"), HasSubstr("web.yml:2:1: control character 0x01"));
+}
+
+TEST(BasicAuthTest, AcceptsOnlyTheRightUserAndPassword) {
+  auto data = std::make_unique<crypt_data>();
+  const char* salt = crypt_gensalt_rn("$2y$", 4, nullptr, 0, data->setting, sizeof(data->setting));
+  ASSERT_NE(salt, nullptr);
+  const std::string hash = crypt_r("pw", salt, data.get());
+  BasicAuth auth({{"alice", hash}});
+  auto header = [](const std::string& credentials) {
+    return "Basic " + absl::Base64Escape(credentials);
+  };
+  EXPECT_TRUE(auth.Check(header("alice:pw")));
+  EXPECT_TRUE(auth.Check(header("alice:pw")));  // remembered
+  EXPECT_FALSE(auth.Check(header("alice:pW")));
+  EXPECT_FALSE(auth.Check(header("bob:pw")));
+  EXPECT_FALSE(auth.Check(header("alicepw")));
+  EXPECT_FALSE(auth.Check("Bearer x"));
+  EXPECT_FALSE(auth.Check(""));
+  EXPECT_FALSE(auth.Check("Basic !!!not-base64"));
+  EXPECT_TRUE(BasicAuth({}).Check(""));  // no users: no auth
+}
+
+}  // namespace
+}  // namespace stagewatch::exporters

@@ -44,12 +44,8 @@ static __always_inline __u64 current_cgroup_id(void)
 {
 	if (cgroup_key != CGROUP_KEY_V1_MEMORY)
 		return bpf_get_current_cgroup_id();
-	if (btf_current) {
-		struct task_struct *task = bpf_get_current_task_btf();
-		int memory_subsys = bpf_core_enum_value(enum cgroup_subsys_id, memory_cgrp_id);
-
-		return task->cgroups->subsys[memory_subsys]->cgroup->kn->id;
-	}
+	if (btf_current)
+		return btf_task_cgroup_id(bpf_get_current_task_btf());
 	return task_cgroup_id((struct task_struct *)bpf_get_current_task());
 }
 

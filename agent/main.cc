@@ -75,6 +75,10 @@ int main(int argc, char** argv) {
   app.add_option("--log.format", overrides.log_format, "logfmt or json");
   app.add_option("--bpf.btf-path", btf_path,
                  "BTF of the running kernel, when it has none at /sys/kernel/btf/vmlinux");
+  bool bpf_stats = false;
+  app.add_flag("--bpf.stats", bpf_stats,
+               "Count the run time of BPF programs while the agent runs (BPF_ENABLE_STATS; "
+               "needs CAP_SYS_ADMIN), without setting kernel.bpf_stats_enabled");
   for (const std::string& name : stagewatch::KnownCollectors()) {
     overrides.collector_values[name] = true;
     overrides.collector_flags[name] = app.add_flag(
@@ -108,5 +112,6 @@ int main(int argc, char** argv) {
   }
   if (*features) return stagewatch::RunFeaturesReport(json, btf_path, std::cout);
   (void)agent;  // no subcommand and `agent` both run the exporter
-  return stagewatch::RunAgent({.config = *std::move(config), .btf_path = btf_path});
+  return stagewatch::RunAgent(
+      {.config = *std::move(config), .btf_path = btf_path, .bpf_stats = bpf_stats});
 }

@@ -13,6 +13,7 @@ namespace stagewatch {
 struct AgentOptions {
   Config config;
   std::string btf_path;  // --bpf.btf-path; empty for /sys/kernel/btf/vmlinux
+  bool bpf_stats = false;  // --bpf.stats: hold BPF run-time counting on while running
 };
 
 // What the agent cannot run without: privileges to load BPF, and BTF for CO-RE. The message

@@ -170,7 +170,8 @@ std::map<uint64_t, int> SchedProbe::ReadRunning() const {
   if (bpf_map_update_elem(map_fd, &zero, per_cpu.data(), BPF_ANY) != 0) return out;
   const int prog_fd = bpf_program__fd(skel_->progs.sched_running_now);
   for (int cpu = 0; cpu < cpus; cpu++) {
-    LIBBPF_OPTS(bpf_test_run_opts, run, .flags = BPF_F_TEST_RUN_ON_CPU, .cpu = static_cast<__u32>(cpu));
+    LIBBPF_OPTS(bpf_test_run_opts, run, .flags = BPF_F_TEST_RUN_ON_CPU,
+                .cpu = static_cast<__u32>(cpu));
     (void)bpf_prog_test_run_opts(prog_fd, &run);
   }
   if (bpf_map_lookup_elem(map_fd, &zero, per_cpu.data()) != 0) return out;

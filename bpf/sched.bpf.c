@@ -63,6 +63,8 @@ struct task_seen {
 	__u64 run_delay; /* sched_info.run_delay */
 	__u64 exec_ns;   /* se.sum_exec_runtime */
 	__u64 seen;
+	__u64 css_set;   /* task->cgroups when `cgroup` was read through it */
+	__u64 cgroup;
 };
 
 struct {
@@ -141,12 +143,28 @@ static __always_inline __u64 hooked_wait_ns(struct task_struct *next)
 	return now > queued ? now - queued : 0;
 }
 
+/* prev's cgroup id, kept in its storage while its css_set is the one the id was read through
+ * (four dependent loads, often cache misses): a task holds a reference on its css_set, and
+ * moving it to another cgroup gives it another one. */
+static __always_inline __u64 cgroup_of(struct task_struct *prev, struct task_seen *seen)
+{
+	__u64 css_set = (__u64)prev->cgroups;
+	__u64 cgroup;
+
+	if (seen && seen->css_set == css_set)
+		return seen->cgroup;
+	cgroup = btf_task_cgroup_id(prev);
+	if (seen) {
+		seen->css_set = css_set;
+		seen->cgroup = cgroup;
+	}
+	return cgroup;
+}
+
 /* The slice that just ended and the run-queue wait before it, for `prev` (= current). */
 static __always_inline void count_slice(struct sched_cgroup_stats *s, struct task_struct *prev,
-					struct cpu_carry *carry)
+					struct task_seen *seen, struct cpu_carry *carry)
 {
-	struct task_seen *seen =
-		bpf_task_storage_get(&sched_task_seen, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	__u64 exec = prev->se.sum_exec_runtime;
 	int policy = prev->policy;
 	bool known = seen && seen->seen;
@@ -189,6 +207,7 @@ static __always_inline void on_switch(bool preempt, struct task_struct *next,
 	bool runnable = preempt || prev_state == TASK_RUNNING;
 	struct sched_cgroup_stats *s;
 	struct cpu_carry *carry;
+	struct task_seen *seen;
 	__u32 zero = 0;
 	__u64 cgroup;
 
@@ -201,7 +220,8 @@ static __always_inline void on_switch(bool preempt, struct task_struct *next,
 			carry->wait_ns = hooked_wait_ns(next);
 		return;
 	}
-	cgroup = btf_task_cgroup_id(prev);
+	seen = bpf_task_storage_get(&sched_task_seen, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	cgroup = cgroup_of(prev, seen);
 	/* The task switched in at this CPU's previous switch is prev: it took the CPU from
 	 * carry->preempted. */
 	if (carry->preempted && carry->preempted != cgroup)
@@ -214,7 +234,7 @@ static __always_inline void on_switch(bool preempt, struct task_struct *next,
 			s->nonvoluntary_switches++;
 		else
 			s->voluntary_switches++;
-		count_slice(s, prev, carry);
+		count_slice(s, prev, seen, carry);
 	}
 	if (runq_source == SCHED_RUNQ_WAKEUP_HOOK) {
 		if (runnable) {

@@ -3,9 +3,13 @@
 # run_time_ns and run_cnt in /proc/<pid>/fdinfo of each program fd), in one run:
 #
 #   context switches: a pinned `perf bench sched pipe` storm; ns per switch = BPF run time of
-#     every program the tool loaded / the context switches /proc/stat counted meanwhile;
-#   page faults: a pinned bench/fault_storm; ns per fault = BPF run time / the faults
-#     /proc/vmstat counted meanwhile (pgfault).
+#     the tool's programs on the scheduler path / the context switches /proc/stat counted
+#     meanwhile;
+#   page faults: a pinned bench/fault_storm; ns per fault = BPF run time of its programs on
+#     the fault path / the faults /proc/vmstat counted meanwhile (pgfault).
+# Only the agent has programs on both paths: its sched_* programs are counted for switches and
+# its memory_* ones for faults (the other work on the machine faults during a switch storm
+# too). The references and runqlat are counted whole.
 #
 # Against, in the same rounds: an empty raw_tp program (the floor), a per-CPU hash increment
 # keyed by the current cgroup id, libbpf-tools runqlat, and the agent (all probes, default
@@ -37,10 +41,24 @@ restore_stats() { echo "$stats_before" >/proc/sys/kernel/bpf_stats_enabled; clea
 trap restore_stats EXIT
 echo 1 >/proc/sys/kernel/bpf_stats_enabled
 
-# Sum of run_time_ns and of run_cnt over the BPF programs the process holds open.
+# prog_totals PID NAME_REGEX: sum of run_time_ns and of run_cnt over the BPF programs the
+# process holds open whose names match.
+declare -A prog_names
 prog_totals() {
-  cat /proc/"$1"/fdinfo/* 2>/dev/null |
-    awk '/^run_time_ns:/ {t += $2} /^run_cnt:/ {n += $2} END {printf "%d %d\n", t, n}'
+  local fd id name t=0 n=0 info
+  for fd in /proc/"$1"/fdinfo/*; do
+    info=$(cat "$fd" 2>/dev/null) || continue
+    [[ $info == *run_time_ns:* ]] || continue  # a program, not a link to one
+    id=$(awk '/^prog_id:/ {print $2}' <<<"$info")
+    if [[ -z ${prog_names[$id]:-} ]]; then
+      prog_names[$id]=$(bpftool prog show id "$id" 2>/dev/null | awk 'NR == 1 {for (i = 1; i < NF; i++) if ($i == "name") print $(i + 1)}')
+    fi
+    name=${prog_names[$id]}
+    [[ $name =~ $2 ]] || continue
+    t=$((t + $(awk '/^run_time_ns:/ {print $2}' <<<"$info")))
+    n=$((n + $(awk '/^run_cnt:/ {print $2}' <<<"$info")))
+  done
+  echo "$t $n"
 }
 switches() { awk '/^ctxt/ {print $2}' /proc/stat; }
 faults() { awk '/^pgfault / {print $2}' /proc/vmstat; }
@@ -48,38 +66,40 @@ faults() { awk '/^pgfault / {print $2}' /proc/vmstat; }
 pipe_storm() { taskset -c 0 perf bench sched pipe -l "$LOOPS" >/dev/null 2>&1; }
 fault_storm() { taskset -c 0 "$STORM" 4 64 >/dev/null; }
 
-# measure EVENTS STORM: ns of BPF per event for the running tool ($AGENT_PID) over one storm.
+# measure EVENTS STORM NAMES: ns of BPF per event for the running tool ($AGENT_PID) over one
+# storm, of its programs whose names match NAMES.
 measure() {
-  local events=$1 storm=$2 t0 n0 e0 t1 n1 e1
-  read -r t0 n0 < <(prog_totals "$AGENT_PID")
+  local events=$1 storm=$2 names=$3 t0 n0 e0 t1 n1 e1
+  read -r t0 n0 < <(prog_totals "$AGENT_PID" "$names")
   e0=$($events)
   $storm
-  read -r t1 n1 < <(prog_totals "$AGENT_PID")
+  read -r t1 n1 < <(prog_totals "$AGENT_PID" "$names")
   e1=$($events)
   awk -v t=$((t1 - t0)) -v e=$((e1 - e0)) 'BEGIN {printf "%.1f\n", t / e}'
 }
 
 declare -A results
-# run LABEL EVENTS STORM READY CMD...: one round of one tool.
+# run LABEL EVENTS STORM NAMES READY CMD...: one round of one tool.
 run() {
-  local label=$1 events=$2 storm=$3 ready=$4
-  shift 4
+  local label=$1 events=$2 storm=$3 names=$4 ready=$5
+  shift 5
   start_command "$ready" "$@" || exit 1
+  prog_names=()  # ids are reused once a tool exits
   sleep 1  # let the agent's start-up walk and first sample pass
-  results[$label]+="$(measure "$events" "$storm") "
+  results[$label]+="$(measure "$events" "$storm" "$names") "
   stop_agent
 }
 
 switch_tools=(floor hash runqlat agent)
 fault_tools=(fault_floor memory_probe agent_faults)
 for r in $(seq "$rounds"); do
-  run floor switches pipe_storm '^ready' "$REF" empty_switch
-  run hash switches pipe_storm '^ready' "$REF" hash_switch
-  run runqlat switches pipe_storm 'Tracing' stdbuf -oL "$RUNQLAT"
-  run agent switches pipe_storm 'msg="listening"' "$AGENT_BIN" --web.listen-address=127.0.0.1:0
-  run fault_floor faults fault_storm '^ready' "$REF" empty_fault
-  run memory_probe faults fault_storm '^ready' "$MEMPROBE"
-  run agent_faults faults fault_storm 'msg="listening"' "$AGENT_BIN" --web.listen-address=127.0.0.1:0
+  run floor switches pipe_storm . '^ready' "$REF" empty_switch
+  run hash switches pipe_storm . '^ready' "$REF" hash_switch
+  run runqlat switches pipe_storm . 'Tracing' stdbuf -oL "$RUNQLAT"
+  run agent switches pipe_storm '^sched_' 'msg="listening"' "$AGENT_BIN" --web.listen-address=127.0.0.1:0
+  run fault_floor faults fault_storm . '^ready' "$REF" empty_fault
+  run memory_probe faults fault_storm . '^ready' "$MEMPROBE"
+  run agent_faults faults fault_storm '^memory_' 'msg="listening"' "$AGENT_BIN" --web.listen-address=127.0.0.1:0
   line="round $r:"
   for t in "${switch_tools[@]}" "${fault_tools[@]}"; do line+=" $t $(echo ${results[$t]} | awk '{print $NF}')"; done
   echo "$line" >&2
@@ -105,11 +125,11 @@ echo "|---|---|---|---|---|"
 row "empty raw_tp on sched_switch (the floor)" floor "$floor" "$runq"
 row "per-CPU hash increment keyed by cgroup id" hash "$floor" "$runq"
 row "libbpf-tools runqlat (switch + wakeup)" runqlat "$floor" "$runq"
-row "stagewatch, all probes" agent "$floor" "$runq"
+row "stagewatch (all probes on; its sched_* programs)" agent "$floor" "$runq"
 echo
 echo "Page faults: taskset -c 0 fault_storm 4 64 (65,536 faults); median of $rounds rounds"
 echo "| what runs | ns of BPF per fault | range | × floor |"
 echo "|---|---|---|---|"
 row "empty raw_tp on page_fault_user (the floor)" fault_floor "$fault_floor"
 row "stagewatch memory probe alone" memory_probe "$fault_floor"
-row "stagewatch, all probes" agent_faults "$fault_floor"
+row "stagewatch (all probes on; its memory_* programs)" agent_faults "$fault_floor"

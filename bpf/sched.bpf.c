@@ -11,7 +11,9 @@
  *   - "who preempted whom" is carried in a per-CPU slot from the switch where a task was
  *     switched out while runnable to the next switch on that CPU, whose current is the task
  *     that took the CPU;
- *   - which cgroup runs on each CPU right now is read on demand (sched_running_now). */
+ *   - which cgroup runs on each CPU right now is read on demand (sched_running_now).
+ * So a slice, its wait and a preemption by it are charged to the cgroup the task is in when the
+ * slice ends; that differs from where it began only for a task moved during the slice. */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>

@@ -97,6 +97,10 @@ int main(int argc, char** argv) {
                  "auto: the fastest attach type this kernel offers (tp_btf where it can); "
                  "raw_tp: raw tracepoints even there")
       ->envname("STAGEWATCH_BPF_ATTACH");
+  bool bpf_stats = false;
+  app.add_flag("--bpf.stats", bpf_stats,
+               "Count the run time of BPF programs while the agent runs (BPF_ENABLE_STATS; "
+               "needs CAP_SYS_ADMIN), without setting kernel.bpf_stats_enabled");
   for (const std::string& name : stagewatch::KnownCollectors()) {
     overrides.collector_values[name] = true;
     overrides.collector_flags[name] = app.add_flag(
@@ -150,5 +154,6 @@ int main(int argc, char** argv) {
                                .btf_path = btf_path,
                                .attach = *policy,
                                .web_config_file = web_config_file,
-                               .keep_capabilities = *std::move(keep)});
+                               .keep_capabilities = *std::move(keep),
+                               .bpf_stats = bpf_stats});
 }

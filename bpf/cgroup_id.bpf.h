@@ -24,4 +24,17 @@ static __always_inline __u64 task_cgroup_id(struct task_struct *task)
 	return BPF_CORE_READ(task, cgroups, dfl_cgrp, kn, id);
 }
 
+/* task_cgroup_id() for a BTF-typed task the verifier trusts (bpf_get_current_task_btf(),
+ * tp_btf arguments): plain loads, where task_cgroup_id() makes one bpf_probe_read_kernel()
+ * call per pointer. */
+static __always_inline __u64 btf_task_cgroup_id(struct task_struct *task)
+{
+	if (cgroup_key == CGROUP_KEY_V1_MEMORY) {
+		int memory_subsys = bpf_core_enum_value(enum cgroup_subsys_id, memory_cgrp_id);
+
+		return task->cgroups->subsys[memory_subsys]->cgroup->kn->id;
+	}
+	return task->cgroups->dfl_cgrp->kn->id;
+}
+
 #endif

@@ -44,12 +44,8 @@ static __always_inline __u64 current_cgroup_id(void)
 {
 	if (cgroup_key != CGROUP_KEY_V1_MEMORY)
 		return bpf_get_current_cgroup_id();
-	if (btf_current) {
-		struct task_struct *task = bpf_get_current_task_btf();
-		int memory_subsys = bpf_core_enum_value(enum cgroup_subsys_id, memory_cgrp_id);
-
-		return task->cgroups->subsys[memory_subsys]->cgroup->kn->id;
-	}
+	if (btf_current)
+		return btf_task_cgroup_id(bpf_get_current_task_btf());
 	return task_cgroup_id((struct task_struct *)bpf_get_current_task());
 }
 
@@ -82,10 +78,13 @@ static __always_inline struct memory_cgroup_stats *current_stats(void)
  *   exceptions:page_fault_* + perf MAJ    1.011 to 1.021    +170 to 260 ns a fault
  * Most of it is the program (bpf_stats): the per-CPU hash lookup, then the cgroup id, which
  * plain BTF loads make half as costly as bpf_probe_read_kernel() calls. Both sources counted
- * exactly memory.stat's pgfault for 16384 touched pages. The perf events are the default
- * (agent/probes/memory_probe.cc) for 50-100 ns more a fault: they count accounted faults, not
- * exceptions (a fault on a bad address or a kernel address is none in getrusage), and exist on
- * every architecture, where the exception tracepoints are x86 only. */
+ * exactly memory.stat's pgfault for 16384 touched pages. The exception tracepoints are the
+ * default where they exist (agent/probes/memory_probe.cc): a perf software event that
+ * overflows into a program on every fault costs 40-70 ns more than a raw tracepoint, outside
+ * the program where bpf_stats cannot see it, and faults now cost 1-2 us here, so that is
+ * 2-5% of a fault. What they count differently is rare: a fault on a bad address (SIGSEGV)
+ * or a kernel address is an exception but no fault in getrusage. The perf events remain
+ * where the exception tracepoints are missing (they are x86 only). */
 
 SEC("perf_event")
 int memory_minor_fault(struct bpf_perf_event_data *ctx)

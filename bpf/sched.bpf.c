@@ -1,5 +1,19 @@
 /* CPU contention per cgroup, aggregated in the kernel: context switches, run-queue latency,
- * on-CPU time and who preempts whom. Nothing crosses to user space per event. */
+ * on-CPU time and who preempts whom. Nothing crosses to user space per event.
+ *
+ * Cheap by construction (DESIGN.md §9): at sched_switch the task switching out is current, so
+ * everything is read from bpf_get_current_task_btf() with plain loads, and everything is
+ * charged to current's cgroup with one hash lookup. What belongs to the task switching in is
+ * counted when it switches out in turn:
+ *   - its run-queue wait is the growth of task->sched_info.run_delay (the scheduler's own
+ *     sum of waits, as /proc/<pid>/schedstat shows it) since its last switch-out, kept in
+ *     task-local storage;
+ *   - "who preempted whom" is carried in a per-CPU slot from the switch where a task was
+ *     switched out while runnable to the next switch on that CPU, whose current is the task
+ *     that took the CPU;
+ *   - which cgroup runs on each CPU right now is read on demand (sched_running_now).
+ * So a slice, its wait and a preemption by it are charged to the cgroup the task is in when the
+ * slice ends; that differs from where it began only for a task moved during the slice. */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
@@ -18,6 +32,10 @@
 char LICENSE[] SEC("license") = "GPL";
 
 const volatile __u32 runq_source = SCHED_RUNQ_SCHED_INFO;
+/* CLOCK_MONOTONIC when user space loaded the probe. A task started later (task->start_time,
+ * same clock) has had all of its run_delay and CPU time in view; for an older one, the
+ * first switch-out seen only records where its counters stand. */
+const volatile __u64 loaded_at_ns = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
@@ -33,7 +51,8 @@ struct {
 	__type(value, __u64);
 } sched_preemptions SEC(".maps");
 
-/* The cgroup of the task on each CPU right now (0 when idle): tasks running per stage. */
+/* The cgroup of the task on each CPU (0 when idle), written by sched_running_now when user
+ * space runs it on that CPU: tasks running per stage. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
@@ -41,7 +60,36 @@ struct {
 	__type(value, __u64);
 } sched_cpu_cgroup SEC(".maps");
 
-/* Fallback only: when each pid became runnable (see runq_source). */
+/* Per task: where its counters stood when it last switched out. */
+struct task_seen {
+	__u64 run_delay; /* sched_info.run_delay */
+	__u64 exec_ns;   /* se.sum_exec_runtime */
+	__u64 seen;
+	__u64 css_set;   /* task->cgroups when `cgroup` was read through it */
+	__u64 cgroup;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_seen);
+} sched_task_seen SEC(".maps");
+
+/* Per CPU, from one switch to the next on the same CPU (whose current is this one's next). */
+struct cpu_carry {
+	__u64 preempted; /* cgroup of a task switched out while runnable; 0 if none or idle */
+	__u64 wait_ns;   /* wakeup-hook source only: the wait of the task switched in */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cpu_carry);
+} sched_cpu_carry SEC(".maps");
+
+/* Wakeup-hook source only: when each pid became runnable (see runq_source). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
@@ -68,46 +116,27 @@ static __always_inline struct sched_cgroup_stats *stats_of(__u64 cgroup)
 	return bpf_map_lookup_elem(&sched_stats, &cgroup);
 }
 
-/* The run-queue clock of the CPU the task is on: the clock sched_info stamps with. Reached
- * through the task, since the per-CPU `runqueues` symbol is not always in kallsyms. */
-static __always_inline __u64 task_rq_clock(struct task_struct *t)
+static __always_inline void count_pair(__u64 preempted, __u64 preempting)
 {
-	/* cfs_rq->rq exists only with CONFIG_FAIR_GROUP_SCHED; user space then picks the
-	 * wakeup-hook source, which does not need this clock to match sched_info's. */
-	if (!bpf_core_field_exists(((struct cfs_rq *)0)->rq))
-		return bpf_ktime_get_ns();
-	return BPF_CORE_READ(t, se.cfs_rq, rq, clock);
-}
+	struct sched_pair pair = {.preempted = preempted, .preempting = preempting};
+	__u64 *n = bpf_map_lookup_elem(&sched_preemptions, &pair);
 
-/* Time prev just spent on the CPU. Fair-class tasks: the slice's exec runtime, the clock
- * cpuacct charges (set_next_entity() saves prev_sum_exec_runtime when the task is picked).
- * Others: run-queue clock since sched_info stamped its arrival. */
-static __always_inline __u64 oncpu_ns(struct task_struct *prev, __u64 now)
-{
-	int policy = BPF_CORE_READ(prev, policy);
-
-	if (policy == SCHED_NORMAL || policy == SCHED_BATCH || policy == SCHED_IDLE)
-		return BPF_CORE_READ(prev, se.sum_exec_runtime) -
-		       BPF_CORE_READ(prev, se.prev_sum_exec_runtime);
-	if (!bpf_core_field_exists(prev->sched_info))
-		return 0;
-	__u64 arrived = BPF_CORE_READ(prev, sched_info.last_arrival);
-	return arrived && now > arrived ? now - arrived : 0;
-}
-
-/* How long next waited on the run queue. */
-static __always_inline __u64 runq_wait_ns(struct task_struct *next, __u64 now)
-{
-	__u64 queued;
-
-	if (runq_source == SCHED_RUNQ_SCHED_INFO && bpf_core_field_exists(next->sched_info)) {
-		/* Still set here: sched_info_arrive() clears it after this tracepoint
-		 * (kernel/sched/core.c: __schedule() → context_switch() → prepare_task_switch()). */
-		queued = BPF_CORE_READ(next, sched_info.last_queued);
-		return queued && now > queued ? now - queued : 0;
+	if (n) {
+		(*n)++;
+		return;
 	}
+	__u64 one = 1;
+	if (bpf_map_update_elem(&sched_preemptions, &pair, &one, BPF_NOEXIST) == -E2BIG)
+		__sync_fetch_and_add(&sched_pairs_overflows, 1);
+}
+
+/* Wakeup-hook source: how long `next` waited since its wakeup or preemption. */
+static __always_inline __u64 hooked_wait_ns(struct task_struct *next)
+{
 	__u32 pid = BPF_CORE_READ(next, pid);
 	__u64 *at = bpf_map_lookup_elem(&sched_enqueued_at, &pid);
+	__u64 queued, now;
+
 	if (!at)
 		return 0;
 	queued = *at;
@@ -116,52 +145,107 @@ static __always_inline __u64 runq_wait_ns(struct task_struct *next, __u64 now)
 	return now > queued ? now - queued : 0;
 }
 
-static __always_inline void on_switch(bool preempt, struct task_struct *prev,
-				      struct task_struct *next, unsigned int prev_state)
+/* prev's cgroup id, kept in its storage while its css_set is the one the id was read through
+ * (four dependent loads, often cache misses): a task holds a reference on its css_set, and
+ * moving it to another cgroup gives it another one. */
+static __always_inline __u64 cgroup_of(struct task_struct *prev, struct task_seen *seen)
 {
-	__u32 prev_pid = BPF_CORE_READ(prev, pid);
-	__u32 next_pid = BPF_CORE_READ(next, pid);
-	__u64 now = task_rq_clock(prev);
-	__u64 prev_cg = task_cgroup_id(prev);
-	__u64 next_cg = task_cgroup_id(next);
+	__u64 css_set = (__u64)prev->cgroups;
+	__u64 cgroup;
+
+	if (seen && seen->css_set == css_set)
+		return seen->cgroup;
+	cgroup = btf_task_cgroup_id(prev);
+	if (seen) {
+		seen->css_set = css_set;
+		seen->cgroup = cgroup;
+	}
+	return cgroup;
+}
+
+/* The slice that just ended and the run-queue wait before it, for `prev` (= current). */
+static __always_inline void count_slice(struct sched_cgroup_stats *s, struct task_struct *prev,
+					struct task_seen *seen, struct cpu_carry *carry)
+{
+	__u64 exec = prev->se.sum_exec_runtime;
+	int policy = prev->policy;
+	bool known = seen && seen->seen;
+	bool born_in_view = prev->start_time >= loaded_at_ns;
+
+	/* Growth of the runtime cpuacct charges since the task last switched out. Not
+	 * sum_exec_runtime - prev_sum_exec_runtime: set_next_entity() resets that when a task
+	 * that had the CPU alone is picked again, with no switch to see. That difference is
+	 * only the fallback for the first slice of a fair task seen late. */
+	if (known)
+		s->oncpu_ns += exec - seen->exec_ns;
+	else if (born_in_view)
+		s->oncpu_ns += exec;
+	else if (policy == SCHED_NORMAL || policy == SCHED_BATCH || policy == SCHED_IDLE)
+		s->oncpu_ns += exec - prev->se.prev_sum_exec_runtime;
+
+	if (runq_source == SCHED_RUNQ_SCHED_INFO && bpf_core_field_exists(prev->sched_info)) {
+		__u64 delay = prev->sched_info.run_delay;
+
+		if (known)
+			hist_add(&s->runq_latency, delay - seen->run_delay);
+		else if (born_in_view)
+			hist_add(&s->runq_latency, delay);
+		if (seen)
+			seen->run_delay = delay;
+	} else {
+		hist_add(&s->runq_latency, carry->wait_ns);
+	}
+	if (seen) {
+		seen->exec_ns = exec;
+		seen->seen = 1;
+	}
+}
+
+static __always_inline void on_switch(bool preempt, struct task_struct *next,
+				      unsigned int prev_state)
+{
+	struct task_struct *prev = bpf_get_current_task_btf();
 	/* nivcsw when preempted, or switched out while still TASK_RUNNING (yield). */
 	bool runnable = preempt || prev_state == TASK_RUNNING;
 	struct sched_cgroup_stats *s;
+	struct cpu_carry *carry;
+	struct task_seen *seen;
 	__u32 zero = 0;
-	__u64 *on_cpu = bpf_map_lookup_elem(&sched_cpu_cgroup, &zero);
+	__u64 cgroup;
 
-	if (on_cpu)
-		*on_cpu = next_pid ? next_cg : 0;
-	if (prev_pid) {
-		s = stats_of(prev_cg);
-		if (s) {
-			if (runnable)
-				s->nonvoluntary_switches++;
-			else
-				s->voluntary_switches++;
-			s->oncpu_ns += oncpu_ns(prev, now);
-		}
-		if (runnable && runq_source == SCHED_RUNQ_WAKEUP_HOOK) {
-			__u64 ts = bpf_ktime_get_ns();
-			bpf_map_update_elem(&sched_enqueued_at, &prev_pid, &ts, BPF_ANY);
-		}
-	}
-	if (!next_pid)
+	carry = bpf_map_lookup_elem(&sched_cpu_carry, &zero);
+	if (!carry)
 		return;
-	s = stats_of(next_cg);
-	if (s)
-		hist_add(&s->runq_latency, runq_wait_ns(next, now));
-	if (prev_pid && runnable && prev_cg != next_cg) {
-		struct sched_pair pair = {.preempted = prev_cg, .preempting = next_cg};
-		__u64 *n = bpf_map_lookup_elem(&sched_preemptions, &pair);
+	if (!prev->pid) { /* the idle task: nothing of its own to count, and preempts no one */
+		carry->preempted = 0;
+		if (runq_source == SCHED_RUNQ_WAKEUP_HOOK)
+			carry->wait_ns = hooked_wait_ns(next);
+		return;
+	}
+	seen = bpf_task_storage_get(&sched_task_seen, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	cgroup = cgroup_of(prev, seen);
+	/* The task switched in at this CPU's previous switch is prev: it took the CPU from
+	 * carry->preempted. */
+	if (carry->preempted && carry->preempted != cgroup)
+		count_pair(carry->preempted, cgroup);
+	carry->preempted = runnable ? cgroup : 0;
 
-		if (n) {
-			(*n)++;
-		} else {
-			__u64 one = 1;
-			if (bpf_map_update_elem(&sched_preemptions, &pair, &one, BPF_NOEXIST) == -E2BIG)
-				__sync_fetch_and_add(&sched_pairs_overflows, 1);
+	s = stats_of(cgroup);
+	if (s) {
+		if (runnable)
+			s->nonvoluntary_switches++;
+		else
+			s->voluntary_switches++;
+		count_slice(s, prev, seen, carry);
+	}
+	if (runq_source == SCHED_RUNQ_WAKEUP_HOOK) {
+		if (runnable) {
+			__u32 pid = prev->pid;
+			__u64 ts = bpf_ktime_get_ns();
+
+			bpf_map_update_elem(&sched_enqueued_at, &pid, &ts, BPF_ANY);
 		}
+		carry->wait_ns = hooked_wait_ns(next);
 	}
 }
 
@@ -169,7 +253,7 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(sched_switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	on_switch(preempt, prev, next, prev_state);
+	on_switch(preempt, next, prev_state);
 	return 0;
 }
 
@@ -177,24 +261,40 @@ SEC("raw_tp/sched_switch")
 int BPF_PROG(sched_switch_raw, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	on_switch(preempt, prev, next, prev_state);
+	on_switch(preempt, next, prev_state);
+	return 0;
+}
+
+/* Not attached: user space runs it on each CPU (BPF_PROG_TEST_RUN with
+ * BPF_F_TEST_RUN_ON_CPU, an IPI there), where current is whatever that CPU is running. */
+SEC("raw_tp")
+int BPF_PROG(sched_running_now)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 zero = 0;
+	__u64 *cgroup = bpf_map_lookup_elem(&sched_cpu_cgroup, &zero);
+
+	if (cgroup)
+		*cgroup = task->pid ? btf_task_cgroup_id(task) : 0;
 	return 0;
 }
 
 SEC("raw_tp/sched_process_exit")
-int BPF_PROG(sched_process_exit_raw, struct task_struct *p)
+int BPF_PROG(sched_process_exit_raw)
 {
+	/* do_exit() raises it for current. */
+	struct task_struct *task = bpf_get_current_task_btf();
 	struct sched_cgroup_stats *s;
 
-	if (BPF_CORE_READ(p, pid) != BPF_CORE_READ(p, tgid))
+	if (task->pid != task->tgid)
 		return 0;
-	s = stats_of(task_cgroup_id(p));
+	s = stats_of(btf_task_cgroup_id(task));
 	if (s)
 		s->exited_processes++;
 	return 0;
 }
 
-/* Fallback run-queue timestamps (runq_source == SCHED_RUNQ_WAKEUP_HOOK). */
+/* Wakeup-hook source timestamps (runq_source == SCHED_RUNQ_WAKEUP_HOOK). */
 static __always_inline void on_wakeup(struct task_struct *p)
 {
 	__u32 pid = BPF_CORE_READ(p, pid);

@@ -31,7 +31,8 @@ absl::Status AgentCollector::Collect(std::vector<prometheus::MetricFamily>* out)
 
   auto stats_on = GaugeFamily(
       "stagewatch_bpf_stats_enabled",
-      "Whether the kernel counts BPF program run time (sysctl kernel.bpf_stats_enabled=1).");
+      "Whether the kernel counts BPF program run time (sysctl kernel.bpf_stats_enabled=1, "
+      "or the agent's --bpf.stats).");
   AddGauge(&stats_on, {}, BpfStatsEnabled() ? 1 : 0);
   auto run_time = CounterFamily(
       "stagewatch_bpf_program_run_seconds_total",

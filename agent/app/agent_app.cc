@@ -38,6 +38,7 @@
 #include "memory/memory_sampler.h"
 #include "memory/memory_tracker.h"
 #include "probes/memory_probe.h"
+#include "probes/program_stats.h"
 #include "probes/oom_probe.h"
 #include "probes/sched_probe.h"
 #include "sched/sched_tracker.h"
@@ -196,6 +197,16 @@ int RunAgent(const AgentOptions& options) {
     return 1;
   }
   Log::Info("cgroups", {{"mode", CgroupModeName(layout->mode)}, {"keyed_on", layout->key_root}});
+  std::unique_ptr<BpfStatsHold> bpf_stats;  // counts BPF run time until the agent returns
+  if (options.bpf_stats) {
+    absl::StatusOr<std::unique_ptr<BpfStatsHold>> held = BpfStatsHold::Acquire();
+    if (held.ok()) {
+      bpf_stats = *std::move(held);
+      Log::Info("counting BPF program run time while running (--bpf.stats)");
+    } else {
+      Log::Warn("--bpf.stats: not counting BPF program run time", {{"err", held.status().message()}});
+    }
+  }
 
   CgroupPathCache paths(layout->key_root,
                         {.min_rescan_interval = config.cgroup.rescan_min_interval,

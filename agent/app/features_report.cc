@@ -12,6 +12,7 @@
 #include "probes/libbpf_log.h"
 #include "probes/memory_probe.h"
 #include "probes/oom_probe.h"
+#include "probes/program_stats.h"
 #include "probes/sched_probe.h"
 
 namespace stagewatch {
@@ -82,7 +83,9 @@ int RunFeaturesReport(const FeaturesReportOptions& options, std::ostream& out) {
       {"privileged", f.privileged},       {"btf", f.btf},
       {"ringbuf", f.ringbuf},             {"raw_tracepoint", f.raw_tracepoint},
       {"tracing", f.tracing},             {"kprobe_events", f.kprobe_events},
-      {"tracefs", f.tracefs},             {"bpf_stats_enabled", f.bpf_stats_enabled}};
+      {"tracefs", f.tracefs},             {"bpf_stats_enabled", f.bpf_stats_enabled},
+      // Whether --bpf.stats can count BPF run time here without the sysctl.
+      {"bpf_enable_stats", BpfStatsHold::Acquire().ok()}};
   const std::string mode = layout.ok() ? std::string(CgroupModeName(layout->mode)) : "none";
   const std::string key_root = layout.ok() ? layout->key_root : layout.status().ToString();
 

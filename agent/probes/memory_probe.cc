@@ -80,10 +80,16 @@ int ProbePerfSoftwareEvents() {
 
 // Decides where faults are counted from; sets faults->error when that cannot work here.
 FaultSource ChooseFaultSource(const KernelFeatures& f, FaultSource wanted, ProbeStatus* faults) {
-  // The perf events count exactly what getrusage and memory.stat count, on every
-  // architecture, at the cost of the x86-only exception tracepoints (measurements in
-  // bpf/memory.bpf.c). The exception source stays selectable, for comparison.
-  const FaultSource source = wanted == FaultSource::kAuto ? FaultSource::kPerfEvents : wanted;
+  // The exception tracepoints where the kernel has them (x86): a raw tracepoint per fault
+  // costs less than a perf software event overflowing into a program (bpf/memory.bpf.c).
+  // Elsewhere the perf events, which exist on every architecture.
+  const bool has_exceptions = f.raw_tracepoint && f.btf &&
+                              BtfHasRawTracepoint(f.btf_path, "page_fault_user") &&
+                              BtfHasRawTracepoint(f.btf_path, "page_fault_kernel");
+  const FaultSource source =
+      wanted != FaultSource::kAuto ? wanted
+      : has_exceptions             ? FaultSource::kExceptionTracepoints
+                                   : FaultSource::kPerfEvents;
   const int perf_errno = ProbePerfSoftwareEvents();
   if (libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_PERF_EVENT, nullptr) != 1) {
     faults->error = "BPF perf_event programs are not available (BPF_PROG_TYPE_PERF_EVENT)";
@@ -92,9 +98,7 @@ FaultSource ChooseFaultSource(const KernelFeatures& f, FaultSource wanted, Probe
         "perf software events cannot be opened (", strerror(perf_errno),
         "): the kernel needs CONFIG_PERF_EVENTS, and the agent CAP_PERFMON or "
         "kernel.perf_event_paranoid <= 0 for CPU-wide events");
-  } else if (source == FaultSource::kExceptionTracepoints &&
-             !(f.raw_tracepoint && f.btf && BtfHasRawTracepoint(f.btf_path, "page_fault_user") &&
-               BtfHasRawTracepoint(f.btf_path, "page_fault_kernel"))) {
+  } else if (source == FaultSource::kExceptionTracepoints && !has_exceptions) {
     faults->error = "raw tracepoints exceptions:page_fault_user/kernel are missing (x86 only)";
   } else {
     faults->attach_type = source == FaultSource::kPerfEvents ? "perf_event"

@@ -24,8 +24,9 @@ namespace stagewatch {
 void DestroyMemorySkeleton(memory_bpf* skel);
 void DestroyMemoryProbeLink(bpf_link* link);
 
-// Which hooks count page faults. kAuto is kPerfEvents (why: bpf/memory.bpf.c); the x86-only
-// exception tracepoints count every fault exception, less the perf event's major faults.
+// Which hooks count page faults. kAuto is kExceptionTracepoints where the kernel has them
+// (x86), else kPerfEvents (why: bpf/memory.bpf.c). The exception tracepoints count every
+// fault exception, less the perf event's major faults.
 enum class FaultSource { kAuto, kPerfEvents, kExceptionTracepoints };
 
 struct MemoryProbeOptions {

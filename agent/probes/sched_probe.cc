@@ -3,6 +3,8 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include <time.h>
+
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
@@ -34,10 +36,15 @@ void AddStats(sched_cgroup_stats& sum, const sched_cgroup_stats& cpu) {
   sum.runq_latency.sum += cpu.runq_latency.sum;
 }
 
-// Whether the run-queue wait can be read from sched_info with the clock it was stamped with.
+// Whether the kernel sums each task's run-queue waits (CONFIG_SCHED_INFO).
 bool HasSchedInfo(const KernelFeatures& f) {
-  return BtfStructHasMember(f.btf_path, "sched_info", "last_queued") &&
-         BtfStructHasMember(f.btf_path, "cfs_rq", "rq");
+  return BtfStructHasMember(f.btf_path, "sched_info", "run_delay");
+}
+
+uint64_t MonotonicNowNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
 struct Attempt {
@@ -58,6 +65,7 @@ Attempt OpenAndLoad(const SchedProbeOptions& o, bool tp_btf, bool sched_info) {
   sched_bpf* s = a.skel.get();
   s->rodata->cgroup_key = o.key;
   s->rodata->runq_source = sched_info ? SCHED_RUNQ_SCHED_INFO : SCHED_RUNQ_WAKEUP_HOOK;
+  s->rodata->loaded_at_ns = MonotonicNowNs();
   bpf_program__set_autoload(s->progs.sched_switch_btf, tp_btf);
   bpf_program__set_autoload(s->progs.sched_switch_raw, !tp_btf);
   bpf_program__set_autoload(s->progs.sched_wakeup_raw, !sched_info);
@@ -157,9 +165,16 @@ std::map<uint64_t, int> SchedProbe::ReadRunning() const {
   std::vector<uint64_t> per_cpu(cpus);
   uint32_t zero = 0;
   std::map<uint64_t, int> out;
-  if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.sched_cpu_cgroup), &zero, per_cpu.data()) != 0) {
-    return out;
+  const int map_fd = bpf_map__fd(skel_->maps.sched_cpu_cgroup);
+  // Offline CPUs refuse the run below and keep these zeros.
+  if (bpf_map_update_elem(map_fd, &zero, per_cpu.data(), BPF_ANY) != 0) return out;
+  const int prog_fd = bpf_program__fd(skel_->progs.sched_running_now);
+  for (int cpu = 0; cpu < cpus; cpu++) {
+    LIBBPF_OPTS(bpf_test_run_opts, run, .flags = BPF_F_TEST_RUN_ON_CPU,
+                .cpu = static_cast<__u32>(cpu));
+    (void)bpf_prog_test_run_opts(prog_fd, &run);
   }
+  if (bpf_map_lookup_elem(map_fd, &zero, per_cpu.data()) != 0) return out;
   for (uint64_t cgroup : per_cpu) {
     if (cgroup) out[cgroup]++;
   }

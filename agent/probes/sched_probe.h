@@ -34,8 +34,9 @@ struct SchedProbeOptions {
 class SchedProbe {
  public:
   // Tries tp_btf where the kernel has BPF trampolines, then raw tracepoints. The run-queue
-  // wait comes from task->sched_info where the kernel keeps it (CONFIG_SCHED_INFO), else
-  // from a sched_wakeup hook. A probe that cannot attach is reported in statuses().
+  // wait comes from task->sched_info.run_delay where the kernel keeps it (CONFIG_SCHED_INFO),
+  // else from a sched_wakeup hook. A probe that cannot attach is reported in statuses().
+  // Needs bpf_get_current_task_btf() and task-local storage (Linux 5.11).
   static absl::StatusOr<std::unique_ptr<SchedProbe>> Start(const SchedProbeOptions& options);
 
   const std::vector<ProbeStatus>& statuses() const { return statuses_; }
@@ -47,7 +48,7 @@ class SchedProbe {
   std::map<uint64_t, sched_cgroup_stats> ReadCgroups() const;
   // (preempted cgroup, preempting cgroup) → count.
   std::map<std::pair<uint64_t, uint64_t>, uint64_t> ReadPreemptions() const;
-  // Cgroup id → CPUs running one of its tasks right now.
+  // Cgroup id → CPUs running one of its tasks right now (asks each CPU: one IPI per CPU).
   std::map<uint64_t, int> ReadRunning() const;
   // Drops a dead cgroup's entries so the maps stay bounded by the live tree.
   void Forget(uint64_t cgroup_id);

@@ -157,6 +157,25 @@ TEST(AgentE2E, ProcessMetricsAgreeWithProc) {
   EXPECT_GT(ValueOr(m, "process_open_fds", -1), 5);  // BPF maps, programs and links, the socket
 }
 
+// --bpf.stats counts the agent's BPF run time for its lifetime, whatever the sysctl says.
+TEST(AgentE2E, BpfStatsFlagCountsProgramRunTime) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();
+  AgentProcess agent({"--web.listen-address", "127.0.0.1:0", "--bpf.stats"});
+  ASSERT_TRUE(agent.WaitListening()) << agent.log();
+  for (int i = 0; i < 100; i++) usleep(1000);  // context switches for the sched program
+  const testing::Scrape m = ParseExposition(agent.Get("/metrics").value_or(""));
+  double seconds = 0, runs = 0;
+  for (const auto& [key, value] : m) {
+    if (key.starts_with("stagewatch_bpf_program_run_seconds_total{")) seconds += value;
+    if (key.starts_with("stagewatch_bpf_program_runs_total{program=\"sched_switch")) runs += value;
+  }
+  std::printf("BPF run time %.6f s, sched_switch runs %.0f\n", seconds, runs);
+  EXPECT_EQ(ValueOr(m, "stagewatch_bpf_stats_enabled", -1), 1);
+  EXPECT_GT(runs, 100);
+  EXPECT_GT(seconds, 0);
+  EXPECT_EQ(agent.Stop(), 0) << agent.log();
+}
+
 TEST(AgentE2E, JsonLogsAreOneObjectPerLine) {
   STAGEWATCH_REQUIRE_PRIVILEGES();
   AgentProcess agent({"--web.listen-address", "127.0.0.1:0", "--log.format", "json"});

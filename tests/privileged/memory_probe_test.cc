@@ -176,9 +176,9 @@ TEST(MemoryProbeTest, EveryProgramLoadsAndAttaches) {
     EXPECT_EQ(probe->statuses()[1].name, "reclaim_stall");
     EXPECT_EQ(probe->statuses()[1].attach_type, "raw_tracepoint");
     if (source == FaultSource::kAuto) {
-      // The choice documented in bpf/memory.bpf.c.
-      EXPECT_EQ(probe->fault_source(), FaultSource::kPerfEvents);
-      EXPECT_EQ(probe->statuses()[0].attach_type, "perf_event");
+      // The choice documented in bpf/memory.bpf.c, on x86 where the exception tracepoints are.
+      EXPECT_EQ(probe->fault_source(), FaultSource::kExceptionTracepoints);
+      EXPECT_EQ(probe->statuses()[0].attach_type, "raw_tracepoint+perf_event");
     }
   }
 }

@@ -44,5 +44,30 @@ TEST(ProgramStatsTest, EveryLoadedProgramReportsItsRunsAndTime) {
   EXPECT_GT(sched_switch->run_time_ns, 0u);
 }
 
+// The hold behind --bpf.stats: the kernel counts while it lives, and this process says so.
+TEST(ProgramStatsTest, AHoldCountsRunTimeForAsLongAsItLives) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();
+  const bool sysctl_on = testing::ReadFile("/proc/sys/kernel/bpf_stats_enabled")[0] == '1';
+  auto probe = SchedProbe::Start({.features = ProbeKernelFeatures()});
+  ASSERT_TRUE(probe.ok()) << probe.status();
+  auto switch_runs = [&] {
+    uint64_t n = 0;
+    for (const ProgramStats& p : (*probe)->program_stats()) {
+      if (p.program.starts_with("sched_switch")) n += p.run_count;
+    }
+    return n;
+  };
+  {
+    absl::StatusOr<std::unique_ptr<BpfStatsHold>> hold = BpfStatsHold::Acquire();
+    ASSERT_TRUE(hold.ok()) << hold.status();
+    EXPECT_TRUE(BpfStatsEnabled());
+    const uint64_t before = switch_runs();
+    for (int i = 0; i < 100; i++) usleep(500);
+    EXPECT_GT(switch_runs(), before + 100);
+  }
+  // Released: only the sysctl (or another process's hold, which this one cannot see) counts.
+  EXPECT_EQ(BpfStatsEnabled(), sysctl_on);
+}
+
 }  // namespace
 }  // namespace stagewatch

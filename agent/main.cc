@@ -1,5 +1,5 @@
 // stagewatch: the command line. Parses flags, loads the configuration and hands over to the
-// agent, `check-config` or `features`. Everything else lives in the libraries.
+// agent, `check-config`, `features` or the run subcommands. Everything else lives in the libraries.
 #include <iostream>
 #include <map>
 #include <optional>
@@ -8,6 +8,7 @@
 #include "CLI/CLI.hpp"
 #include "app/agent_app.h"
 #include "app/features_report.h"
+#include "app/runs_cli.h"
 #include "config.h"
 #include "config_validate.h"
 #include "log.h"
@@ -90,6 +91,7 @@ int main(int argc, char** argv) {
   CLI::App* features = app.add_subcommand("features", "What this kernel supports, which probes attach")
                            ->fallthrough();
   features->add_flag("--json", json, "Print JSON");
+  stagewatch::RunsCli runs_cli(app);  // run, runs list|show, advise
 
   CLI11_PARSE(app, argc, argv);
 
@@ -107,6 +109,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (*features) return stagewatch::RunFeaturesReport(json, btf_path, std::cout);
+  if (std::optional<int> code = runs_cli.Dispatch(*config)) return *code;
   (void)agent;  // no subcommand and `agent` both run the exporter
   return stagewatch::RunAgent({.config = *std::move(config), .btf_path = btf_path});
 }

@@ -10,6 +10,7 @@ packages=(
   libbpf-dev bpftool libelf-dev zlib1g-dev
   # user side
   prometheus-cpp-dev libcli11-dev libabsl-dev libyaml-cpp-dev libcpp-httplib-dev libssl-dev
+  libsqlite3-dev nlohmann-json3-dev
   # tests
   libgtest-dev libgmock-dev prometheus prometheus-alertmanager python3 procps util-linux
 )

@@ -454,21 +454,14 @@ class ConfigParser {
     });
   }
 
-  void ReadAtLeastOne(const Value& v, double& out) {
-    double number = 0;
-    if (!IsPlainScalar(v.node) || !YAML::convert<double>::decode(v.node, number) ||
-        !(number >= 1) || !std::isfinite(number)) {
-      diag_.Add(v.mark, absl::StrFormat("%s must be a number, 1 or more (e.g. 1.2)", v.name));
-    } else {
-      out = number;
-    }
-  }
+  void ReadPositive(const Value& v, double& out) { ReadAtLeast(v, 0, out); }
+  void ReadAtLeastOne(const Value& v, double& out) { ReadAtLeast(v, 1, out); }
 
-  void ReadPositive(const Value& v, double& out) {
+  void ReadAtLeast(const Value& v, double min, double& out) {
     double number = 0;
     if (!IsPlainScalar(v.node) || !YAML::convert<double>::decode(v.node, number) ||
-        !(number >= 0) || !std::isfinite(number)) {
-      diag_.Add(v.mark, absl::StrFormat("%s must be a number, 0 or more", v.name));
+        !(number >= min) || !std::isfinite(number)) {
+      diag_.Add(v.mark, absl::StrFormat("%s must be a number, %g or more", v.name, min));
     } else {
       out = number;
     }

@@ -106,9 +106,17 @@ absl::StatusOr<int> LaunchRun(const LaunchOptions& o, std::ostream& log) {
       *layout, {o.discovery_directory, o.stage, id, o.cgroup_parent, o.limits});
   if (!cgroup.ok()) return cgroup.status();
 
+  int report[2];
+  if (pipe2(report, O_CLOEXEC) != 0) {
+    return absl::ResourceExhaustedError(absl::StrCat("pipe2 failed: ", std::strerror(errno)));
+  }
   RunStart run{id, o.stage, o.pipeline, o.command, RunSource::kLauncher,
                (*cgroup)->key_path(), getpid(), start, o.limits};
-  if (absl::Status s = (*ledger)->BeginRun(run); !s.ok()) return s;
+  if (absl::Status s = (*ledger)->BeginRun(run); !s.ok()) {
+    close(report[0]);
+    close(report[1]);
+    return s;
+  }
 
   // ---- the command runs ----
   prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -118,8 +126,6 @@ absl::StatusOr<int> LaunchRun(const LaunchOptions& o, std::ostream& log) {
   std::vector<char*> argv;
   for (const std::string& arg : o.command) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
-  int report[2];
-  if (pipe2(report, O_CLOEXEC) != 0) return absl::InternalError("pipe2 failed");
   log << absl::StrFormat("stagewatch: run %s of stage %s starts in cgroup %s\n", id, o.stage,
                          (*cgroup)->key_path())
       << std::flush;

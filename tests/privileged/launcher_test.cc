@@ -12,6 +12,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "runs/ledger.h"
 #include "runs/runs_config.h"
 #include "runs/verdict.h"
@@ -230,6 +231,51 @@ TEST_F(LauncherTest, SignalsSentToTheLauncherReachTheCommand) {
   EXPECT_TRUE(r.end->signal_requested);
   EXPECT_NE(JudgeRun(r, RunsConfig{}).kind, VerdictKind::kInterrupted) << "it was asked for";
   EXPECT_FALSE(std::filesystem::exists(RunDir("s", "sigterm-1")));
+}
+
+// What a researcher and a platform engineer read, from the binary, about real launcher runs.
+TEST_F(LauncherTest, RunsShowListAndAdviseReadTheLedger) {
+  const std::string alloc = "a = b'x' * (60 * 1024 * 1024)";
+  for (int i = 0; i < 3; ++i) {
+    AgentProcess run(Args("fit", "fit-" + std::to_string(i), {"--memory-max", "400M"},
+                          {"python3", "-c", alloc}));
+    ASSERT_EQ(run.WaitExit(20000), 0) << run.log();
+  }
+  uint64_t largest = 0;
+  const absl::StatusOr<std::vector<RunRecord>> recorded = (*Ledger::Open(ledger_))->List({.stage = "fit"});
+  ASSERT_TRUE(recorded.ok()) << recorded.status();
+  for (const RunRecord& r : *recorded) largest = std::max(largest, *r.end->facts.memory_peak_bytes);
+  EXPECT_GT(largest, 60ull << 20) << "the kernel's peak includes the 60 MiB";
+
+  AgentProcess show({"runs", "show", "fit-1", "--ledger.path", ledger_});
+  ASSERT_EQ(show.WaitExit(10000), 0) << show.log();
+  EXPECT_EQ(show.log().substr(0, show.log().find('\n')),
+            "run fit-1 (stage fit): " + JudgeRun(Recorded("fit-1"), RunsConfig{}).Summary());
+
+  AgentProcess list({"runs", "--ledger.path", ledger_, "list", "--stage", "fit", "--json"});
+  ASSERT_EQ(list.WaitExit(10000), 0) << list.log();
+  const nlohmann::json runs = nlohmann::json::parse(list.log());
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ(runs[0]["id"], "fit-2") << "newest first";
+  EXPECT_EQ(runs[0]["limits"]["memory_max_bytes"], 400ull << 20);
+  EXPECT_EQ(runs[0]["memory_limit_bytes"], 400ull << 20);
+  EXPECT_EQ(runs[0]["oom_kills"]["kernel"], 0);
+  EXPECT_EQ(runs[0]["verdict"], VerdictName(JudgeRun(Recorded("fit-2"), RunsConfig{}).kind));
+
+  AgentProcess advise({"advise", "--stage", "fit", "--json", "--ledger.path", ledger_});
+  ASSERT_EQ(advise.WaitExit(10000), 0) << advise.log();
+  const nlohmann::json a = nlohmann::json::parse(advise.log());
+  EXPECT_EQ(a["evidence"]["runs"], 3);
+  EXPECT_EQ(a["evidence"]["largest_peak_bytes"], largest);
+  // Three runs: the nearest-rank p95 is the largest peak; + 15% of it, rounded up to a MiB.
+  const uint64_t mib = 1 << 20;
+  const uint64_t expected = (largest + uint64_t(0.15 * double(largest)) + mib - 1) / mib * mib;
+  EXPECT_NEAR(a["memory_max_bytes"].get<double>(), double(expected), double(mib));
+  EXPECT_GE(a["memory_max_bytes"].get<uint64_t>(), largest);
+
+  AgentProcess too_few({"advise", "--stage", "nothing-here", "--ledger.path", ledger_});
+  ASSERT_EQ(too_few.WaitExit(10000), 0);
+  EXPECT_THAT(too_few.log(), HasSubstr("not enough runs: 0 finished runs"));
 }
 
 // Every bad input fails before the command starts: the marker file is never made, no cgroup

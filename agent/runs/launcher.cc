@@ -145,9 +145,11 @@ absl::StatusOr<int> LaunchRun(const LaunchOptions& o, std::ostream& log) {
                                              : absl::StrCat("run \"", o.command[0], "\""),
                            std::strerror(child < 0 ? errno : failure.error));
     end.exit_code = failure.step == 2 && failure.error == ENOENT ? 127 : 126;
+    end.end = absl::Now();
   } else {
     RunSampler sampler((*cgroup)->reader_layout(), o.sample_interval, o.near_limit_fraction);
     const int status = WaitForCommand(child, signals, requested);
+    end.end = absl::Now();
     const UsageSummary usage = sampler.Stop();
     std::vector<std::string> problems;
     end.facts = ReadCgroupFacts((*cgroup)->reader_layout(), problems);
@@ -160,8 +162,6 @@ absl::StatusOr<int> LaunchRun(const LaunchOptions& o, std::ostream& log) {
       end.exit_code = WEXITSTATUS(status);
     }
   }
-  end.end = absl::Now();
-  pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
   if (absl::Status s = (*cgroup)->Remove(); !s.ok()) log << "stagewatch: " << s.message() << "\n";
   if (absl::Status s = (*ledger)->EndRun(id, end); !s.ok()) {
     log << "stagewatch: the run's end is not recorded: " << s.message() << "\n";
@@ -171,6 +171,8 @@ absl::StatusOr<int> LaunchRun(const LaunchOptions& o, std::ostream& log) {
     log << absl::StrFormat("stagewatch: run %s %s\n  details: stagewatch runs show%s %s\n", id,
                            JudgeRun(**r, o.runs).Summary(), ledger_flag, id);
   }
+  // Only now: a signal during the clean-up above would have left the cgroup behind.
+  pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
   return end.signal ? 128 + *end.signal : *end.exit_code;
 }
 

@@ -57,7 +57,8 @@ void RunSampler::SampleOnce() {
 void RunSampler::Loop() {
   std::unique_lock lock(mu_);
   const auto period = absl::ToChronoNanoseconds(interval_);
-  SampleOnce();  // a baseline for the CPU rate
+  absl::StatusOr<CpuCgroupStats> start = ReadCpuStats(layout_, "/");
+  series_.SetBaseline(absl::Now(), start.ok() ? start->usage_ns : std::nullopt);
   while (!wake_.wait_for(lock, period, [this] { return stop_; })) SampleOnce();
 }
 

@@ -24,6 +24,12 @@ class UsageSeries {
   UsageSeries(double near_limit_fraction, size_t max_samples = 4096)
       : near_limit_fraction_(near_limit_fraction), max_samples_(max_samples) {}
 
+  // Where the CPU rate of the first reading counts from (the command's start), no sample itself:
+  // memory at the very start would only pull the mean down.
+  void SetBaseline(absl::Time at, std::optional<uint64_t> cpu_usage_ns) {
+    last_at_ = at;
+    last_cpu_ns_ = cpu_usage_ns;
+  }
   // One reading at `at`: memory usage, its limit (none when unlimited) and cumulative CPU time.
   void Add(absl::Time at, uint64_t memory_bytes, std::optional<uint64_t> limit_bytes,
            std::optional<uint64_t> cpu_usage_ns);

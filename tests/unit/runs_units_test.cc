@@ -63,6 +63,7 @@ TEST(RunsUnitsTest, GeneratedRunIdsSortByTimeAndPassTheCheck) {
 TEST(UsageSeriesTest, MeanP95AndTimeNearTheLimit) {
   UsageSeries series(0.9);
   const absl::Time t0 = absl::FromUnixSeconds(1000);
+  series.SetBaseline(t0, 0);
   // 100 one-second samples: usage i MiB against a 100 MiB limit, CPU 0.5 s per second.
   for (int i = 1; i <= 100; ++i) {
     series.Add(t0 + absl::Seconds(i), uint64_t(i) << 20, uint64_t{100} << 20,
@@ -74,7 +75,16 @@ TEST(UsageSeriesTest, MeanP95AndTimeNearTheLimit) {
   EXPECT_EQ(*s.memory_p95_bytes, uint64_t{95} << 20);
   // Samples 90..100 are at or above 90 MiB: the 11 seconds ending at them.
   EXPECT_DOUBLE_EQ(*s.near_limit_seconds, 11);
+  // Every CPU rate counts from the one before, the first from the baseline.
   EXPECT_DOUBLE_EQ(*s.cpu_p95_cores, 0.5);
+}
+
+TEST(UsageSeriesTest, ARunShorterThanTheIntervalHasNoSampledFigures) {
+  UsageSeries series(0.9);
+  series.SetBaseline(absl::FromUnixSeconds(1000), 0);
+  const UsageSummary s = series.Summary();
+  EXPECT_EQ(s.samples, 0);
+  EXPECT_FALSE(s.memory_mean_bytes || s.memory_p95_bytes || s.near_limit_seconds || s.cpu_p95_cores);
 }
 
 TEST(UsageSeriesTest, StaysBoundedOnLongRuns) {

@@ -1,5 +1,6 @@
 // stagewatch: the command line. Parses flags, loads the configuration and hands over to the
-// agent, `check-config`, `features` or the run subcommands. Everything else lives in the libraries.
+// agent, `check-config`, `features` or the run subcommands (app/runs_cli). Everything else lives
+// in the libraries.
 #include <iostream>
 #include <map>
 #include <optional>

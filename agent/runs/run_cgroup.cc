@@ -273,8 +273,10 @@ absl::Status RunCgroup::Make() {
           return absl::AlreadyExistsError(absl::StrFormat(
               "a cgroup for this run id exists already (%s); pick another --run-id", dir));
         }
-        return absl::FailedPreconditionError(
-            absl::StrFormat("cannot create the cgroup %s: %s", dir, std::strerror(error)));
+        const bool denied = error == EACCES || error == EPERM;
+        return absl::FailedPreconditionError(absl::StrFormat(
+            "cannot create the cgroup %s: %s%s", dir, std::strerror(error),
+            denied ? "; run as root, or pass --cgroup.parent a cgroup delegated to you" : ""));
       }
     }
   }

@@ -118,7 +118,7 @@ absl::StatusOr<std::unique_ptr<Ledger>> OpenExisting(const std::string& path) {
         "no ledger at \"", path, "\" yet: no run has been recorded there; record one with "
         "`stagewatch run`, or pass --ledger.path"));
   }
-  return Ledger::Open(path);
+  return Ledger::OpenForReading(path);
 }
 
 int Fail(const char* command, const absl::Status& status) {

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <set>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -100,6 +101,12 @@ absl::StatusOr<int> LaunchRun(const LaunchOptions& o, std::ostream& log) {
         "run id \"%s\" is in the ledger \"%s\" already; pick another --run-id, or leave it out to "
         "get a new one", id, o.ledger_path));
   }
+  // From here on a SIGINT or SIGTERM waits (blocked) until the command runs and is passed on
+  // to it, so a signal can never leave the run's cgroup behind.
+  const sigset_t signals = ForwardedSignals();
+  sigset_t old_mask;
+  pthread_sigmask(SIG_BLOCK, &signals, &old_mask);
+  absl::Cleanup restore_mask = [&] { pthread_sigmask(SIG_SETMASK, &old_mask, nullptr); };
   absl::StatusOr<CgroupLayout> layout = DetectHostCgroupLayout();
   if (!layout.ok()) return layout.status();
   absl::StatusOr<std::unique_ptr<RunCgroup>> cgroup = RunCgroup::Create(
@@ -120,9 +127,6 @@ absl::StatusOr<int> LaunchRun(const LaunchOptions& o, std::ostream& log) {
 
   // ---- the command runs ----
   prctl(PR_SET_CHILD_SUBREAPER, 1);
-  const sigset_t signals = ForwardedSignals();
-  sigset_t old_mask;
-  pthread_sigmask(SIG_BLOCK, &signals, &old_mask);
   std::vector<char*> argv;
   for (const std::string& arg : o.command) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
@@ -171,8 +175,6 @@ absl::StatusOr<int> LaunchRun(const LaunchOptions& o, std::ostream& log) {
     log << absl::StrFormat("stagewatch: run %s %s\n  details: stagewatch runs show%s %s\n", id,
                            JudgeRun(**r, o.runs).Summary(), ledger_flag, id);
   }
-  // Only now: a signal during the clean-up above would have left the cgroup behind.
-  pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
   return end.signal ? 128 + *end.signal : *end.exit_code;
 }
 

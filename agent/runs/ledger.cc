@@ -248,7 +248,7 @@ std::optional<double> AddOpt(std::optional<double> a, std::optional<double> b) {
 }
 
 // What is wrong with a path before SQLite sees it, in words a user can act on; "" if nothing.
-std::string CheckLedgerPath(const std::string& path) {
+std::string CheckLedgerPath(const std::string& path, bool read_only) {
   if (path.empty()) return "the ledger path is empty; pass --ledger.path FILE";
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
@@ -256,7 +256,7 @@ std::string CheckLedgerPath(const std::string& path) {
                            "e.g. %s/ledger.db", path, path);
   }
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();
-  if (!dir.empty() && !std::filesystem::exists(dir, ec)) {
+  if (!read_only && !dir.empty() && !std::filesystem::exists(dir, ec)) {
     std::filesystem::create_directories(dir, ec);
     if (ec) {
       return absl::StrFormat("cannot create the ledger's directory \"%s\": %s; pass "
@@ -276,11 +276,22 @@ std::string_view RunSourceName(RunSource source) {
 int Ledger::SchemaVersion() { return static_cast<int>(LedgerMigrations().size()); }
 
 absl::StatusOr<std::unique_ptr<Ledger>> Ledger::Open(const std::string& path) {
-  if (std::string problem = CheckLedgerPath(path); !problem.empty()) {
+  return OpenAs(path, /*read_only=*/false);
+}
+
+absl::StatusOr<std::unique_ptr<Ledger>> Ledger::OpenForReading(const std::string& path) {
+  return OpenAs(path, /*read_only=*/true);
+}
+
+absl::StatusOr<std::unique_ptr<Ledger>> Ledger::OpenAs(const std::string& path, bool read_only) {
+  if (std::string problem = CheckLedgerPath(path, read_only); !problem.empty()) {
     return absl::FailedPreconditionError(problem);
   }
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  int rc = sqlite3_open_v2(path.c_str(), &db,
+                           read_only ? SQLITE_OPEN_READONLY
+                                     : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+                           nullptr);
   auto fail = [&](absl::StatusCode code, const std::string& message) {
     sqlite3_close(db);
     return absl::Status(code, message);
@@ -288,7 +299,7 @@ absl::StatusOr<std::unique_ptr<Ledger>> Ledger::Open(const std::string& path) {
   if (rc != SQLITE_OK) {
     return fail(absl::StatusCode::kFailedPrecondition,
                 absl::StrFormat("cannot open the ledger \"%s\": %s; pass --ledger.path a "
-                                "writable file", path, SqliteError(db)));
+                                "%s file", path, SqliteError(db), read_only ? "readable" : "writable"));
   }
   sqlite3_busy_timeout(db, kBusyTimeoutMs);
   sqlite3_extended_result_codes(db, 0);
@@ -339,6 +350,18 @@ absl::StatusOr<std::unique_ptr<Ledger>> Ledger::Open(const std::string& path) {
   }
 
   std::unique_ptr<Ledger> ledger(new Ledger(path, db));
+  if (read_only) {
+    if (fresh || version < SchemaVersion()) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "the ledger \"%s\" has schema version %d and this stagewatch reads %d; any "
+          "`stagewatch run` with write access migrates it", path, version, SchemaVersion()));
+    }
+    return ledger;
+  }
+  // Keep the -wal file when the last writer closes, so users who may only read the ledger can
+  // open it (SQLite cannot make the file for them in a directory they may not write).
+  int persist = 1;
+  sqlite3_file_control(db, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
   {
     Statement mode(db, "PRAGMA journal_mode=WAL");
     if (mode.Step() != SQLITE_ROW || mode.ColText(0) != "wal") {
@@ -347,8 +370,12 @@ absl::StatusOr<std::unique_ptr<Ledger>> Ledger::Open(const std::string& path) {
           "local, writable filesystem", path, SqliteError(db)));
     }
   }
-  // FULL: a committed run survives a power cut too, not only a crash of the process.
-  if (absl::Status s = ledger->Exec("PRAGMA synchronous=FULL"); !s.ok()) return s;
+  // FULL: a committed run survives a power cut too, not only a crash of the process. A size
+  // limit of 0 truncates the kept -wal file once it is checkpointed, so no stale frames stay.
+  if (absl::Status s = ledger->Exec("PRAGMA synchronous=FULL; PRAGMA journal_size_limit=0");
+      !s.ok()) {
+    return s;
+  }
   if (absl::Status s = ledger->Migrate(); !s.ok()) return s;
   return ledger;
 }

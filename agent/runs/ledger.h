@@ -31,6 +31,9 @@ class Ledger {
   // its schema. Refuses, leaving the file untouched, a file that is not a stagewatch ledger,
   // a corrupt one, or one written by a newer stagewatch.
   static absl::StatusOr<std::unique_ptr<Ledger>> Open(const std::string& path);
+  // Opens an existing ledger only to read it (`runs`, `advise`): works for users who may not
+  // write the file, and never creates or migrates anything. Writes fail.
+  static absl::StatusOr<std::unique_ptr<Ledger>> OpenForReading(const std::string& path);
   ~Ledger();
   Ledger(const Ledger&) = delete;
   Ledger& operator=(const Ledger&) = delete;
@@ -53,6 +56,7 @@ class Ledger {
 
  private:
   Ledger(std::string path, sqlite3* db) : path_(std::move(path)), db_(db) {}
+  static absl::StatusOr<std::unique_ptr<Ledger>> OpenAs(const std::string& path, bool read_only);
   absl::Status Exec(const std::string& sql);
   absl::Status Migrate();
   absl::StatusOr<std::vector<RunRecord>> Query(const std::string& where,

@@ -174,8 +174,8 @@ TEST_F(LauncherTest, ABusyLoopAtCpuMax02IsDegradedByThrottling) {
   const std::string script = std::string(kBusy) + "; touch " + marker + "; sleep 1.5";
   AgentProcess run(Args("train", "busy-1", {"--cpu-max", "0.2"}, {"sh", "-c", script}));
   const std::string cpu_dir = RunDir("train", "busy-1", "cpu");
-  ASSERT_TRUE(WaitUntil([&] { return std::filesystem::exists(cpu_dir + "/cpu.stat"); }, 10000));
-  ASSERT_EQ(ReadFile(cpu_dir + "/cpu.cfs_quota_us"), "20000\n");
+  ASSERT_TRUE(WaitUntil([&] { return ReadFile(cpu_dir + "/cpu.cfs_quota_us") == "20000\n"; }, 10000))
+      << run.log();
   // Once the loop is over, during the sleep, throttling stops growing: read it then.
   ASSERT_TRUE(WaitUntil([&] { return std::filesystem::exists(marker); }, 20000)) << run.log();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -234,6 +234,16 @@ TEST_F(LauncherTest, SignalsSentToTheLauncherReachTheCommand) {
   EXPECT_TRUE(r.end->signal_requested);
   EXPECT_NE(JudgeRun(r, RunsConfig{}).kind, VerdictKind::kInterrupted) << "it was asked for";
   EXPECT_FALSE(std::filesystem::exists(RunDir("s", "sigterm-1")));
+
+  // A SIGTERM at any moment of the start, even before the command runs, leaves nothing behind.
+  for (int delay_ms : {0, 5, 15, 30, 60}) {
+    const std::string id = "early-" + std::to_string(delay_ms);
+    AgentProcess early(Args("s", id, {"--memory-max", "100M"}, {"sleep", "60"}));
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    EXPECT_EQ(early.Stop(), 128 + SIGTERM) << early.log();
+    EXPECT_FALSE(std::filesystem::exists(RunDir("s", id))) << "after " << delay_ms << " ms";
+  }
+  EXPECT_FALSE(std::filesystem::exists(cgroup_->dir() + "/stagewatch"));
 }
 
 // What a researcher and a platform engineer read, from the binary, about real launcher runs.
@@ -279,6 +289,14 @@ TEST_F(LauncherTest, RunsShowListAndAdviseReadTheLedger) {
   AgentProcess too_few({"advise", "--stage", "nothing-here", "--ledger.path", ledger_});
   ASSERT_EQ(too_few.WaitExit(10000), 0);
   EXPECT_THAT(too_few.log(), HasSubstr("not enough runs: 0 finished runs"));
+
+  // A researcher who may not write root's ledger can still read it.
+  ASSERT_EQ(chmod(dir_.c_str(), 0755), 0);
+  AgentProcess nobody({"runs", "list", "--json", "--ledger.path", ledger_}, [] {
+    if (setgid(65534) != 0 || setuid(65534) != 0) _exit(120);
+  });
+  ASSERT_EQ(nobody.WaitExit(10000), 0) << nobody.log();
+  EXPECT_EQ(nlohmann::json::parse(nobody.log()).size(), 3u);
 }
 
 // Every bad input fails before the command starts: the marker file is never made, no cgroup

@@ -235,7 +235,7 @@ TEST(LedgerTest, RefusesACorruptLedgerAndNeverOverwritesIt) {
   absl::StatusOr<std::unique_ptr<Ledger>> ledger = Ledger::Open(path);
   ASSERT_FALSE(ledger.ok());
   EXPECT_THAT(ledger.status().message(), HasSubstr("left untouched"));
-  EXPECT_EQ(Slurp(path), bytes);
+  EXPECT_TRUE(Slurp(path) == bytes) << "the corrupt ledger was written to";
 }
 
 TEST(LedgerTest, RefusesALedgerFromANewerStagewatch) {
@@ -260,6 +260,22 @@ TEST(LedgerTest, SaysWhatToDoWithAPathItCannotUse) {
   absl::StatusOr<std::unique_ptr<Ledger>> under_file = Ledger::Open(dir.file("plain/ledger.db"));
   ASSERT_FALSE(under_file.ok());
   EXPECT_THAT(under_file.status().message(), HasSubstr("--ledger.path"));
+}
+
+TEST(LedgerTest, AReaderCreatesNothingAndCannotWrite) {
+  TempDir dir;
+  const std::string path = dir.file("ledger.db");
+  EXPECT_FALSE(Ledger::OpenForReading(path).ok());
+  EXPECT_FALSE(std::filesystem::exists(path)) << "a reader made the file";
+  {
+    auto writer = OpenOrDie(path);
+    ASSERT_TRUE(writer->BeginRun(Started("r1", "s", At(0))).ok());
+  }
+  absl::StatusOr<std::unique_ptr<Ledger>> reader = Ledger::OpenForReading(path);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  auto run = (*reader)->Get("r1");
+  ASSERT_TRUE(run.ok() && *run);
+  EXPECT_FALSE((*reader)->BeginRun(Started("r2", "s", At(1))).ok());
 }
 
 TEST(LedgerTest, TwoWritersAtOnceLoseNothing) {

@@ -169,6 +169,22 @@ TEST_F(LauncherTest, ACommandTheOomKillerEndsIsRecordedWithItsSignal) {
   EXPECT_THAT(run.log(), HasSubstr("interrupted: killed by the kernel OOM killer"));
 }
 
+TEST_F(LauncherTest, ARunHeldNearItsLimitIsDegradedWithItsSampledTimeThere) {
+  const std::string hold = "import time\na = b'x' * (185 * 1024 * 1024)\ntime.sleep(3.5)\n";
+  AgentProcess run(Args("train", "near-1", {"--memory-max", "200M"}, {"python3", "-c", hold}));
+  ASSERT_EQ(run.WaitExit(30000), 0) << run.log();
+  RunRecord r = Recorded("near-1");
+  ASSERT_TRUE(r.end && r.end->facts.near_limit_seconds && r.end->facts.memory_p95_bytes);
+  EXPECT_GE(*r.end->facts.near_limit_seconds, 1.5);
+  EXPECT_GE(*r.end->facts.memory_p95_bytes, 180ull << 20) << "90% of the 200 MiB limit";
+  EXPECT_LE(*r.end->facts.memory_p95_bytes, *r.end->facts.memory_peak_bytes);
+  const Verdict v = JudgeRun(r, RunsConfig{});
+  EXPECT_EQ(v.kind, VerdictKind::kDegraded) << v.Summary();
+  bool near = false;
+  for (const VerdictReason& reason : v.reasons) near |= reason.cause == "near_memory_limit";
+  EXPECT_TRUE(near) << v.Summary();
+}
+
 TEST_F(LauncherTest, ABusyLoopAtCpuMax02IsDegradedByThrottling) {
   const std::string marker = dir_ + "/loop-done";
   const std::string script = std::string(kBusy) + "; touch " + marker + "; sleep 1.5";

@@ -169,6 +169,7 @@ class ConfigParser {
         {"memory", [&](const Value& v) { ParseMemory(v, c.memory); }},
         {"anomalies", [&](const Value& v) { ParseAnomalies(v, c.anomalies); }},
         {"alerting", [&](const Value& v) { ParseAlerting(v, c.alerting); }},
+        {"runs", [&](const Value& v) { ParseRuns(v, c.runs); }},
     });
   }
 
@@ -415,11 +416,43 @@ class ConfigParser {
     });
   }
 
-  void ReadPositive(const Value& v, double& out) {
+  void ParseRuns(const Value& section, RunsConfig& r) {
+    ParseMap(section, " in runs", {
+        {"ledger_path", [&](const Value& v) {
+           ReadChecked(v, r.ledger_path, [](std::string_view path) -> std::string {
+             return !path.empty() && path[0] == '/' && path.back() != '/'
+                        ? ""
+                        : "runs.ledger_path must be an absolute file path, e.g. "
+                          "/var/lib/stagewatch/ledger.db";
+           });
+         }},
+        {"degraded_fraction", [&](const Value& v) { ReadFraction(v, r.degraded_fraction); }},
+        {"normal_run_queue_wait_fraction",
+         [&](const Value& v) { ReadPositive(v, r.normal_run_queue_wait_fraction); }},
+        {"advise", [&](const Value& v) {
+           AdvisorConfig& a = r.advise;
+           ParseMap(v, " in runs.advise", {
+               {"min_runs", [&](const Value& f) { ReadInt(f, 1, 1000, a.min_runs); }},
+               {"max_runs", [&](const Value& f) { ReadInt(f, 1, 10000, a.max_runs); }},
+               {"memory_percentile", [&](const Value& f) { ReadFraction(f, a.memory_percentile); }},
+               {"memory_margin", [&](const Value& f) { ReadPositive(f, a.memory_margin); }},
+               {"oom_bump", [&](const Value& f) { ReadAtLeastOne(f, a.oom_bump); }},
+               {"memory_high_fraction",
+                [&](const Value& f) { ReadFraction(f, a.memory_high_fraction); }},
+               {"cpu_margin", [&](const Value& f) { ReadPositive(f, a.cpu_margin); }},
+           });
+         }},
+    });
+  }
+
+  void ReadPositive(const Value& v, double& out) { ReadAtLeast(v, 0, out); }
+  void ReadAtLeastOne(const Value& v, double& out) { ReadAtLeast(v, 1, out); }
+
+  void ReadAtLeast(const Value& v, double min, double& out) {
     double number = 0;
     if (!IsPlainScalar(v.node) || !YAML::convert<double>::decode(v.node, number) ||
-        !(number >= 0) || !std::isfinite(number)) {
-      diag_.Add(v.mark, absl::StrFormat("%s must be a number, 0 or more", v.name));
+        !(number >= min) || !std::isfinite(number)) {
+      diag_.Add(v.mark, absl::StrFormat("%s must be a number, %g or more", v.name, min));
     } else {
       out = number;
     }

@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "anomaly/anomaly_config.h"
+#include "runs/runs_config.h"
 
 namespace stagewatch {
 
@@ -91,6 +92,7 @@ struct Config {
   MemoryConfig memory;
   AnomalyConfig anomalies;
   AlertingConfig alerting;
+  RunsConfig runs;
   std::vector<StageConfig> stages;
   std::map<std::string, bool> collectors;  // every known collector, on or off
 };

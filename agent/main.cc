@@ -1,5 +1,6 @@
 // stagewatch: the command line. Parses flags, loads the configuration and hands over to the
-// agent, `check-config` or `features`. Everything else lives in the libraries.
+// agent, `check-config`, `features` or the run subcommands (app/runs_cli). Everything else lives
+// in the libraries.
 #include <iostream>
 #include <map>
 #include <optional>
@@ -8,6 +9,7 @@
 #include "CLI/CLI.hpp"
 #include "app/agent_app.h"
 #include "app/features_report.h"
+#include "app/runs_cli.h"
 #include "capabilities.h"
 #include "config.h"
 #include "config_validate.h"
@@ -116,6 +118,7 @@ int main(int argc, char** argv) {
   CLI::App* features = app.add_subcommand("features", "What this kernel supports, which probes attach")
                            ->fallthrough();
   features->add_flag("--json", json, "Print JSON");
+  stagewatch::RunsCli runs_cli(app);  // run, runs list|show, advise
 
   CLI11_PARSE(app, argc, argv);
 
@@ -144,6 +147,7 @@ int main(int argc, char** argv) {
                                           .lifecycle_events = config->cgroup.lifecycle_events},
                                          std::cout);
   }
+  if (std::optional<int> code = runs_cli.Dispatch(*config)) return *code;
   (void)agent;  // no subcommand and `agent` both run the exporter
   absl::StatusOr<std::vector<int>> keep = stagewatch::ParseCapabilityList(keep_capabilities);
   if (!keep.ok()) {

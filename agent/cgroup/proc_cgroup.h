@@ -21,4 +21,8 @@ absl::StatusOr<std::string> ReadProcCgroup(int pid, cgroup_key_hierarchy key);
 absl::StatusOr<uint32_t> ParseHierarchyId(std::string_view text, cgroup_key_hierarchy key);
 absl::StatusOr<uint32_t> ReadOwnHierarchyId(cgroup_key_hierarchy key);
 
+// The path in the hierarchy of v1 `controller` ("cpu", "memory", ...), or in the cgroup2
+// hierarchy when `controller` is empty. NotFound when the text has no such line.
+absl::StatusOr<std::string> ParseProcCgroupOf(std::string_view text, std::string_view controller);
+
 }  // namespace stagewatch

@@ -1,0 +1,188 @@
+#include "app/runs_cli.h"
+
+#include <filesystem>
+#include <iostream>
+
+#include "runs/advisor.h"
+#include "runs/launcher.h"
+#include "runs/ledger.h"
+#include "runs/runs_report.h"
+#include "runs/units.h"
+
+namespace stagewatch {
+namespace {
+
+// Like env(1): the launcher's own failures exit 125, so they differ from the command's codes.
+constexpr int kLauncherError = 125;
+
+void AddLedgerFlag(CLI::App* app, std::string& path) {
+  app->add_option("--ledger.path", path, "The run ledger (default: runs.ledger_path, "
+                                         "/var/lib/stagewatch/ledger.db)");
+}
+
+}  // namespace
+
+RunsCli::RunsCli(CLI::App& app) {
+  run_ = app.add_subcommand("run", "Run a command as one run of a stage, in its own cgroup with "
+                                   "limits, and record it in the ledger")
+             ->fallthrough();
+  run_->add_option("--stage", stage_, "The stage this run belongs to")->required();
+  run_->add_option("--run-id", run_id_, "The run's id (default: generated, time-sortable)");
+  run_->add_option("--pipeline", pipeline_, "The pipeline the stage belongs to");
+  run_->add_option("--memory-max", memory_max_, "Memory limit: bytes, or with K, M, G (1024s)");
+  run_->add_option("--memory-high", memory_high_,
+                   "Memory throttling point (v1: the soft limit): bytes, or with K, M, G");
+  run_->add_option("--cpu-max", cpu_max_, "CPU limit in CPUs, e.g. 0.5 or 2");
+  run_->add_option("--cpu-weight", cpu_weight_, "CPU weight 1-10000 (100 is the default share)")
+      ->check(CLI::Range(1, 10000));
+  run_->add_option("--cgroup.parent", cgroup_parent_,
+                   "Make the run's cgroup beneath this one (default: your own cgroup)");
+  AddLedgerFlag(run_, ledger_path_);
+  run_->add_option("command", command_, "The command and its arguments, after --")->required();
+
+  runs_ = app.add_subcommand("runs", "Look at recorded runs")->require_subcommand(1)->fallthrough();
+  AddLedgerFlag(runs_, ledger_path_);
+  list_ = runs_->add_subcommand("list", "Recent runs, newest first")->fallthrough();
+  list_->add_option("--stage", stage_, "Only this stage");
+  list_->add_option("--since", since_, "Only runs started this long ago or less, e.g. 24h, 7d");
+  list_->add_flag("--json", json_, "Print JSON");
+  show_ = runs_->add_subcommand("show", "One run: its verdict first, then the facts")->fallthrough();
+  show_->add_option("id", show_id_, "The run id")->required();
+  show_->add_flag("--json", json_, "Print JSON");
+
+  advise_ = app.add_subcommand("advise", "Recommend a stage's limits from its recorded runs")
+                ->fallthrough();
+  advise_->add_option("--stage", stage_, "The stage")->required();
+  advise_->add_flag("--json", json_, "Print JSON");
+  AddLedgerFlag(advise_, ledger_path_);
+}
+
+std::string RunsCli::LedgerPath(const Config& config) const {
+  return ledger_path_.empty() ? config.runs.ledger_path : ledger_path_;
+}
+
+std::optional<int> RunsCli::Dispatch(const Config& config) {
+  if (*run_) return Run(config);
+  if (*list_) return List(config);
+  if (*show_) return Show(config);
+  if (*advise_) return Advise(config);
+  return std::nullopt;
+}
+
+int RunsCli::Run(const Config& config) {
+  LaunchOptions o;
+  o.stage = stage_;
+  o.run_id = run_id_;
+  o.pipeline = pipeline_;
+  o.cgroup_parent = cgroup_parent_;
+  o.ledger_path = LedgerPath(config);
+  o.command = command_;
+  o.discovery_directory = config.discovery.directory;
+  o.near_limit_fraction = config.memory.near_limit_fraction;
+  o.sample_interval = config.memory.sample_interval;
+  o.runs = config.runs;
+  absl::Status bad;
+  auto size = [&](const std::string& text, const char* flag) -> std::optional<uint64_t> {
+    if (text.empty() || !bad.ok()) return std::nullopt;
+    absl::StatusOr<uint64_t> bytes = ParseSize(text, flag);
+    if (!bytes.ok()) bad = bytes.status();
+    return bytes.ok() ? std::optional<uint64_t>(*bytes) : std::nullopt;
+  };
+  o.limits.memory_max_bytes = size(memory_max_, "--memory-max");
+  o.limits.memory_high_bytes = size(memory_high_, "--memory-high");
+  if (!cpu_max_.empty() && bad.ok()) {
+    absl::StatusOr<double> cores = ParseCores(cpu_max_, "--cpu-max");
+    if (cores.ok()) o.limits.cpu_max_cores = *cores;
+    bad = cores.status();
+  }
+  o.limits.cpu_weight = cpu_weight_;
+  if (!bad.ok()) {
+    std::cerr << "stagewatch run: " << bad.message() << "\n";
+    return kLauncherError;
+  }
+  absl::StatusOr<int> code = LaunchRun(o, std::cerr);
+  if (!code.ok()) {
+    std::cerr << "stagewatch run: " << code.status().message() << "\n";
+    return kLauncherError;
+  }
+  return *code;
+}
+
+namespace {
+
+// Opens an existing ledger for reading commands; a missing one is not created.
+absl::StatusOr<std::unique_ptr<Ledger>> OpenExisting(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    return absl::NotFoundError(absl::StrCat(
+        "no ledger at \"", path, "\" yet: no run has been recorded there; record one with "
+        "`stagewatch run`, or pass --ledger.path"));
+  }
+  return Ledger::OpenForReading(path);
+}
+
+int Fail(const char* command, const absl::Status& status) {
+  std::cerr << "stagewatch " << command << ": " << status.message() << "\n";
+  return 1;
+}
+
+}  // namespace
+
+int RunsCli::List(const Config& config) {
+  RunFilter filter;
+  filter.stage = stage_;
+  if (!since_.empty()) {
+    absl::StatusOr<absl::Duration> since = ParseSince(since_);
+    if (!since.ok()) return Fail("runs list", since.status());
+    filter.since = absl::Now() - *since;
+  }
+  absl::StatusOr<std::unique_ptr<Ledger>> ledger = OpenExisting(LedgerPath(config));
+  if (!ledger.ok()) return Fail("runs list", ledger.status());
+  absl::StatusOr<std::vector<RunRecord>> runs = (*ledger)->List(filter);
+  if (!runs.ok()) return Fail("runs list", runs.status());
+  if (json_) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const RunRecord& r : *runs) out.push_back(RunToJson(r, config.runs));
+    std::cout << out.dump(2) << "\n";
+  } else {
+    std::cout << RunsTable(*runs, config.runs);
+  }
+  return 0;
+}
+
+int RunsCli::Show(const Config& config) {
+  absl::StatusOr<std::unique_ptr<Ledger>> ledger = OpenExisting(LedgerPath(config));
+  if (!ledger.ok()) return Fail("runs show", ledger.status());
+  absl::StatusOr<std::optional<RunRecord>> run = (*ledger)->Get(show_id_);
+  if (!run.ok()) return Fail("runs show", run.status());
+  if (!*run) {
+    return Fail("runs show", absl::NotFoundError(absl::StrCat(
+                                 "no run \"", show_id_, "\" in the ledger \"", LedgerPath(config),
+                                 "\"; see `stagewatch runs list`")));
+  }
+  if (json_) {
+    std::cout << RunToJson(**run, config.runs).dump(2) << "\n";
+  } else {
+    std::cout << RunDetails(**run, config.runs);
+  }
+  return 0;
+}
+
+int RunsCli::Advise(const Config& config) {
+  absl::StatusOr<std::unique_ptr<Ledger>> ledger = OpenExisting(LedgerPath(config));
+  if (!ledger.ok()) return Fail("advise", ledger.status());
+  RunFilter filter;
+  filter.stage = stage_;
+  filter.limit = config.runs.advise.max_runs + 1000;  // open runs are skipped
+  absl::StatusOr<std::vector<RunRecord>> runs = (*ledger)->List(filter);
+  if (!runs.ok()) return Fail("advise", runs.status());
+  const Advice advice = AdviseLimits(stage_, *std::move(runs), config.runs);
+  if (json_) {
+    std::cout << AdviceToJson(advice).dump(2) << "\n";
+  } else {
+    std::cout << AdviceText(advice);
+  }
+  return 0;
+}
+
+}  // namespace stagewatch

@@ -1,0 +1,41 @@
+// The run subcommands: `run` (the launcher), `runs list`, `runs show` and `advise`. main.cc
+// registers them before parsing and dispatches after loading the configuration.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "config.h"
+
+namespace stagewatch {
+
+class RunsCli {
+ public:
+  explicit RunsCli(CLI::App& app);
+
+  // The exit code of the chosen subcommand; nullopt when none of these was chosen.
+  std::optional<int> Dispatch(const Config& config);
+
+ private:
+  int Run(const Config& config);
+  int List(const Config& config);
+  int Show(const Config& config);
+  int Advise(const Config& config);
+  std::string LedgerPath(const Config& config) const;
+
+  CLI::App* run_ = nullptr;
+  CLI::App* runs_ = nullptr;
+  CLI::App* list_ = nullptr;
+  CLI::App* show_ = nullptr;
+  CLI::App* advise_ = nullptr;
+
+  std::string stage_, run_id_, pipeline_, cgroup_parent_, ledger_path_, since_, show_id_;
+  std::string memory_max_, memory_high_, cpu_max_;
+  std::optional<uint32_t> cpu_weight_;
+  std::vector<std::string> command_;
+  bool json_ = false;
+};
+
+}  // namespace stagewatch

@@ -1,0 +1,181 @@
+#include "runs/launcher.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <set>
+
+#include "absl/cleanup/cleanup.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "cgroup/layout.h"
+#include "config_validate.h"
+#include "runs/ledger.h"
+#include "runs/run_cgroup.h"
+#include "runs/run_facts.h"
+#include "runs/run_id.h"
+#include "runs/verdict.h"
+
+namespace stagewatch {
+namespace {
+
+// What the child reports through its close-on-exec pipe when it fails before exec succeeds.
+struct ChildFailure {
+  int step;  // 1: joining the cgroup, 2: exec
+  int error;
+};
+
+sigset_t ForwardedSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD}) sigaddset(&set, sig);
+  return set;
+}
+
+// In the child between fork and exec: only async-signal-safe calls.
+[[noreturn]] void RunChild(const std::vector<std::string>& procs_files, char* const argv[],
+                           const sigset_t& old_mask, int report_fd) {
+  for (const std::string& file : procs_files) {
+    int fd = open(file.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || write(fd, "0", 1) != 1) {  // "0" moves the writing process itself
+      ChildFailure f{1, errno};
+      (void)!write(report_fd, &f, sizeof f);
+      _exit(126);
+    }
+    close(fd);
+  }
+  pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+  execvp(argv[0], argv);
+  ChildFailure f{2, errno};
+  (void)!write(report_fd, &f, sizeof f);
+  _exit(f.error == ENOENT ? 127 : 126);
+}
+
+// Waits for `child`, passing SIGINT, SIGTERM, SIGHUP and SIGQUIT on to it, and reaping the
+// orphans it leaves (the launcher is their subreaper). Returns its wait status.
+int WaitForCommand(pid_t child, const sigset_t& signals, std::set<int>& requested) {
+  for (;;) {
+    siginfo_t info;
+    const timespec poll{1, 0};  // SIGCHLDs coalesce; poll as well
+    const int sig = sigtimedwait(&signals, &info, &poll);
+    if (sig > 0 && sig != SIGCHLD) {
+      requested.insert(sig);
+      // A terminal sends SIGINT to its whole foreground group, the command included already.
+      if (info.si_code != SI_KERNEL) kill(child, sig);
+      continue;
+    }
+    int status = 0;
+    for (pid_t pid; (pid = waitpid(-1, &status, WNOHANG)) > 0;) {
+      if (pid == child) return status;
+    }
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<int> LaunchRun(const LaunchOptions& o, std::ostream& log) {
+  // ---- everything that can be wrong is checked before the command starts ----
+  if (std::string p = config_internal::CheckStageName(o.stage); !p.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("--stage: ", p));
+  }
+  if (o.command.empty()) {
+    return absl::InvalidArgumentError("no command to run; write it after --, e.g. "
+                                      "stagewatch run --stage validate -- python3 validate.py");
+  }
+  const absl::Time start = absl::Now();
+  const std::string id = o.run_id.empty() ? NewRunId(start) : o.run_id;
+  if (std::string p = CheckRunId(id); !p.empty()) return absl::InvalidArgumentError(p);
+
+  absl::StatusOr<std::unique_ptr<Ledger>> ledger = Ledger::Open(o.ledger_path);
+  if (!ledger.ok()) return ledger.status();
+  absl::StatusOr<std::optional<RunRecord>> existing = (*ledger)->Get(id);
+  if (!existing.ok()) return existing.status();
+  if (*existing) {
+    return absl::AlreadyExistsError(absl::StrFormat(
+        "run id \"%s\" is in the ledger \"%s\" already; pick another --run-id, or leave it out to "
+        "get a new one", id, o.ledger_path));
+  }
+  // From here on a SIGINT or SIGTERM waits (blocked) until the command runs and is passed on
+  // to it, so a signal can never leave the run's cgroup behind.
+  const sigset_t signals = ForwardedSignals();
+  sigset_t old_mask;
+  pthread_sigmask(SIG_BLOCK, &signals, &old_mask);
+  absl::Cleanup restore_mask = [&] { pthread_sigmask(SIG_SETMASK, &old_mask, nullptr); };
+  absl::StatusOr<CgroupLayout> layout = DetectHostCgroupLayout();
+  if (!layout.ok()) return layout.status();
+  absl::StatusOr<std::unique_ptr<RunCgroup>> cgroup = RunCgroup::Create(
+      *layout, {o.discovery_directory, o.stage, id, o.cgroup_parent, o.limits});
+  if (!cgroup.ok()) return cgroup.status();
+
+  int report[2];
+  if (pipe2(report, O_CLOEXEC) != 0) {
+    return absl::ResourceExhaustedError(absl::StrCat("pipe2 failed: ", std::strerror(errno)));
+  }
+  RunStart run{id, o.stage, o.pipeline, o.command, RunSource::kLauncher,
+               (*cgroup)->key_path(), getpid(), start, o.limits};
+  if (absl::Status s = (*ledger)->BeginRun(run); !s.ok()) {
+    close(report[0]);
+    close(report[1]);
+    return s;
+  }
+
+  // ---- the command runs ----
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  std::vector<char*> argv;
+  for (const std::string& arg : o.command) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+  log << absl::StrFormat("stagewatch: run %s of stage %s starts in cgroup %s\n", id, o.stage,
+                         (*cgroup)->key_path())
+      << std::flush;
+  const pid_t child = fork();
+  if (child == 0) RunChild((*cgroup)->procs_files(), argv.data(), old_mask, report[1]);
+  close(report[1]);
+  ChildFailure failure{0, 0};
+  const bool failed = child < 0 || read(report[0], &failure, sizeof failure) == sizeof failure;
+  close(report[0]);
+
+  RunEnd end;
+  std::set<int> requested;
+  if (failed) {
+    if (child > 0) waitpid(child, nullptr, 0);
+    log << absl::StrFormat("stagewatch: cannot %s: %s\n",
+                           failure.step == 1 ? "move the command into the run's cgroup"
+                                             : absl::StrCat("run \"", o.command[0], "\""),
+                           std::strerror(child < 0 ? errno : failure.error));
+    end.exit_code = failure.step == 2 && failure.error == ENOENT ? 127 : 126;
+    end.end = absl::Now();
+  } else {
+    RunSampler sampler((*cgroup)->reader_layout(), o.sample_interval, o.near_limit_fraction);
+    const int status = WaitForCommand(child, signals, requested);
+    end.end = absl::Now();
+    const UsageSummary usage = sampler.Stop();
+    std::vector<std::string> problems;
+    end.facts = ReadCgroupFacts((*cgroup)->reader_layout(), problems);
+    MergeUsage(usage, end.facts);
+    for (const std::string& p : problems) log << "stagewatch: not measured: " << p << "\n";
+    if (WIFSIGNALED(status)) {
+      end.signal = WTERMSIG(status);
+      end.signal_requested = requested.count(*end.signal) > 0;
+    } else {
+      end.exit_code = WEXITSTATUS(status);
+    }
+  }
+  if (absl::Status s = (*cgroup)->Remove(); !s.ok()) log << "stagewatch: " << s.message() << "\n";
+  if (absl::Status s = (*ledger)->EndRun(id, end); !s.ok()) {
+    log << "stagewatch: the run's end is not recorded: " << s.message() << "\n";
+  } else if (absl::StatusOr<std::optional<RunRecord>> r = (*ledger)->Get(id); r.ok() && *r) {
+    const std::string ledger_flag =
+        o.ledger_path == o.runs.ledger_path ? "" : absl::StrCat(" --ledger.path ", o.ledger_path);
+    log << absl::StrFormat("stagewatch: run %s %s\n  details: stagewatch runs show%s %s\n", id,
+                           JudgeRun(**r, o.runs).Summary(), ledger_flag, id);
+  }
+  return end.signal ? 128 + *end.signal : *end.exit_code;
+}
+
+}  // namespace stagewatch

@@ -1,0 +1,35 @@
+// `stagewatch run`: runs a command as one run of a stage, in a cgroup of its own with the
+// given limits, and records it in the ledger with what cgroupfs measured.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "runs/run_record.h"
+#include "runs/runs_config.h"
+
+namespace stagewatch {
+
+struct LaunchOptions {
+  std::string stage;
+  std::string run_id;  // "" generates one
+  std::string pipeline;
+  std::string cgroup_parent;  // "" for the caller's own cgroup in each hierarchy
+  std::string ledger_path;
+  RunLimits limits;
+  std::vector<std::string> command;
+  std::string discovery_directory = "stagewatch";
+  double near_limit_fraction = 0.9;
+  absl::Duration sample_interval = absl::Seconds(1);
+  RunsConfig runs;  // for the verdict printed at the end
+};
+
+// Errors found before the command starts come back as a Status, with nothing left behind.
+// Once it has started, the result is the exit code to leave with: the command's, 128 + N when
+// signal N ended it, 127 when it could not be run.
+absl::StatusOr<int> LaunchRun(const LaunchOptions& options, std::ostream& log);
+
+}  // namespace stagewatch

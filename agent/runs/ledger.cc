@@ -1,0 +1,544 @@
+#include "runs/ledger.h"
+
+#include <sqlite3.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+
+#include "absl/cleanup/cleanup.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "nlohmann/json.hpp"
+#include "runs/ledger_schema.h"
+#include "runs/units.h"
+#include "string_util.h"
+
+namespace stagewatch {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kBusyTimeoutMs = 10000;
+
+std::string SqliteError(sqlite3* db) { return db ? sqlite3_errmsg(db) : "out of memory"; }
+
+// One prepared statement; parameters are bound by position (1-based), in the order of `?`s.
+class Statement {
+ public:
+  Statement(sqlite3* db, const std::string& sql) : db_(db) {
+    rc_ = sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt_, nullptr);
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  absl::Status status(std::string_view what) const {
+    if (rc_ == SQLITE_OK || rc_ == SQLITE_ROW || rc_ == SQLITE_DONE) return absl::OkStatus();
+    return absl::InternalError(absl::StrCat(ToAbsl(what), ": ", SqliteError(db_)));
+  }
+
+  Statement& Text(const std::string& v) {
+    Check(sqlite3_bind_text(stmt_, ++n_, v.c_str(), static_cast<int>(v.size()), SQLITE_TRANSIENT));
+    return *this;
+  }
+  Statement& Int(std::optional<int64_t> v) {
+    Check(v ? sqlite3_bind_int64(stmt_, ++n_, *v) : sqlite3_bind_null(stmt_, ++n_));
+    return *this;
+  }
+  Statement& Uint(std::optional<uint64_t> v) {
+    return Int(v ? std::optional<int64_t>(static_cast<int64_t>(*v)) : std::nullopt);
+  }
+  Statement& Real(std::optional<double> v) {
+    Check(v ? sqlite3_bind_double(stmt_, ++n_, *v) : sqlite3_bind_null(stmt_, ++n_));
+    return *this;
+  }
+  Statement& OptText(const std::optional<std::string>& v) {
+    if (v) return Text(*v);
+    Check(sqlite3_bind_null(stmt_, ++n_));
+    return *this;
+  }
+
+  // SQLITE_ROW, SQLITE_DONE or an error code (kept for status()).
+  int Step() {
+    if (rc_ != SQLITE_OK && rc_ != SQLITE_ROW) return rc_;
+    rc_ = sqlite3_step(stmt_);
+    return rc_;
+  }
+
+  bool Null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+  std::string ColText(int col) const {
+    const unsigned char* t = sqlite3_column_text(stmt_, col);
+    return t ? reinterpret_cast<const char*>(t) : "";
+  }
+  int64_t ColInt(int col) const { return sqlite3_column_int64(stmt_, col); }
+  std::optional<int64_t> OptInt(int col) const {
+    return Null(col) ? std::nullopt : std::optional<int64_t>(ColInt(col));
+  }
+  std::optional<uint64_t> OptUint(int col) const {
+    return Null(col) ? std::nullopt : std::optional<uint64_t>(static_cast<uint64_t>(ColInt(col)));
+  }
+  std::optional<double> OptReal(int col) const {
+    return Null(col) ? std::nullopt : std::optional<double>(sqlite3_column_double(stmt_, col));
+  }
+
+ private:
+  void Check(int rc) {
+    if (rc != SQLITE_OK && rc_ == SQLITE_OK) rc_ = rc;
+  }
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+  int rc_ = SQLITE_OK;
+  int n_ = 0;
+};
+
+// BEGIN IMMEDIATE takes the write lock at once, so a busy ledger waits in busy_timeout rather
+// than failing half-way. Rolled back unless committed.
+class Transaction {
+ public:
+  explicit Transaction(sqlite3* db) : db_(db) {
+    ok_ = sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK;
+  }
+  ~Transaction() {
+    if (ok_ && !done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  absl::Status begun() const {
+    return ok_ ? absl::OkStatus()
+               : absl::UnavailableError(absl::StrCat("cannot start a ledger transaction: ",
+                                                     SqliteError(db_)));
+  }
+  absl::Status Commit() {
+    done_ = true;
+    if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) == SQLITE_OK) return absl::OkStatus();
+    return absl::InternalError(absl::StrCat("cannot commit to the ledger: ", SqliteError(db_)));
+  }
+
+ private:
+  sqlite3* db_;
+  bool ok_ = false;
+  bool done_ = false;
+};
+
+// Runs a single-value query ("PRAGMA user_version"); the SQLite result code on failure.
+int QueryInt(sqlite3* db, const char* sql, int64_t& out) {
+  sqlite3_stmt* stmt = nullptr;
+  int rc = sqlite3_prepare_v2(db, sql, -1, &stmt, nullptr);
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_step(stmt);
+    if (rc == SQLITE_ROW) {
+      out = sqlite3_column_int64(stmt, 0);
+      rc = SQLITE_OK;
+    }
+  }
+  sqlite3_finalize(stmt);
+  return rc;
+}
+
+constexpr char kColumns[] =
+    "id, stage, pipeline, command, source, cgroup_path, launcher_pid, start_time, end_time, "
+    "closed_by, exit_code, signal, signal_requested, limit_memory_max_bytes, "
+    "limit_memory_high_bytes, limit_cpu_max_cores, limit_cpu_weight, memory_limit_bytes, "
+    "memory_peak_bytes, memory_failcnt, memory_mean_bytes, memory_p95_bytes, near_limit_seconds, "
+    "oom_kills_kernel, cpu_seconds, cpu_throttled_seconds, cpu_p95_cores, "
+    "memory_pressure_seconds, cpu_pressure_seconds, agent_observed, oom_kills_userspace, "
+    "oom_victims, reclaim_stall_seconds, run_queue_wait_seconds, preemptors, anomalies";
+
+json VictimsJson(const std::vector<OomVictim>& victims) {
+  json out = json::array();
+  for (const OomVictim& v : victims) {
+    out.push_back({{"pid", v.pid}, {"comm", v.comm}, {"kind", v.kind}, {"killer", v.killer}});
+  }
+  return out;
+}
+
+json AnomaliesJson(const std::vector<RunAnomaly>& anomalies) {
+  json out = json::array();
+  for (const RunAnomaly& a : anomalies) {
+    out.push_back({{"name", a.name}, {"at", FormatRfc3339(a.at)}, {"detail", a.detail}});
+  }
+  return out;
+}
+
+// Text columns written by this code; a bad one means someone edited the file by hand.
+json ParseJsonColumn(const std::string& text, json fallback) {
+  json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return parsed.is_discarded() ? fallback : parsed;
+}
+
+absl::Time TimeOr(const std::string& text, absl::Time fallback) {
+  absl::StatusOr<absl::Time> t = ParseRfc3339(text);
+  return t.ok() ? *t : fallback;
+}
+
+RunRecord DecodeRow(const Statement& s) {
+  RunRecord r;
+  int c = 0;
+  RunStart& st = r.start;
+  st.id = s.ColText(c++);
+  st.stage = s.ColText(c++);
+  st.pipeline = s.ColText(c++);
+  for (const json& arg : ParseJsonColumn(s.ColText(c++), json::array())) {
+    if (arg.is_string()) st.command.push_back(arg.get<std::string>());
+  }
+  st.source = s.ColText(c++) == "discovered" ? RunSource::kDiscovered : RunSource::kLauncher;
+  st.cgroup_path = s.ColText(c++);
+  st.launcher_pid = s.OptInt(c++);
+  st.start = TimeOr(s.ColText(c++), absl::UnixEpoch());
+  const bool ended = !s.Null(c);
+  const std::string end_text = s.ColText(c++);
+  const std::string closed_by = s.ColText(c++);
+  RunEnd end;
+  end.end = TimeOr(end_text, st.start);
+  end.closed_by = closed_by == "agent" ? RunCloser::kAgent : RunCloser::kLauncher;
+  if (auto v = s.OptInt(c++)) end.exit_code = static_cast<int>(*v);
+  if (auto v = s.OptInt(c++)) end.signal = static_cast<int>(*v);
+  end.signal_requested = s.ColInt(c++) != 0;
+  st.limits.memory_max_bytes = s.OptUint(c++);
+  st.limits.memory_high_bytes = s.OptUint(c++);
+  st.limits.cpu_max_cores = s.OptReal(c++);
+  if (auto v = s.OptInt(c++)) st.limits.cpu_weight = static_cast<uint32_t>(*v);
+  CgroupFacts& f = end.facts;
+  f.memory_limit_bytes = s.OptUint(c++);
+  f.memory_peak_bytes = s.OptUint(c++);
+  f.memory_failcnt = s.OptUint(c++);
+  f.memory_mean_bytes = s.OptUint(c++);
+  f.memory_p95_bytes = s.OptUint(c++);
+  f.near_limit_seconds = s.OptReal(c++);
+  f.oom_kills_kernel = s.OptUint(c++);
+  f.cpu_seconds = s.OptReal(c++);
+  f.cpu_throttled_seconds = s.OptReal(c++);
+  f.cpu_p95_cores = s.OptReal(c++);
+  f.memory_pressure_seconds = s.OptReal(c++);
+  f.cpu_pressure_seconds = s.OptReal(c++);
+  if (ended) r.end = end;
+  r.agent_observed = s.ColInt(c++) != 0;
+  AgentFacts& a = r.agent;
+  a.oom_kills_userspace = s.OptUint(c++);
+  for (const json& v : ParseJsonColumn(s.ColText(c++), json::array())) {
+    if (!v.is_object()) continue;
+    a.oom_victims.push_back({v.value("pid", int64_t{0}), v.value("comm", ""),
+                             v.value("kind", ""), v.value("killer", "")});
+  }
+  a.reclaim_stall_seconds = s.OptReal(c++);
+  a.run_queue_wait_seconds = s.OptReal(c++);
+  a.preemptors_observed = !s.Null(c);
+  const json preemptors = ParseJsonColumn(s.ColText(c++), json::object());
+  for (const auto& [stage, n] : preemptors.items()) {
+    if (n.is_number_unsigned()) a.preemptors[stage] = n.get<uint64_t>();
+  }
+  a.anomalies_observed = !s.Null(c);
+  for (const json& v : ParseJsonColumn(s.ColText(c++), json::array())) {
+    if (!v.is_object()) continue;
+    a.anomalies.push_back({v.value("name", ""), TimeOr(v.value("at", ""), st.start),
+                           v.value("detail", "")});
+  }
+  return r;
+}
+
+std::optional<uint64_t> AddOpt(std::optional<uint64_t> a, std::optional<uint64_t> b) {
+  if (!a) return b;
+  return b ? std::optional<uint64_t>(*a + *b) : a;
+}
+std::optional<double> AddOpt(std::optional<double> a, std::optional<double> b) {
+  if (!a) return b;
+  return b ? std::optional<double>(*a + *b) : a;
+}
+
+// What is wrong with a path before SQLite sees it, in words a user can act on; "" if nothing.
+std::string CheckLedgerPath(const std::string& path, bool read_only) {
+  if (path.empty()) return "the ledger path is empty; pass --ledger.path FILE";
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return absl::StrFormat("ledger path \"%s\" is a directory; pass --ledger.path a file in it, "
+                           "e.g. %s/ledger.db", path, path);
+  }
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  if (!read_only && !dir.empty() && !std::filesystem::exists(dir, ec)) {
+    std::filesystem::create_directories(dir, ec);
+    if (ec) {
+      return absl::StrFormat("cannot create the ledger's directory \"%s\": %s; pass "
+                             "--ledger.path a file in a writable directory", dir.string(),
+                             ec.message());
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string_view RunSourceName(RunSource source) {
+  return source == RunSource::kDiscovered ? "discovered" : "launcher";
+}
+
+int Ledger::SchemaVersion() { return static_cast<int>(LedgerMigrations().size()); }
+
+absl::StatusOr<std::unique_ptr<Ledger>> Ledger::Open(const std::string& path) {
+  return OpenAs(path, /*read_only=*/false);
+}
+
+absl::StatusOr<std::unique_ptr<Ledger>> Ledger::OpenForReading(const std::string& path) {
+  return OpenAs(path, /*read_only=*/true);
+}
+
+absl::StatusOr<std::unique_ptr<Ledger>> Ledger::OpenAs(const std::string& path, bool read_only) {
+  if (std::string problem = CheckLedgerPath(path, read_only); !problem.empty()) {
+    return absl::FailedPreconditionError(problem);
+  }
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db,
+                           read_only ? SQLITE_OPEN_READONLY
+                                     : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+                           nullptr);
+  auto fail = [&](absl::StatusCode code, const std::string& message) {
+    sqlite3_close(db);
+    return absl::Status(code, message);
+  };
+  if (rc != SQLITE_OK) {
+    return fail(absl::StatusCode::kFailedPrecondition,
+                absl::StrFormat("cannot open the ledger \"%s\": %s; pass --ledger.path a "
+                                "%s file", path, SqliteError(db), read_only ? "readable" : "writable"));
+  }
+  sqlite3_busy_timeout(db, kBusyTimeoutMs);
+  sqlite3_extended_result_codes(db, 0);
+
+  // Only reads until the file is known to be a ledger (or empty), so nothing else is touched.
+  int64_t app_id = 0, tables = 0, version = 0;
+  rc = QueryInt(db, "PRAGMA application_id", app_id);
+  if (rc == SQLITE_OK) rc = QueryInt(db, "SELECT count(*) FROM sqlite_master", tables);
+  if (rc == SQLITE_OK) rc = QueryInt(db, "PRAGMA user_version", version);
+  if (rc == SQLITE_NOTADB || rc == SQLITE_CORRUPT) {
+    return fail(absl::StatusCode::kFailedPrecondition,
+                absl::StrFormat("\"%s\" is not a stagewatch ledger (%s); it was left untouched: "
+                                "pass --ledger.path another file", path, SqliteError(db)));
+  }
+  if (rc != SQLITE_OK) {
+    return fail(absl::StatusCode::kFailedPrecondition,
+                absl::StrFormat("cannot read the ledger \"%s\": %s", path, SqliteError(db)));
+  }
+  const bool fresh = app_id == 0 && tables == 0;
+  if (!fresh && app_id != kLedgerApplicationId) {
+    return fail(absl::StatusCode::kFailedPrecondition,
+                absl::StrFormat("\"%s\" is an SQLite database but not a stagewatch ledger "
+                                "(application_id %d, %d schema objects); it was left untouched: "
+                                "pass --ledger.path another file", path, app_id, tables));
+  }
+  if (version > SchemaVersion()) {
+    return fail(absl::StatusCode::kFailedPrecondition,
+                absl::StrFormat("the ledger \"%s\" has schema version %d, newer than this "
+                                "stagewatch's %d; upgrade stagewatch", path, version,
+                                SchemaVersion()));
+  }
+  if (!fresh) {
+    sqlite3_stmt* check = nullptr;
+    std::string result = "";
+    if (sqlite3_prepare_v2(db, "PRAGMA quick_check", -1, &check, nullptr) == SQLITE_OK &&
+        sqlite3_step(check) == SQLITE_ROW) {
+      result = reinterpret_cast<const char*>(sqlite3_column_text(check, 0));
+    } else {
+      result = SqliteError(db);
+    }
+    sqlite3_finalize(check);
+    if (result != "ok") {
+      return fail(absl::StatusCode::kDataLoss,
+                  absl::StrFormat("the ledger \"%s\" is corrupt (%s); it was left untouched: "
+                                  "keep it for recovery (sqlite3 .recover) and pass "
+                                  "--ledger.path a new file", path, result));
+    }
+  }
+
+  std::unique_ptr<Ledger> ledger(new Ledger(path, db));
+  if (read_only) {
+    if (fresh || version < SchemaVersion()) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "the ledger \"%s\" has schema version %d and this stagewatch reads %d; any "
+          "`stagewatch run` with write access migrates it", path, version, SchemaVersion()));
+    }
+    return ledger;
+  }
+  // Keep the -wal file when the last writer closes, so users who may only read the ledger can
+  // open it (SQLite cannot make the file for them in a directory they may not write).
+  int persist = 1;
+  sqlite3_file_control(db, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
+  {
+    Statement mode(db, "PRAGMA journal_mode=WAL");
+    if (mode.Step() != SQLITE_ROW || mode.ColText(0) != "wal") {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "cannot switch the ledger \"%s\" to WAL mode: %s; pass --ledger.path a file on a "
+          "local, writable filesystem", path, SqliteError(db)));
+    }
+  }
+  // FULL: a committed run survives a power cut too, not only a crash of the process. A size
+  // limit of 0 truncates the kept -wal file once it is checkpointed, so no stale frames stay.
+  if (absl::Status s = ledger->Exec("PRAGMA synchronous=FULL; PRAGMA journal_size_limit=0");
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ledger->Migrate(); !s.ok()) return s;
+  return ledger;
+}
+
+Ledger::~Ledger() { sqlite3_close(db_); }
+
+absl::Status Ledger::Exec(const std::string& sql) {
+  char* error = nullptr;
+  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error) == SQLITE_OK) {
+    return absl::OkStatus();
+  }
+  absl::Status status = absl::InternalError(
+      absl::StrFormat("ledger \"%s\": %s", path_, error ? error : SqliteError(db_)));
+  sqlite3_free(error);
+  return status;
+}
+
+absl::Status Ledger::Migrate() {
+  const auto& migrations = LedgerMigrations();
+  for (;;) {
+    Transaction tx(db_);
+    if (absl::Status s = tx.begun(); !s.ok()) return s;
+    int64_t version = 0;  // read inside the transaction: another process may have migrated
+    if (QueryInt(db_, "PRAGMA user_version", version) != SQLITE_OK) {
+      return absl::InternalError(absl::StrCat("cannot read the ledger's schema version: ",
+                                              SqliteError(db_)));
+    }
+    if (version >= static_cast<int64_t>(migrations.size())) return absl::OkStatus();
+    if (absl::Status s = Exec(std::string(migrations[version])); !s.ok()) return s;
+    if (absl::Status s = Exec(absl::StrFormat("PRAGMA user_version=%d; PRAGMA application_id=%d",
+                                              version + 1, kLedgerApplicationId));
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = tx.Commit(); !s.ok()) return s;
+  }
+}
+
+absl::Status Ledger::BeginRun(const RunStart& st) {
+  json command = st.command;
+  Statement s(db_,
+              "INSERT INTO runs (id, stage, pipeline, command, source, cgroup_path, launcher_pid, "
+              "start_time, limit_memory_max_bytes, limit_memory_high_bytes, limit_cpu_max_cores, "
+              "limit_cpu_weight) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  s.Text(st.id).Text(st.stage).Text(st.pipeline).Text(command.dump())
+      .Text(std::string(RunSourceName(st.source))).Text(st.cgroup_path).Int(st.launcher_pid)
+      .Text(FormatRfc3339(st.start)).Uint(st.limits.memory_max_bytes)
+      .Uint(st.limits.memory_high_bytes).Real(st.limits.cpu_max_cores)
+      .Int(st.limits.cpu_weight ? std::optional<int64_t>(*st.limits.cpu_weight) : std::nullopt);
+  const int rc = s.Step();
+  if (rc == SQLITE_CONSTRAINT) {
+    return absl::AlreadyExistsError(absl::StrFormat(
+        "run id \"%s\" is in the ledger \"%s\" already; pick another --run-id, or leave it out "
+        "to get a new one", st.id, path_));
+  }
+  return s.status(absl::StrFormat("cannot record run \"%s\" in the ledger \"%s\"", st.id, path_));
+}
+
+absl::Status Ledger::EndRun(const std::string& id, const RunEnd& end) {
+  const CgroupFacts& f = end.facts;
+  Statement s(db_,
+              "UPDATE runs SET end_time = ?, closed_by = ?, exit_code = ?, signal = ?, "
+              "signal_requested = ?, memory_limit_bytes = ?, memory_peak_bytes = ?, "
+              "memory_failcnt = ?, memory_mean_bytes = ?, memory_p95_bytes = ?, "
+              "near_limit_seconds = ?, oom_kills_kernel = ?, cpu_seconds = ?, "
+              "cpu_throttled_seconds = ?, cpu_p95_cores = ?, memory_pressure_seconds = ?, "
+              "cpu_pressure_seconds = ? WHERE id = ? AND end_time IS NULL");
+  s.Text(FormatRfc3339(end.end))
+      .Text(end.closed_by == RunCloser::kAgent ? "agent" : "launcher")
+      .Int(end.exit_code).Int(end.signal).Int(end.signal_requested ? 1 : 0)
+      .Uint(f.memory_limit_bytes).Uint(f.memory_peak_bytes).Uint(f.memory_failcnt)
+      .Uint(f.memory_mean_bytes).Uint(f.memory_p95_bytes).Real(f.near_limit_seconds)
+      .Uint(f.oom_kills_kernel).Real(f.cpu_seconds).Real(f.cpu_throttled_seconds)
+      .Real(f.cpu_p95_cores).Real(f.memory_pressure_seconds).Real(f.cpu_pressure_seconds)
+      .Text(id);
+  s.Step();
+  if (absl::Status st = s.status(absl::StrFormat("cannot end run \"%s\"", id)); !st.ok()) return st;
+  if (sqlite3_changes(db_) == 1) return absl::OkStatus();
+  absl::StatusOr<std::optional<RunRecord>> existing = Get(id);
+  if (!existing.ok()) return existing.status();
+  if (!*existing) return absl::NotFoundError(absl::StrFormat("no run \"%s\" in the ledger", id));
+  return absl::FailedPreconditionError(absl::StrFormat("run \"%s\" has ended already", id));
+}
+
+absl::Status Ledger::AddAgentFacts(const std::string& id, const AgentFacts& add) {
+  Transaction tx(db_);
+  if (absl::Status s = tx.begun(); !s.ok()) return s;
+  absl::StatusOr<std::optional<RunRecord>> existing = Get(id);
+  if (!existing.ok()) return existing.status();
+  if (!*existing) return absl::NotFoundError(absl::StrFormat("no run \"%s\" in the ledger", id));
+  AgentFacts a = (*existing)->agent;
+  a.oom_kills_userspace = AddOpt(a.oom_kills_userspace, add.oom_kills_userspace);
+  a.oom_victims.insert(a.oom_victims.end(), add.oom_victims.begin(), add.oom_victims.end());
+  a.reclaim_stall_seconds = AddOpt(a.reclaim_stall_seconds, add.reclaim_stall_seconds);
+  a.run_queue_wait_seconds = AddOpt(a.run_queue_wait_seconds, add.run_queue_wait_seconds);
+  for (const auto& [stage, n] : add.preemptors) a.preemptors[stage] += n;
+  a.preemptors_observed |= add.preemptors_observed || !add.preemptors.empty();
+  a.anomalies.insert(a.anomalies.end(), add.anomalies.begin(), add.anomalies.end());
+  a.anomalies_observed |= add.anomalies_observed || !add.anomalies.empty();
+
+  json preemptors = json::object();
+  for (const auto& [stage, n] : a.preemptors) preemptors[stage] = n;
+  Statement s(db_,
+              "UPDATE runs SET agent_observed = 1, oom_kills_userspace = ?, oom_victims = ?, "
+              "reclaim_stall_seconds = ?, run_queue_wait_seconds = ?, preemptors = ?, "
+              "anomalies = ? WHERE id = ?");
+  s.Uint(a.oom_kills_userspace).Text(VictimsJson(a.oom_victims).dump())
+      .Real(a.reclaim_stall_seconds).Real(a.run_queue_wait_seconds)
+      .OptText(a.preemptors_observed ? std::optional<std::string>(preemptors.dump()) : std::nullopt)
+      .OptText(a.anomalies_observed
+                   ? std::optional<std::string>(AnomaliesJson(a.anomalies).dump())
+                   : std::nullopt)
+      .Text(id);
+  s.Step();
+  if (absl::Status st = s.status(absl::StrFormat("cannot add agent facts to run \"%s\"", id));
+      !st.ok()) {
+    return st;
+  }
+  return tx.Commit();
+}
+
+absl::StatusOr<std::vector<RunRecord>> Ledger::Query(const std::string& where,
+                                                     const std::vector<std::string>& args,
+                                                     const std::string& tail) {
+  Statement s(db_, absl::StrCat("SELECT ", kColumns, " FROM runs", where.empty() ? "" : " WHERE ",
+                                where, " ", tail));
+  for (const std::string& arg : args) s.Text(arg);
+  std::vector<RunRecord> out;
+  while (s.Step() == SQLITE_ROW) out.push_back(DecodeRow(s));
+  if (absl::Status st = s.status(absl::StrFormat("cannot read the ledger \"%s\"", path_)); !st.ok()) {
+    return st;
+  }
+  return out;
+}
+
+absl::StatusOr<std::optional<RunRecord>> Ledger::Get(const std::string& id) {
+  absl::StatusOr<std::vector<RunRecord>> rows = Query("id = ?", {id}, "");
+  if (!rows.ok()) return rows.status();
+  if (rows->empty()) return std::nullopt;
+  return std::move(rows->front());
+}
+
+absl::StatusOr<std::vector<RunRecord>> Ledger::List(const RunFilter& filter) {
+  std::vector<std::string> conditions, args;
+  if (!filter.stage.empty()) {
+    conditions.push_back("stage = ?");
+    args.push_back(filter.stage);
+  }
+  if (filter.since) {
+    conditions.push_back("start_time >= ?");
+    args.push_back(FormatRfc3339(*filter.since));
+  }
+  if (filter.open_only) conditions.push_back("end_time IS NULL");
+  return Query(absl::StrJoin(conditions, " AND "), args,
+               absl::StrFormat("ORDER BY start_time DESC, id DESC LIMIT %d", filter.limit));
+}
+
+absl::StatusOr<std::optional<RunRecord>> Ledger::FindOpenByCgroup(const std::string& cgroup_path) {
+  absl::StatusOr<std::vector<RunRecord>> rows =
+      Query("cgroup_path = ? AND end_time IS NULL", {cgroup_path}, "ORDER BY start_time DESC LIMIT 1");
+  if (!rows.ok()) return rows.status();
+  if (rows->empty()) return std::nullopt;
+  return std::move(rows->front());
+}
+
+}  // namespace stagewatch

@@ -1,0 +1,70 @@
+// The run ledger: one SQLite file (WAL, crash-safe, schema-versioned) that the launcher and
+// the agent both write. Every write is one transaction; a busy timeout lets them write at once.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "runs/run_record.h"
+
+struct sqlite3;
+
+namespace stagewatch {
+
+inline constexpr char kDefaultLedgerPath[] = "/var/lib/stagewatch/ledger.db";
+
+struct RunFilter {
+  std::string stage;                  // "" for every stage
+  std::optional<absl::Time> since;    // runs started at or after
+  bool open_only = false;             // runs not yet ended
+  int limit = 1000;                   // newest first
+};
+
+class Ledger {
+ public:
+  // Opens the ledger at `path`, creating it (and its directory) when missing, and migrates
+  // its schema. Refuses, leaving the file untouched, a file that is not a stagewatch ledger,
+  // a corrupt one, or one written by a newer stagewatch.
+  static absl::StatusOr<std::unique_ptr<Ledger>> Open(const std::string& path);
+  // Opens an existing ledger only to read it (`runs`, `advise`): works for users who may not
+  // write the file, and never creates or migrates anything. Writes fail.
+  static absl::StatusOr<std::unique_ptr<Ledger>> OpenForReading(const std::string& path);
+  ~Ledger();
+  Ledger(const Ledger&) = delete;
+  Ledger& operator=(const Ledger&) = delete;
+
+  const std::string& path() const { return path_; }
+
+  // AlreadyExists when a run with that id is in the ledger.
+  absl::Status BeginRun(const RunStart& start);
+  // NotFound for an unknown id, FailedPrecondition for a run that has ended already.
+  absl::Status EndRun(const std::string& id, const RunEnd& end);
+  // Merges facts only the agent sees into the run's row (see AgentFacts).
+  absl::Status AddAgentFacts(const std::string& id, const AgentFacts& facts);
+
+  absl::StatusOr<std::optional<RunRecord>> Get(const std::string& id);
+  absl::StatusOr<std::vector<RunRecord>> List(const RunFilter& filter);
+  // The open run whose cgroup is at `cgroup_path`, for the agent's cgroup events.
+  absl::StatusOr<std::optional<RunRecord>> FindOpenByCgroup(const std::string& cgroup_path);
+
+  static int SchemaVersion();  // the version this build writes
+
+ private:
+  Ledger(std::string path, sqlite3* db) : path_(std::move(path)), db_(db) {}
+  static absl::StatusOr<std::unique_ptr<Ledger>> OpenAs(const std::string& path, bool read_only);
+  absl::Status Exec(const std::string& sql);
+  absl::Status Migrate();
+  absl::StatusOr<std::vector<RunRecord>> Query(const std::string& where,
+                                               const std::vector<std::string>& args,
+                                               const std::string& tail);
+
+  std::string path_;
+  sqlite3* db_;
+};
+
+}  // namespace stagewatch

@@ -1,0 +1,57 @@
+#include "runs/ledger_schema.h"
+
+namespace stagewatch {
+
+// Never edit a migration that has shipped: add a new one. Times are RFC 3339 text in UTC with
+// milliseconds (fixed width, so they sort); a NULL fact was not observed.
+const std::vector<std::string_view>& LedgerMigrations() {
+  static const std::vector<std::string_view> kMigrations = {
+      // 1: one row per run.
+      R"sql(
+CREATE TABLE runs (
+  id TEXT PRIMARY KEY NOT NULL,
+  stage TEXT NOT NULL,
+  pipeline TEXT NOT NULL DEFAULT '',
+  command TEXT NOT NULL DEFAULT '[]',
+  source TEXT NOT NULL CHECK (source IN ('launcher', 'discovered')),
+  cgroup_path TEXT NOT NULL DEFAULT '',
+  launcher_pid INTEGER,
+  start_time TEXT NOT NULL,
+  end_time TEXT,
+  closed_by TEXT CHECK (closed_by IN ('launcher', 'agent')),
+  exit_code INTEGER,
+  signal INTEGER,
+  signal_requested INTEGER NOT NULL DEFAULT 0,
+  limit_memory_max_bytes INTEGER,
+  limit_memory_high_bytes INTEGER,
+  limit_cpu_max_cores REAL,
+  limit_cpu_weight INTEGER,
+  memory_limit_bytes INTEGER,
+  memory_peak_bytes INTEGER,
+  memory_failcnt INTEGER,
+  memory_mean_bytes INTEGER,
+  memory_p95_bytes INTEGER,
+  near_limit_seconds REAL,
+  oom_kills_kernel INTEGER,
+  cpu_seconds REAL,
+  cpu_throttled_seconds REAL,
+  cpu_p95_cores REAL,
+  memory_pressure_seconds REAL,
+  cpu_pressure_seconds REAL,
+  agent_observed INTEGER NOT NULL DEFAULT 0,
+  oom_kills_userspace INTEGER,
+  oom_victims TEXT NOT NULL DEFAULT '[]',
+  reclaim_stall_seconds REAL,
+  run_queue_wait_seconds REAL,
+  preemptors TEXT,
+  anomalies TEXT
+);
+CREATE INDEX runs_by_start ON runs (start_time);
+CREATE INDEX runs_by_stage_start ON runs (stage, start_time);
+CREATE INDEX runs_by_cgroup ON runs (cgroup_path) WHERE end_time IS NULL;
+)sql",
+  };
+  return kMigrations;
+}
+
+}  // namespace stagewatch

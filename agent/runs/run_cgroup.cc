@@ -1,0 +1,353 @@
+#include "runs/run_cgroup.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "cgroup/proc_cgroup.h"
+#include "runs/units.h"
+#include "string_util.h"
+
+namespace stagewatch {
+namespace {
+
+constexpr int kCfsPeriodUs = 100000;
+constexpr int kMinCfsQuotaUs = 1000;  // kernel/sched/core.c: min_cfs_quota_period
+
+std::string ReadSmallFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+bool IsDirectory(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// Whether a cgroup.controllers or cgroup.subtree_control text lists `word`.
+bool ListsWord(const std::string& text, std::string_view word) {
+  for (absl::string_view w : absl::StrSplit(text, absl::ByAnyChar(" \n"), absl::SkipEmpty())) {
+    if (w == ToAbsl(word)) return true;
+  }
+  return false;
+}
+
+std::vector<RunHierarchy> Hierarchies(const CgroupLayout& layout) {
+  std::vector<RunHierarchy> out;
+  if (layout.key == CGROUP_KEY_DEFAULT) {
+    out.push_back({"unified", layout.v2_root, true, "", ""});
+    return out;
+  }
+  out.push_back({"memory", layout.v1_memory_root, false, "", ""});
+  for (const char* controller : {"cpu", "cpuacct"}) {
+    auto it = layout.v1_roots.find(controller);
+    if (it == layout.v1_roots.end()) continue;
+    bool seen = false;  // cpu and cpuacct are often mounted together
+    for (const RunHierarchy& h : out) seen = seen || h.root == it->second;
+    if (!seen) out.push_back({controller, it->second, false, "", ""});
+  }
+  if (!layout.v2_root.empty()) out.push_back({"unified", layout.v2_root, true, "", ""});
+  return out;
+}
+
+const RunHierarchy* Find(const std::vector<RunHierarchy>& hs, std::string_view name) {
+  for (const RunHierarchy& h : hs) {
+    if (h.name == name) return &h;
+  }
+  return nullptr;
+}
+
+std::string MemoryFlag(const char* flag, uint64_t bytes) {
+  return absl::StrFormat("%s %s", flag, FormatBytes(bytes));
+}
+
+// v2: the controllers a run wants, enabled from the parent down to the run's parent. Those a
+// limit needs must be there; the others only cost figures when missing.
+absl::Status PlanControllers(const RunCgroupSpec& spec, const RunHierarchy& h,
+                             RunCgroupPlan& plan) {
+  const bool memory_needed = spec.limits.memory_max_bytes || spec.limits.memory_high_bytes;
+  const bool cpu_needed = spec.limits.cpu_max_cores || spec.limits.cpu_weight;
+  const std::string parent_dir = h.root + h.parent;
+  const std::string available = ReadSmallFile(parent_dir + "/cgroup.controllers");
+  const std::string enabled = ReadSmallFile(parent_dir + "/cgroup.subtree_control");
+  std::vector<std::string> dirs = {parent_dir, parent_dir + "/" + spec.directory,
+                                   parent_dir + "/" + spec.directory + "/" + spec.stage};
+  for (const auto& [controller, needed] : {std::pair{"memory", memory_needed},
+                                           std::pair{"cpu", cpu_needed}}) {
+    if (!ListsWord(available, controller)) {
+      if (!needed) continue;
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "the cgroup2 %s controller is not available in %s (its cgroup.controllers lacks it), "
+          "so the run's limits cannot be set; have it delegated there, or pass --cgroup.parent "
+          "a cgroup that has it", controller, parent_dir));
+    }
+    for (size_t i = 0; i < dirs.size(); ++i) {
+      if (i == 0 && ListsWord(enabled, controller)) continue;
+      plan.enable.push_back({dirs[i] + "/cgroup.subtree_control", absl::StrCat("+", controller), ""});
+    }
+  }
+  return absl::OkStatus();
+}
+
+void PlanLimits(const RunCgroupSpec& spec, const std::vector<RunHierarchy>& hs,
+                RunCgroupPlan& plan) {
+  const RunLimits& l = spec.limits;
+  const RunHierarchy& key = hs.front();
+  const bool v2 = key.v2;
+  const RunHierarchy* cpu = v2 ? &key : Find(hs, "cpu");
+  const std::string mem_dir = key.dir();
+  if (l.memory_max_bytes) {
+    plan.limits.push_back({mem_dir + (v2 ? "/memory.max" : "/memory.limit_in_bytes"),
+                           std::to_string(*l.memory_max_bytes),
+                           MemoryFlag("--memory-max", *l.memory_max_bytes)});
+  }
+  if (l.memory_high_bytes) {
+    // v1 has no memory.high; the soft limit is its nearest: the kernel reclaims the cgroup
+    // back towards it first when the host runs short of memory.
+    plan.limits.push_back({mem_dir + (v2 ? "/memory.high" : "/memory.soft_limit_in_bytes"),
+                           std::to_string(*l.memory_high_bytes),
+                           MemoryFlag("--memory-high", *l.memory_high_bytes)});
+  }
+  if (cpu == nullptr) return;
+  if (l.cpu_max_cores) {
+    const long long quota = std::llround(*l.cpu_max_cores * kCfsPeriodUs);
+    const std::string flag = absl::StrFormat("--cpu-max %g", *l.cpu_max_cores);
+    if (v2) {
+      plan.limits.push_back({cpu->dir() + "/cpu.max", absl::StrFormat("%d %d", quota, kCfsPeriodUs), flag});
+    } else {
+      plan.limits.push_back({cpu->dir() + "/cpu.cfs_period_us", std::to_string(kCfsPeriodUs), flag});
+      plan.limits.push_back({cpu->dir() + "/cpu.cfs_quota_us", std::to_string(quota), flag});
+    }
+  }
+  if (l.cpu_weight) {
+    const std::string flag = absl::StrFormat("--cpu-weight %d", *l.cpu_weight);
+    if (v2) {
+      plan.limits.push_back({cpu->dir() + "/cpu.weight", std::to_string(*l.cpu_weight), flag});
+    } else {
+      // The weight 100 of cgroup2 is v1's 1024 shares, as systemd converts them.
+      const uint64_t shares = std::max<uint64_t>(2, uint64_t{*l.cpu_weight} * 1024 / 100);
+      plan.limits.push_back({cpu->dir() + "/cpu.shares", std::to_string(shares), flag});
+    }
+  }
+}
+
+std::string Refusal(const CgroupWrite& w, const absl::Status& error) {
+  std::string hint;
+  if (w.file.ends_with("cpu.cfs_quota_us") || w.file.ends_with("cpu.max")) {
+    hint = absl::StrFormat(" (the kernel needs at least %d µs of CPU per %d µs period: "
+                           "--cpu-max %.2f or more)", kMinCfsQuotaUs, kCfsPeriodUs,
+                           double(kMinCfsQuotaUs) / kCfsPeriodUs);
+  }
+  return absl::StrFormat("the kernel refused %s: %s%s", w.flag, error.message(), hint);
+}
+
+}  // namespace
+
+absl::Status WriteCgroupFile(const std::string& file, const std::string& value, int* error_out) {
+  int fd = open(file.c_str(), O_WRONLY | O_CLOEXEC);
+  int error = fd < 0 ? errno : 0;
+  if (fd >= 0) {
+    if (write(fd, value.data(), value.size()) != static_cast<ssize_t>(value.size())) error = errno;
+    close(fd);
+  }
+  if (error_out != nullptr) *error_out = error;
+  if (error == 0) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrFormat("writing \"%s\" to %s failed: %s", value, file, std::strerror(error)));
+}
+
+absl::StatusOr<RunCgroupPlan> PlanRunCgroup(const CgroupLayout& layout,
+                                            std::string_view proc_self_cgroup,
+                                            const RunCgroupSpec& spec) {
+  RunCgroupPlan plan;
+  plan.hierarchies = Hierarchies(layout);
+  if (plan.hierarchies.front().root.empty()) {
+    return absl::FailedPreconditionError("no cgroup hierarchy to make the run's cgroup in");
+  }
+  if (spec.limits.cpu_max_cores || spec.limits.cpu_weight) {
+    if (!plan.hierarchies.front().v2 && Find(plan.hierarchies, "cpu") == nullptr) {
+      return absl::FailedPreconditionError(
+          "--cpu-max and --cpu-weight need the v1 cpu controller, which this host does not mount");
+    }
+  }
+  std::string given = spec.parent;
+  const std::string key_prefix = plan.hierarchies.front().root + "/";
+  if (given.starts_with(key_prefix)) given = given.substr(key_prefix.size() - 1);
+  if (!given.empty() && given[0] != '/') {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--cgroup.parent \"%s\" is not absolute; give a cgroup path such as /research.slice "
+        "or a directory under %s", spec.parent, plan.hierarchies.front().root));
+  }
+  for (RunHierarchy& h : plan.hierarchies) {
+    if (spec.parent.empty()) {
+      absl::StatusOr<std::string> own = ParseProcCgroupOf(proc_self_cgroup, h.v2 ? "" : h.name);
+      if (!own.ok()) return own.status();
+      h.parent = *own;
+    } else {
+      h.parent = given;
+    }
+    if (h.parent == "/") h.parent = "";
+    while (!h.parent.empty() && h.parent.back() == '/') h.parent.pop_back();
+    h.path = absl::StrCat(h.parent, "/", spec.directory, "/", spec.stage, "/", spec.run_id);
+    const std::string parent_dir = h.root + h.parent;
+    if (!IsDirectory(parent_dir)) {
+      return absl::NotFoundError(absl::StrFormat(
+          "the parent cgroup %s does not exist in the %s hierarchy; create it, or pass "
+          "--cgroup.parent a cgroup that exists in every hierarchy", parent_dir, h.name));
+    }
+    if (IsDirectory(h.dir())) {
+      return absl::AlreadyExistsError(absl::StrFormat(
+          "a cgroup for run id \"%s\" exists already (%s); pick another --run-id, or leave it "
+          "out to get a new one", spec.run_id, h.dir()));
+    }
+  }
+  if (plan.hierarchies.front().v2) {
+    if (absl::Status s = PlanControllers(spec, plan.hierarchies.front(), plan); !s.ok()) return s;
+  }
+  PlanLimits(spec, plan.hierarchies, plan);
+  return plan;
+}
+
+absl::StatusOr<std::unique_ptr<RunCgroup>> RunCgroup::Create(const CgroupLayout& layout,
+                                                             const RunCgroupSpec& spec) {
+  std::ifstream in("/proc/self/cgroup");
+  std::stringstream text;
+  text << in.rdbuf();
+  absl::StatusOr<RunCgroupPlan> plan = PlanRunCgroup(layout, text.str(), spec);
+  if (!plan.ok()) return plan.status();
+  std::unique_ptr<RunCgroup> cgroup(new RunCgroup());
+  cgroup->plan_ = *std::move(plan);
+  cgroup->reader_layout_ = layout;
+  CgroupLayout& r = cgroup->reader_layout_;
+  r.v1_roots.clear();
+  r.v2_root.clear();
+  for (const RunHierarchy& h : cgroup->plan_.hierarchies) {
+    cgroup->procs_files_.push_back(h.dir() + "/cgroup.procs");
+    if (h.v2) {
+      r.v2_root = h.dir();
+    } else {
+      for (const auto& [controller, root] : layout.v1_roots) {
+        if (root == h.root) r.v1_roots[controller] = h.dir();
+      }
+    }
+  }
+  if (r.key == CGROUP_KEY_DEFAULT) {
+    r.key_root = r.v2_root;
+  } else {
+    r.key_root = r.v1_memory_root = cgroup->plan_.hierarchies.front().dir();
+  }
+  if (absl::Status s = cgroup->Make(); !s.ok()) {
+    cgroup->Remove().IgnoreError();
+    return s;
+  }
+  return cgroup;
+}
+
+absl::Status RunCgroup::Make() {
+  for (const RunHierarchy& h : plan_.hierarchies) {
+    std::string dir = h.root + h.parent;
+    const std::vector<std::string_view> parts =
+        SplitNonEmpty(std::string_view(h.path).substr(h.parent.size()), '/');
+    for (size_t i = 0; i < parts.size(); ++i) {
+      dir += "/" + std::string(parts[i]);
+      if (mkdir(dir.c_str(), 0755) == 0) {
+        created_.push_back(dir);
+      } else if (errno != EEXIST || i + 1 == parts.size()) {
+        const int error = errno;
+        if (error == EEXIST) {
+          return absl::AlreadyExistsError(absl::StrFormat(
+              "a cgroup for this run id exists already (%s); pick another --run-id", dir));
+        }
+        const bool denied = error == EACCES || error == EPERM;
+        return absl::FailedPreconditionError(absl::StrFormat(
+            "cannot create the cgroup %s: %s%s", dir, std::strerror(error),
+            denied ? "; run as root, or pass --cgroup.parent a cgroup delegated to you" : ""));
+      }
+    }
+  }
+  for (const CgroupWrite& w : plan_.enable) {
+    int error = 0;
+    if (absl::Status s = WriteCgroupFile(w.file, w.value, &error); !s.ok()) {
+      const std::string dir = w.file.substr(0, w.file.rfind('/'));
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "the kernel refused to enable the %s controller for the children of %s (%s)%s",
+          w.value.substr(1), dir, s.message(),
+          error == EBUSY ? "; cgroup2 lets no cgroup with processes of its own have controllers "
+                           "for its children: pass --cgroup.parent a cgroup without processes"
+                         : ""));
+    }
+  }
+  for (const CgroupWrite& w : plan_.limits) {
+    if (absl::Status s = WriteCgroupFile(w.file, w.value); !s.ok()) {
+      return absl::InvalidArgumentError(Refusal(w, s));
+    }
+    if (w.file.ends_with("memory.limit_in_bytes") || w.file.ends_with("memory.max")) {
+      // The kernel keeps whole pages and rounds down: a limit below one page becomes 0.
+      const std::string held = ReadSmallFile(w.file);
+      if (!held.empty() && std::strtoull(held.c_str(), nullptr, 10) == 0) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "the kernel refused %s: it keeps whole pages and rounded it down to 0 bytes (%s); "
+            "ask for at least %d bytes", w.flag, w.file, getpagesize()));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunCgroup::Remove() {
+  if (removed_) return absl::OkStatus();
+  removed_ = true;
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  // Leftovers: processes the command started and left behind. Killed, and reaped when the
+  // launcher is their subreaper, until the kernel lets the directories go.
+  std::string last_error;
+  for (auto it = created_.rbegin(); it != created_.rend(); ++it) {
+    const bool is_run_dir = std::find(procs_files_.begin(), procs_files_.end(),
+                                      *it + "/cgroup.procs") != procs_files_.end();
+    for (;;) {
+      if (is_run_dir) {
+        std::istringstream pids(ReadSmallFile(*it + "/cgroup.procs"));
+        for (pid_t pid; pids >> pid;) {
+          if (pid > 0) kill(pid, SIGKILL);
+        }
+        while (waitpid(-1, nullptr, WNOHANG) > 0) {
+        }
+      }
+      if (rmdir(it->c_str()) == 0 || errno == ENOENT) break;
+      const int error = errno;
+      if (!is_run_dir || error != EBUSY || Clock::now() > deadline) {
+        // A shared parent still in use by another run is expected; only the run's own
+        // directory failing to go is an error.
+        if (is_run_dir) {
+          last_error = absl::StrFormat("cannot remove the run's cgroup %s: %s", *it,
+                                       std::strerror(error));
+        }
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  created_.clear();
+  if (!last_error.empty()) return absl::UnavailableError(last_error);
+  return absl::OkStatus();
+}
+
+RunCgroup::~RunCgroup() { Remove().IgnoreError(); }
+
+}  // namespace stagewatch

@@ -1,0 +1,96 @@
+// The cgroup a launched run lives in: `<parent>/<directory>/<stage>/<run-id>` in each
+// hierarchy that matters (v1 memory, cpu, cpuacct and the cgroup2 mirror for PSI on hybrid
+// hosts; the one cgroup2 hierarchy on v2), with the run's limits written into it.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "cgroup/layout.h"
+#include "runs/run_record.h"
+
+namespace stagewatch {
+
+struct RunCgroupSpec {
+  std::string directory = "stagewatch";  // discovery.directory
+  std::string stage;
+  std::string run_id;
+  // The cgroup beneath which the run's is made, the same path in every hierarchy (or a
+  // directory of the keyed hierarchy). "": the caller's own cgroup in each hierarchy.
+  std::string parent;
+  RunLimits limits;
+};
+
+// One hierarchy the run's cgroup is made in.
+struct RunHierarchy {
+  std::string name;    // "memory", "cpu", "cpuacct" (v1), "unified" (cgroup2)
+  std::string root;    // its mount point
+  bool v2 = false;
+  std::string parent;  // path of the parent cgroup within the hierarchy
+  std::string path;    // path of the run's cgroup within the hierarchy
+  std::string dir() const { return root + path; }
+};
+
+// A write into a cgroup file, and the flag it comes from (for messages).
+struct CgroupWrite {
+  std::string file;  // absolute
+  std::string value;
+  std::string flag;  // "--memory-max 200M"; "" for controller enabling
+};
+
+struct RunCgroupPlan {
+  std::vector<RunHierarchy> hierarchies;  // the keyed hierarchy first
+  std::vector<CgroupWrite> enable;  // cgroup2 subtree_control writes, top down (v2 only)
+  std::vector<CgroupWrite> limits;
+};
+
+// Decides where the run's cgroup goes and what is written, reading only cgroup.controllers and
+// cgroup.subtree_control of the parent on v2 (so fixture trees can stand in for cgroupfs).
+// `proc_self_cgroup` is the text of /proc/self/cgroup.
+absl::StatusOr<RunCgroupPlan> PlanRunCgroup(const CgroupLayout& layout,
+                                            std::string_view proc_self_cgroup,
+                                            const RunCgroupSpec& spec);
+
+class RunCgroup {
+ public:
+  // Makes the directories (failing when the run's exists already), enables controllers and
+  // writes the limits; on any error removes what it made and says what the kernel refused.
+  static absl::StatusOr<std::unique_ptr<RunCgroup>> Create(const CgroupLayout& layout,
+                                                           const RunCgroupSpec& spec);
+  ~RunCgroup();  // Remove()s, if not done
+  RunCgroup(const RunCgroup&) = delete;
+  RunCgroup& operator=(const RunCgroup&) = delete;
+
+  const RunCgroupPlan& plan() const { return plan_; }
+  const std::string& key_path() const { return plan_.hierarchies.front().path; }
+  // cgroup.procs of each directory: the command's process writes "0" to each before exec.
+  const std::vector<std::string>& procs_files() const { return procs_files_; }
+  // The host layout with each hierarchy rooted at the run's directory: pass it with the
+  // path "/" to the cgroup readers (ReadMemoryStats, ReadCpuStats, ReadPsi).
+  const CgroupLayout& reader_layout() const { return reader_layout_; }
+
+  // SIGKILLs what is left in the cgroup, removes it (retrying while the kernel still counts
+  // exiting tasks) and then the parents it made, when nothing else uses them.
+  absl::Status Remove();
+
+ private:
+  RunCgroup() = default;
+  absl::Status Make();
+
+  RunCgroupPlan plan_;
+  CgroupLayout reader_layout_;
+  std::vector<std::string> procs_files_;
+  std::vector<std::string> created_;  // in creation order
+  bool removed_ = false;
+};
+
+// Writes `value` to an existing cgroup file; the error names the file and the kernel's errno,
+// which is also left in `error` when given.
+absl::Status WriteCgroupFile(const std::string& file, const std::string& value,
+                             int* error = nullptr);
+
+}  // namespace stagewatch

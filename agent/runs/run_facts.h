@@ -1,0 +1,49 @@
+// What the launcher measures itself from the run's cgroup files: a sampling thread while the
+// command runs, and the kernel's own totals read once at the end, before the cgroup goes.
+#pragma once
+
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "cgroup/layout.h"
+#include "runs/run_record.h"
+#include "runs/usage_series.h"
+
+namespace stagewatch {
+
+// Reads peak, limit, failcnt, OOM kills, CPU and throttled time and PSI totals of the cgroup
+// that `reader_layout` is rooted at (RunCgroup::reader_layout()). A file that cannot be read
+// leaves its fact nullopt and adds a line to `problems`.
+CgroupFacts ReadCgroupFacts(const CgroupLayout& reader_layout, std::vector<std::string>& problems);
+
+// Samples memory usage and CPU time every `interval` on its own thread.
+class RunSampler {
+ public:
+  RunSampler(CgroupLayout reader_layout, absl::Duration interval, double near_limit_fraction);
+  ~RunSampler();  // stops
+  RunSampler(const RunSampler&) = delete;
+  RunSampler& operator=(const RunSampler&) = delete;
+
+  UsageSummary Stop();
+
+ private:
+  void Loop();
+  void SampleOnce();
+
+  CgroupLayout layout_;
+  absl::Duration interval_;
+  UsageSeries series_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// Adds the sampled figures to facts read at the end.
+void MergeUsage(const UsageSummary& usage, CgroupFacts& facts);
+
+}  // namespace stagewatch

@@ -1,0 +1,109 @@
+// A run as the ledger keeps it: what the launcher knows (command, limits, start, end, exit),
+// what cgroupfs told at its end, and what only the agent sees (BPF facts). A fact that nobody
+// observed is nullopt, never 0.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/time/time.h"
+
+namespace stagewatch {
+
+enum class RunSource { kLauncher, kDiscovered };
+std::string_view RunSourceName(RunSource source);  // "launcher" | "discovered"
+
+// The limits a run was started with (what was asked for, not what the kernel rounded to).
+struct RunLimits {
+  std::optional<uint64_t> memory_max_bytes;
+  std::optional<uint64_t> memory_high_bytes;
+  std::optional<double> cpu_max_cores;
+  std::optional<uint32_t> cpu_weight;
+  bool operator==(const RunLimits&) const = default;
+};
+
+// Known when the run starts.
+struct RunStart {
+  std::string id;
+  std::string stage;
+  std::string pipeline;               // "" when none
+  std::vector<std::string> command;   // argv; empty for a discovered run
+  RunSource source = RunSource::kLauncher;
+  std::string cgroup_path;            // within the hierarchy the agent keys on
+  std::optional<int64_t> launcher_pid;
+  absl::Time start;
+  RunLimits limits;
+};
+
+// Read from the run's cgroup files just before it is removed (by the launcher, or by the agent
+// when it closes a run whose launcher died).
+struct CgroupFacts {
+  std::optional<uint64_t> memory_limit_bytes;  // as the kernel holds it
+  std::optional<uint64_t> memory_peak_bytes;   // v1 max_usage_in_bytes, v2 memory.peak
+  std::optional<uint64_t> memory_failcnt;      // v1 failcnt, v2 memory.events max
+  std::optional<uint64_t> memory_mean_bytes;   // sampled
+  std::optional<uint64_t> memory_p95_bytes;    // sampled
+  std::optional<double> near_limit_seconds;    // sampled
+  std::optional<uint64_t> oom_kills_kernel;    // v1 memory.oom_control, v2 memory.events
+  std::optional<double> cpu_seconds;
+  std::optional<double> cpu_throttled_seconds;
+  std::optional<double> cpu_p95_cores;           // sampled CPU use per interval
+  std::optional<double> memory_pressure_seconds;  // PSI "some" total
+  std::optional<double> cpu_pressure_seconds;     // PSI "some" total
+};
+
+struct OomVictim {
+  int64_t pid = 0;
+  std::string comm;
+  std::string kind;  // "kernel" | "userspace"
+  std::string killer;  // the user-space killer's comm; "" for the kernel
+};
+
+struct RunAnomaly {
+  std::string name;  // the detector, e.g. "memory_climb"
+  absl::Time at;
+  std::string detail;
+};
+
+// What only the agent sees. Added while the run lives, merged into what is there: counts and
+// seconds add up, victims and anomalies append, preemptor counts add per stage.
+struct AgentFacts {
+  std::optional<uint64_t> oom_kills_userspace;
+  std::vector<OomVictim> oom_victims;
+  std::optional<double> reclaim_stall_seconds;
+  std::optional<double> run_queue_wait_seconds;
+  std::map<std::string, uint64_t> preemptors;  // preempting stage → times; empty map observed
+  bool preemptors_observed = false;
+  std::vector<RunAnomaly> anomalies;
+  bool anomalies_observed = false;
+};
+
+enum class RunCloser { kLauncher, kAgent };
+
+// Known when the run ends.
+struct RunEnd {
+  absl::Time end;
+  std::optional<int> exit_code;  // none when a signal ended it, or for a discovered run
+  std::optional<int> signal;     // the signal that ended the command
+  bool signal_requested = false;  // that signal was sent through the launcher (SIGINT, SIGTERM)
+  RunCloser closed_by = RunCloser::kLauncher;
+  CgroupFacts facts;
+};
+
+struct RunRecord {
+  RunStart start;
+  std::optional<RunEnd> end;  // nullopt while the run is open
+  AgentFacts agent;
+  bool agent_observed = false;  // an agent added facts to this run
+
+  std::optional<absl::Duration> Wall() const {
+    if (!end) return std::nullopt;
+    return end->end - start.start;
+  }
+};
+
+}  // namespace stagewatch

@@ -1,0 +1,29 @@
+// The `runs:` section of the configuration: where the ledger is, when a run counts as
+// degraded, and how the limit advisor recommends (docs/runs.md explains each figure).
+#pragma once
+
+#include <string>
+
+namespace stagewatch {
+
+struct AdvisorConfig {
+  int min_runs = 3;                  // fewer finished runs with a peak: "not enough runs"
+  int max_runs = 30;                 // the newest this many finished runs are used
+  double memory_percentile = 0.95;   // of the runs' peaks, for the margin and memory_high
+  double memory_margin = 0.15;       // fraction of that percentile added above the largest peak
+  double oom_bump = 1.2;             // after an OOM kill at limit L, memory_max >= oom_bump × L
+  double memory_high_fraction = 0.9;  // memory_high = max(percentile peak, this × memory_max)
+  double cpu_margin = 0.15;          // added to the percentile of the runs' p95 CPU use
+};
+
+struct RunsConfig {
+  std::string ledger_path = "/var/lib/stagewatch/ledger.db";
+  // A run that lost at least this share of its wall time to one cause is degraded.
+  double degraded_fraction = 0.05;
+  // Run-queue wait up to this share of the run's CPU time is normal on a shared host; only the
+  // wait beyond it counts as lost.
+  double normal_run_queue_wait_fraction = 0.05;
+  AdvisorConfig advise;
+};
+
+}  // namespace stagewatch

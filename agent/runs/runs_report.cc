@@ -1,0 +1,339 @@
+#include "runs/runs_report.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "runs/units.h"
+#include "runs/verdict.h"
+
+namespace stagewatch {
+namespace {
+
+using nlohmann::json;
+
+template <typename T>
+json Opt(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+template <typename T, typename F>
+std::string OrNotObserved(const std::optional<T>& v, F format) {
+  return v ? format(*v) : std::string("not observed");
+}
+
+std::string Secs(double s) { return FormatSeconds(s); }
+
+// The command as a shell would take it back: arguments with special characters single-quoted.
+std::string ShellWords(const std::vector<std::string>& command) {
+  std::vector<std::string> words;
+  for (const std::string& arg : command) {
+    const bool plain = !arg.empty() && arg.find_first_not_of(
+                                           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                           "0123456789_./=:,+@%-") == std::string::npos;
+    if (plain) {
+      words.push_back(arg);
+      continue;
+    }
+    std::string quoted = "'";
+    for (char c : arg) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    words.push_back(quoted + "'");
+  }
+  return absl::StrJoin(words, " ");
+}
+
+std::string EndedBy(const RunEnd& end) {
+  if (end.signal) {
+    return absl::StrFormat("%s (%s)", SignalName(*end.signal),
+                           end.signal_requested ? "sent through the launcher"
+                                                : "not sent through the launcher");
+  }
+  if (end.exit_code) return absl::StrFormat("exit code %d", *end.exit_code);
+  return end.closed_by == RunCloser::kAgent ? "its cgroup went away (closed by the agent)"
+                                            : "unknown";
+}
+
+std::string PeakOverLimit(const RunRecord& r) {
+  if (!r.end || !r.end->facts.memory_peak_bytes) return "-";
+  const CgroupFacts& f = r.end->facts;
+  return f.memory_limit_bytes
+             ? absl::StrCat(FormatBytes(*f.memory_peak_bytes), " / ", FormatBytes(*f.memory_limit_bytes))
+             : FormatBytes(*f.memory_peak_bytes);
+}
+
+// Left-aligned columns, two spaces apart.
+std::string Table(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width;
+  for (const auto& row : rows) {
+    width.resize(std::max(width.size(), row.size()));
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
+    }
+    absl::StrAppend(&out, line, "\n");
+  }
+  return out;
+}
+
+json VerdictJson(const Verdict& v) {
+  json reasons = json::array();
+  for (const VerdictReason& r : v.reasons) {
+    reasons.push_back({{"cause", r.cause}, {"seconds", Opt(r.seconds)}, {"share", Opt(r.share)},
+                       {"text", r.text}});
+  }
+  return reasons;
+}
+
+}  // namespace
+
+std::string LimitsText(const RunLimits& l) {
+  std::vector<std::string> parts;
+  if (l.memory_max_bytes) parts.push_back("memory-max " + FormatBytes(*l.memory_max_bytes));
+  if (l.memory_high_bytes) parts.push_back("memory-high " + FormatBytes(*l.memory_high_bytes));
+  if (l.cpu_max_cores) parts.push_back(absl::StrFormat("cpu-max %g", *l.cpu_max_cores));
+  if (l.cpu_weight) parts.push_back(absl::StrFormat("cpu-weight %d", *l.cpu_weight));
+  return parts.empty() ? "none" : absl::StrJoin(parts, ", ");
+}
+
+json RunToJson(const RunRecord& r, const RunsConfig& config) {
+  const Verdict v = JudgeRun(r, config);
+  const RunStart& s = r.start;
+  const CgroupFacts f = r.end ? r.end->facts : CgroupFacts{};
+  json victims = json::array();
+  for (const OomVictim& o : r.agent.oom_victims) {
+    victims.push_back({{"pid", o.pid}, {"comm", o.comm}, {"kind", o.kind}, {"killer", o.killer}});
+  }
+  json preemptors = nullptr;
+  if (r.agent.preemptors_observed) {
+    preemptors = json::object();
+    for (const auto& [stage, n] : r.agent.preemptors) preemptors[stage] = n;
+  }
+  json anomalies = nullptr;
+  if (r.agent.anomalies_observed) {
+    anomalies = json::array();
+    for (const RunAnomaly& a : r.agent.anomalies) {
+      anomalies.push_back({{"name", a.name}, {"at", FormatRfc3339(a.at)}, {"detail", a.detail}});
+    }
+  }
+  const auto wall = r.Wall();
+  json j = {
+      {"id", s.id},
+      {"stage", s.stage},
+      {"pipeline", s.pipeline},
+      {"command", s.command},
+      {"source", RunSourceName(s.source)},
+      {"cgroup_path", s.cgroup_path},
+      {"start", FormatRfc3339(s.start)},
+      {"end", r.end ? json(FormatRfc3339(r.end->end)) : json(nullptr)},
+      {"wall_seconds", wall ? json(absl::ToDoubleSeconds(*wall)) : json(nullptr)},
+      {"exit_code", r.end ? Opt(r.end->exit_code) : json(nullptr)},
+      {"signal", r.end ? Opt(r.end->signal) : json(nullptr)},
+      {"signal_requested", r.end && r.end->signal_requested},
+      {"closed_by", r.end ? json(r.end->closed_by == RunCloser::kAgent ? "agent" : "launcher")
+                          : json(nullptr)},
+      {"limits",
+       {{"memory_max_bytes", Opt(s.limits.memory_max_bytes)},
+        {"memory_high_bytes", Opt(s.limits.memory_high_bytes)},
+        {"cpu_max_cores", Opt(s.limits.cpu_max_cores)},
+        {"cpu_weight", Opt(s.limits.cpu_weight)}}},
+      {"verdict", VerdictName(v.kind)},
+      {"summary", v.Summary()},
+      {"reasons", VerdictJson(v)},
+      {"oom_kills",
+       {{"kernel", Opt(f.oom_kills_kernel)},
+        {"userspace", Opt(r.agent.oom_kills_userspace)},
+        {"victims", victims}}},
+      {"memory_peak_bytes", Opt(f.memory_peak_bytes)},
+      {"memory_limit_bytes", Opt(f.memory_limit_bytes)},
+      {"memory_failcnt", Opt(f.memory_failcnt)},
+      {"memory_mean_bytes", Opt(f.memory_mean_bytes)},
+      {"memory_p95_bytes", Opt(f.memory_p95_bytes)},
+      {"near_limit_seconds", Opt(f.near_limit_seconds)},
+      {"memory_pressure_seconds", Opt(f.memory_pressure_seconds)},
+      {"cpu_pressure_seconds", Opt(f.cpu_pressure_seconds)},
+      {"reclaim_stall_seconds", Opt(r.agent.reclaim_stall_seconds)},
+      {"cpu_seconds", Opt(f.cpu_seconds)},
+      {"cpu_p95_cores", Opt(f.cpu_p95_cores)},
+      {"cpu_throttled_seconds", Opt(f.cpu_throttled_seconds)},
+      {"run_queue_wait_seconds", Opt(r.agent.run_queue_wait_seconds)},
+      {"preemptors", preemptors},
+      {"anomalies", anomalies},
+      {"agent_observed", r.agent_observed},
+      {"not_observed", v.unobserved},
+  };
+  return j;
+}
+
+std::string RunsTable(const std::vector<RunRecord>& runs, const RunsConfig& config) {
+  std::vector<std::vector<std::string>> rows = {
+      {"ID", "STAGE", "START", "WALL", "ENDED", "PEAK / LIMIT", "VERDICT", "WHY"}};
+  for (const RunRecord& r : runs) {
+    const Verdict v = JudgeRun(r, config);
+    const auto wall = r.Wall();
+    std::string ended = "-";
+    if (r.end) {
+      ended = r.end->signal ? SignalName(*r.end->signal)
+                            : r.end->exit_code ? absl::StrCat("exit ", *r.end->exit_code) : "-";
+    }
+    rows.push_back({r.start.id, r.start.stage, FormatRfc3339(r.start.start),
+                    wall ? FormatSeconds(absl::ToDoubleSeconds(*wall)) : "-", ended,
+                    PeakOverLimit(r), std::string(VerdictName(v.kind)),
+                    v.reasons.empty() ? "" : v.reasons.front().text});
+  }
+  if (runs.empty()) return "no runs\n";
+  return Table(rows);
+}
+
+std::string RunDetails(const RunRecord& r, const RunsConfig& config) {
+  const Verdict v = JudgeRun(r, config);
+  const RunStart& s = r.start;
+  std::string out = absl::StrFormat("run %s (stage %s): %s\n", s.id, s.stage, v.Summary());
+  std::vector<std::vector<std::string>> rows;
+  auto row = [&](std::string key, std::string value) { rows.push_back({"  " + key, value}); };
+  if (!s.command.empty()) row("command", ShellWords(s.command));
+  if (!s.pipeline.empty()) row("pipeline", s.pipeline);
+  row("started", FormatRfc3339(s.start));
+  if (r.end) {
+    row("ended", absl::StrFormat("%s (wall %s) by %s", FormatRfc3339(r.end->end),
+                                 FormatSeconds(absl::ToDoubleSeconds(*r.Wall())), EndedBy(*r.end)));
+  }
+  row("limits", LimitsText(s.limits));
+  if (r.end) {
+    const CgroupFacts& f = r.end->facts;
+    std::string memory = OrNotObserved(f.memory_peak_bytes, [](uint64_t b) {
+      return "peak " + FormatBytes(b);
+    });
+    if (f.memory_limit_bytes) absl::StrAppend(&memory, " of a ", FormatBytes(*f.memory_limit_bytes), " limit");
+    if (f.memory_mean_bytes) {
+      absl::StrAppend(&memory, "; mean ", FormatBytes(*f.memory_mean_bytes), ", p95 ",
+                      FormatBytes(f.memory_p95_bytes.value_or(0)));
+    }
+    if (f.near_limit_seconds) absl::StrAppend(&memory, "; ", Secs(*f.near_limit_seconds), " near the limit");
+    if (f.memory_failcnt) absl::StrAppend(&memory, "; failcnt ", *f.memory_failcnt);
+    row("memory", memory);
+    row("oom kills", absl::StrFormat(
+                         "kernel %s, user-space %s",
+                         OrNotObserved(f.oom_kills_kernel, [](uint64_t n) { return absl::StrCat(n); }),
+                         OrNotObserved(r.agent.oom_kills_userspace,
+                                       [](uint64_t n) { return absl::StrCat(n); })));
+    for (const OomVictim& o : r.agent.oom_victims) {
+      row("  victim", absl::StrFormat("%s (pid %d, %s%s)", o.comm, o.pid, o.kind,
+                                      o.killer.empty() ? "" : " by " + o.killer));
+    }
+    std::string cpu = OrNotObserved(f.cpu_seconds, [](double c) { return Secs(c) + " of CPU"; });
+    if (f.cpu_p95_cores) absl::StrAppend(&cpu, absl::StrFormat(", p95 %.2f CPUs", *f.cpu_p95_cores));
+    absl::StrAppend(&cpu, "; throttled ", OrNotObserved(f.cpu_throttled_seconds, Secs));
+    row("cpu", cpu);
+    row("pressure", absl::StrFormat("memory %s, cpu %s (PSI some)",
+                                    OrNotObserved(f.memory_pressure_seconds, Secs),
+                                    OrNotObserved(f.cpu_pressure_seconds, Secs)));
+  }
+  row("reclaim stalls", OrNotObserved(r.agent.reclaim_stall_seconds, Secs));
+  row("run-queue wait", OrNotObserved(r.agent.run_queue_wait_seconds, Secs));
+  std::vector<std::string> preemptors;
+  for (const auto& [stage, n] : r.agent.preemptors) preemptors.push_back(absl::StrCat(stage, " ×", n));
+  row("preempted by", !r.agent.preemptors_observed ? "not observed"
+                      : preemptors.empty()         ? "nobody"
+                                                   : absl::StrJoin(preemptors, ", "));
+  std::vector<std::string> anomalies;
+  for (const RunAnomaly& a : r.agent.anomalies) {
+    anomalies.push_back(absl::StrCat(a.name, " at ", FormatRfc3339(a.at)));
+  }
+  row("anomalies", !r.agent.anomalies_observed ? "not observed"
+                   : anomalies.empty()         ? "none"
+                                               : absl::StrJoin(anomalies, ", "));
+  row("cgroup", absl::StrFormat("%s (%s run)", s.cgroup_path, RunSourceName(s.source)));
+  if (!v.unobserved.empty()) {
+    row("not observed", absl::StrJoin(v.unobserved, ", ") +
+                            (r.agent_observed ? "" : " (no agent watched this run)"));
+  }
+  return out + Table(rows);
+}
+
+json AdviceToJson(const Advice& a) {
+  json periods = json::array();
+  for (const LimitPeriod& p : a.periods) {
+    periods.push_back({{"limits",
+                        {{"memory_max_bytes", Opt(p.limits.memory_max_bytes)},
+                         {"memory_high_bytes", Opt(p.limits.memory_high_bytes)},
+                         {"cpu_max_cores", Opt(p.limits.cpu_max_cores)},
+                         {"cpu_weight", Opt(p.limits.cpu_weight)}}},
+                       {"runs", p.runs},
+                       {"first_start", FormatRfc3339(p.first_start)},
+                       {"last_start", FormatRfc3339(p.last_start)},
+                       {"median_wall_seconds", p.median_wall_seconds},
+                       {"verdicts", p.verdicts}});
+  }
+  json j = {{"stage", a.stage},
+            {"enough_runs", a.enough_runs},
+            {"evidence",
+             {{"runs", a.runs_counted},
+              {"runs_with_peak", a.runs_with_peak},
+              {"verdicts", a.verdicts},
+              {"clean_runs", a.verdicts.count("clean") ? a.verdicts.at("clean") : 0},
+              {"largest_peak_bytes", a.largest_peak_bytes},
+              {"percentile_peak_bytes", a.percentile_peak_bytes},
+              {"percentile", a.percentile},
+              {"oom_killed_at_limit_bytes", Opt(a.oom_limit_bytes)},
+              {"cpu_percentile_cores", Opt(a.cpu_percentile_cores)},
+              {"throttled_at_cores", Opt(a.throttled_at_cores)}}},
+            {"limit_periods", periods}};
+  if (a.enough_runs) {
+    j["memory_max_bytes"] = a.memory_max_bytes;
+    j["memory_high_bytes"] = a.memory_high_bytes;
+    j["cpu_max_cores"] = Opt(a.cpu_max_cores);
+    j["why"] = a.why;
+  } else {
+    j["memory_max_bytes"] = nullptr;
+    j["memory_high_bytes"] = nullptr;
+    j["cpu_max_cores"] = nullptr;
+    j["not_enough"] = a.not_enough;
+  }
+  return j;
+}
+
+std::string AdviceText(const Advice& a) {
+  std::vector<std::string> verdicts;
+  for (const auto& [name, n] : a.verdicts) verdicts.push_back(absl::StrCat(n, " ", name));
+  std::string out;
+  if (!a.enough_runs) {
+    out = absl::StrFormat("stage %s: %s\n", a.stage, a.not_enough);
+  } else {
+    out = absl::StrFormat("stage %s: set --memory-max %d (%s), --memory-high %d (%s)", a.stage,
+                          a.memory_max_bytes, FormatBytes(a.memory_max_bytes), a.memory_high_bytes,
+                          FormatBytes(a.memory_high_bytes));
+    if (a.cpu_max_cores) absl::StrAppend(&out, absl::StrFormat(", --cpu-max %.2f", *a.cpu_max_cores));
+    absl::StrAppend(&out, "\n");
+    absl::StrAppend(&out, absl::StrFormat(
+                              "evidence: %d runs (%s); largest peak %s, p%.0f peak %s", a.runs_counted,
+                              absl::StrJoin(verdicts, ", "), FormatBytes(a.largest_peak_bytes),
+                              a.percentile * 100, FormatBytes(a.percentile_peak_bytes)));
+    if (a.oom_limit_bytes) {
+      absl::StrAppend(&out, "; OOM-killed at a ", FormatBytes(*a.oom_limit_bytes), " limit");
+    }
+    absl::StrAppend(&out, "\n");
+    for (const std::string& why : a.why) absl::StrAppend(&out, "  ", why, "\n");
+  }
+  if (a.periods.size() > 1) {
+    absl::StrAppend(&out, "the limits changed between runs:\n");
+    std::vector<std::vector<std::string>> rows = {
+        {"  FROM", "LIMITS", "RUNS", "MEDIAN WALL", "VERDICTS"}};
+    for (const LimitPeriod& p : a.periods) {
+      std::vector<std::string> v;
+      for (const auto& [name, n] : p.verdicts) v.push_back(absl::StrCat(n, " ", name));
+      rows.push_back({"  " + FormatRfc3339(p.first_start), LimitsText(p.limits),
+                      absl::StrCat(p.runs), FormatSeconds(p.median_wall_seconds),
+                      absl::StrJoin(v, ", ")});
+    }
+    absl::StrAppend(&out, Table(rows));
+  }
+  return out;
+}
+
+}  // namespace stagewatch

@@ -1,0 +1,25 @@
+// How runs and advice read: a table, a one-line-first summary, and JSON with the same facts
+// (for `stagewatch runs` and `advise`, and for the agent's /api/v1/runs later).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "nlohmann/json.hpp"
+#include "runs/advisor.h"
+#include "runs/run_record.h"
+#include "runs/runs_config.h"
+
+namespace stagewatch {
+
+nlohmann::json RunToJson(const RunRecord& run, const RunsConfig& config);
+std::string RunsTable(const std::vector<RunRecord>& runs, const RunsConfig& config);
+// First line: the run, its stage and its verdict with the reasons; then one line per fact.
+std::string RunDetails(const RunRecord& run, const RunsConfig& config);
+
+nlohmann::json AdviceToJson(const Advice& advice);
+std::string AdviceText(const Advice& advice);
+
+std::string LimitsText(const RunLimits& limits);  // "memory-max 200.0 MiB, cpu-max 0.2"; "none"
+
+}  // namespace stagewatch

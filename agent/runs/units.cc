@@ -1,0 +1,117 @@
+#include "runs/units.h"
+
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "string_util.h"
+
+namespace stagewatch {
+namespace {
+
+// A non-negative decimal number ("12", "0.25", "1.5"), nothing else; false otherwise.
+bool ParseDecimal(std::string_view text, double& out) {
+  if (text.empty() || text.find_first_not_of("0123456789.") != std::string_view::npos ||
+      text.find('.') != text.rfind('.') || text == ".") {
+    return false;
+  }
+  out = std::strtod(std::string(text).c_str(), nullptr);
+  return std::isfinite(out);
+}
+
+}  // namespace
+
+absl::StatusOr<uint64_t> ParseSize(std::string_view text, std::string_view flag) {
+  const auto invalid = [&] {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s \"%s\" is not a size; write bytes or a number with K, M, G or T (powers of 1024), "
+        "e.g. 400M or 2G", ToAbsl(flag), ToAbsl(text)));
+  };
+  if (text.empty()) return invalid();
+  double multiplier = 1;
+  std::string_view number = text;
+  switch (std::toupper(static_cast<unsigned char>(text.back()))) {
+    case 'K': multiplier = 1024.0; break;
+    case 'M': multiplier = 1024.0 * 1024; break;
+    case 'G': multiplier = 1024.0 * 1024 * 1024; break;
+    case 'T': multiplier = 1024.0 * 1024 * 1024 * 1024; break;
+    default: break;
+  }
+  if (multiplier != 1) number.remove_suffix(1);
+  uint64_t bytes = 0;
+  if (multiplier == 1) {
+    if (!ParseDigits(number, bytes)) return invalid();
+  } else {
+    double value = 0;
+    if (!ParseDecimal(number, value)) return invalid();
+    const double total = std::floor(value * multiplier);
+    if (total >= 9.2e18) return invalid();
+    bytes = static_cast<uint64_t>(total);
+  }
+  if (bytes == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s must be above 0 (got \"%s\")", ToAbsl(flag), ToAbsl(text)));
+  }
+  return bytes;
+}
+
+absl::StatusOr<double> ParseCores(std::string_view text, std::string_view flag) {
+  double cores = 0;
+  if (!ParseDecimal(text, cores) || cores <= 0 || cores > 1e6) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s \"%s\" is not a number of CPUs above 0; write e.g. 0.5 or 2", ToAbsl(flag),
+        ToAbsl(text)));
+  }
+  return cores;
+}
+
+absl::StatusOr<absl::Duration> ParseSince(std::string_view text) {
+  absl::Duration d;
+  double days = 0;
+  if (!text.empty() && text.back() == 'd' && ParseDecimal(text.substr(0, text.size() - 1), days)) {
+    d = absl::Hours(24 * days);
+  } else if (!absl::ParseDuration(ToAbsl(text), &d) || d < absl::ZeroDuration() ||
+             d == absl::InfiniteDuration()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "--since \"%s\" is not a duration; write e.g. 30m, 24h or 7d", ToAbsl(text)));
+  }
+  return d;
+}
+
+std::string FormatBytes(uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB"};
+  if (bytes < 1024) return absl::StrFormat("%d B", bytes);
+  double value = static_cast<double>(bytes) / 1024;
+  int unit = 0;
+  while (value >= 1024 && unit < 3) {
+    value /= 1024;
+    ++unit;
+  }
+  return absl::StrFormat(value < 10 ? "%.2f %s" : "%.1f %s", value, kUnits[unit]);
+}
+
+std::string FormatSeconds(double seconds) {
+  if (seconds < 60) return absl::StrFormat("%.1f s", seconds);
+  const int64_t whole = static_cast<int64_t>(seconds);
+  if (whole < 3600) return absl::StrFormat("%dm%02ds", whole / 60, whole % 60);
+  return absl::StrFormat("%dh%02dm", whole / 3600, (whole % 3600) / 60);
+}
+
+std::string FormatRfc3339(absl::Time t) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", t, absl::UTCTimeZone());
+}
+
+absl::StatusOr<absl::Time> ParseRfc3339(std::string_view text) {
+  absl::Time t;
+  std::string error;
+  if (!absl::ParseTime(absl::RFC3339_full, ToAbsl(text), &t, &error)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("\"%s\" is not an RFC 3339 time: %s", ToAbsl(text), error));
+  }
+  return t;
+}
+
+}  // namespace stagewatch

@@ -1,0 +1,34 @@
+// Sizes and CPU amounts as users write them on the command line, and back as people read them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace stagewatch {
+
+// "400M", "2G", "1.5G", "512k" or plain bytes; K, M, G and T are powers of 1024. `flag` names
+// the option in error messages.
+absl::StatusOr<uint64_t> ParseSize(std::string_view text, std::string_view flag);
+
+// A number of CPUs above 0, such as "0.2" or "2".
+absl::StatusOr<double> ParseCores(std::string_view text, std::string_view flag);
+
+// "24h", "30m", "7d": absl durations plus whole days, not negative.
+absl::StatusOr<absl::Duration> ParseSince(std::string_view text);
+
+// "200.0 MiB", "1.50 GiB", "512 B".
+std::string FormatBytes(uint64_t bytes);
+
+// "12.3 s", "2m05s", "1h02m".
+std::string FormatSeconds(double seconds);
+
+// RFC 3339 in UTC with milliseconds ("2026-12-01T07:45:12.345Z"): fixed width, so the text
+// sorts in time order (the ledger compares these strings).
+std::string FormatRfc3339(absl::Time t);
+absl::StatusOr<absl::Time> ParseRfc3339(std::string_view text);
+
+}  // namespace stagewatch

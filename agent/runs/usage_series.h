@@ -1,0 +1,56 @@
+// A run's memory and CPU use, sampled at an interval by the launcher: mean, p95 and time near
+// the memory limit. Bounded: past `max_samples` every other kept sample is dropped, so a run of
+// any length costs at most that many (the mean and near-limit time still count every sample).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "absl/time/time.h"
+
+namespace stagewatch {
+
+struct UsageSummary {
+  int samples = 0;
+  std::optional<uint64_t> memory_mean_bytes;
+  std::optional<uint64_t> memory_p95_bytes;
+  std::optional<double> near_limit_seconds;
+  std::optional<double> cpu_p95_cores;
+};
+
+class UsageSeries {
+ public:
+  UsageSeries(double near_limit_fraction, size_t max_samples = 4096)
+      : near_limit_fraction_(near_limit_fraction), max_samples_(max_samples) {}
+
+  // Where the CPU rate of the first reading counts from (the command's start), no sample itself:
+  // memory at the very start would only pull the mean down.
+  void SetBaseline(absl::Time at, std::optional<uint64_t> cpu_usage_ns) {
+    last_at_ = at;
+    last_cpu_ns_ = cpu_usage_ns;
+  }
+  // One reading at `at`: memory usage, its limit (none when unlimited) and cumulative CPU time.
+  void Add(absl::Time at, uint64_t memory_bytes, std::optional<uint64_t> limit_bytes,
+           std::optional<uint64_t> cpu_usage_ns);
+  UsageSummary Summary() const;
+  size_t kept() const { return kept_.size(); }
+
+ private:
+  struct Sample {
+    double memory_bytes;
+    std::optional<double> cores;  // since the previous reading
+  };
+
+  double near_limit_fraction_;
+  size_t max_samples_;
+  int samples_ = 0;
+  size_t stride_ = 1;  // keep every stride_-th sample
+  double memory_sum_ = 0;
+  double near_limit_seconds_ = 0;
+  std::vector<Sample> kept_;
+  std::optional<absl::Time> last_at_;
+  std::optional<uint64_t> last_cpu_ns_;
+};
+
+}  // namespace stagewatch

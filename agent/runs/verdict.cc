@@ -1,0 +1,151 @@
+#include "runs/verdict.h"
+
+#include <string.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "runs/units.h"
+
+namespace stagewatch {
+namespace {
+
+void AddInterruptions(const RunRecord& run, std::vector<VerdictReason>& out) {
+  const RunEnd& end = *run.end;
+  const uint64_t kernel = end.facts.oom_kills_kernel.value_or(0);
+  const uint64_t userspace = run.agent.oom_kills_userspace.value_or(0);
+  if (kernel > 0) {
+    std::string limit = end.facts.memory_limit_bytes
+                            ? absl::StrFormat(" at its %s memory limit",
+                                              FormatBytes(*end.facts.memory_limit_bytes))
+                            : "";
+    std::string peak = end.facts.memory_peak_bytes
+                           ? absl::StrFormat(", peak %s", FormatBytes(*end.facts.memory_peak_bytes))
+                           : "";
+    out.push_back({"oom_kill", std::nullopt, std::nullopt,
+                   absl::StrFormat("killed by the kernel OOM killer (%d OOM kill%s%s%s)", kernel,
+                                   kernel == 1 ? "" : "s", limit, peak)});
+  }
+  if (userspace > 0) {
+    std::string killer;
+    for (const OomVictim& v : run.agent.oom_victims) {
+      if (v.kind == "userspace" && !v.killer.empty()) killer = " by " + v.killer;
+    }
+    out.push_back({"userspace_oom_kill", std::nullopt, std::nullopt,
+                   absl::StrFormat("killed by a user-space OOM killer%s (%d kill%s)", killer,
+                                   userspace, userspace == 1 ? "" : "s")});
+  }
+  if (end.signal && !end.signal_requested && kernel == 0 && userspace == 0) {
+    out.push_back({"signal", std::nullopt, std::nullopt,
+                   absl::StrFormat("killed by %s, which was not sent through the launcher",
+                                   SignalName(*end.signal))});
+  }
+}
+
+void AddDegradations(const RunRecord& run, const RunsConfig& config, double wall,
+                     std::vector<VerdictReason>& out) {
+  if (wall <= 0) return;
+  const CgroupFacts& f = run.end->facts;
+  std::optional<double> queued_beyond_normal;
+  if (run.agent.run_queue_wait_seconds) {
+    const double normal = config.normal_run_queue_wait_fraction * f.cpu_seconds.value_or(0);
+    queued_beyond_normal = std::max(0.0, *run.agent.run_queue_wait_seconds - normal);
+  }
+  struct Cause {
+    const char* name;
+    const char* what;
+    std::optional<double> seconds;
+  };
+  const Cause causes[] = {
+      {"cpu_throttling", "CPU throttled", f.cpu_throttled_seconds},
+      {"cpu_pressure", "stalled on CPU (pressure)", f.cpu_pressure_seconds},
+      {"memory_pressure", "stalled on memory (pressure)", f.memory_pressure_seconds},
+      {"reclaim_stalls", "stalled in memory reclaim", run.agent.reclaim_stall_seconds},
+      {"run_queue_wait", "waited on the run queue beyond normal", queued_beyond_normal},
+      {"near_memory_limit", "sat near its memory limit", f.near_limit_seconds},
+  };
+  std::vector<VerdictReason> found;
+  for (const Cause& c : causes) {
+    if (!c.seconds) continue;
+    const double share = *c.seconds / wall;
+    if (share < config.degraded_fraction) continue;
+    found.push_back({c.name, *c.seconds, share,
+                     absl::StrFormat("%s %s (%.0f%% of %s wall time)", c.what,
+                                     FormatSeconds(*c.seconds), share * 100, FormatSeconds(wall))});
+  }
+  std::stable_sort(found.begin(), found.end(), [](const VerdictReason& a, const VerdictReason& b) {
+    return *a.share > *b.share;
+  });
+  out.insert(out.end(), found.begin(), found.end());
+}
+
+std::vector<std::string> Unobserved(const AgentFacts& a) {
+  std::vector<std::string> missing;
+  if (!a.run_queue_wait_seconds) missing.push_back("run_queue_wait_seconds");
+  if (!a.reclaim_stall_seconds) missing.push_back("reclaim_stall_seconds");
+  if (!a.oom_kills_userspace) missing.push_back("oom_kills_userspace");
+  if (!a.preemptors_observed) missing.push_back("preemptors");
+  if (!a.anomalies_observed) missing.push_back("anomalies");
+  return missing;
+}
+
+}  // namespace
+
+std::string SignalName(int signal) {
+  const char* abbrev = sigabbrev_np(signal);
+  return abbrev ? absl::StrFormat("SIG%s", abbrev) : absl::StrFormat("signal %d", signal);
+}
+
+std::string_view VerdictName(VerdictKind kind) {
+  switch (kind) {
+    case VerdictKind::kRunning: return "running";
+    case VerdictKind::kClean: return "clean";
+    case VerdictKind::kUnobserved: return "unobserved";
+    case VerdictKind::kDegraded: return "degraded";
+    case VerdictKind::kInterrupted: return "interrupted";
+  }
+  return "unknown";
+}
+
+Verdict JudgeRun(const RunRecord& run, const RunsConfig& config) {
+  Verdict v;
+  v.degraded_fraction = config.degraded_fraction;
+  if (!run.end) return v;
+  v.unobserved = Unobserved(run.agent);
+  AddInterruptions(run, v.reasons);
+  const bool interrupted = !v.reasons.empty();
+  const size_t before = v.reasons.size();
+  AddDegradations(run, config, absl::ToDoubleSeconds(*run.Wall()), v.reasons);
+  if (interrupted) {
+    v.kind = VerdictKind::kInterrupted;
+  } else if (v.reasons.size() > before) {
+    v.kind = VerdictKind::kDegraded;
+  } else {
+    v.kind = v.unobserved.empty() ? VerdictKind::kClean : VerdictKind::kUnobserved;
+  }
+  return v;
+}
+
+std::string Verdict::Summary() const {
+  const std::string name(VerdictName(kind));
+  switch (kind) {
+    case VerdictKind::kRunning:
+      return "running: not ended yet";
+    case VerdictKind::kClean:
+      return absl::StrFormat("clean: no OOM kill, no unrequested signal, and no cause took %.0f%% "
+                             "of its wall time", degraded_fraction * 100);
+    case VerdictKind::kUnobserved:
+      return absl::StrFormat("unobserved: nothing wrong in what cgroupfs told, but no agent "
+                             "watched it (unknown: %s)", absl::StrJoin(unobserved, ", "));
+    case VerdictKind::kDegraded:
+    case VerdictKind::kInterrupted: {
+      std::vector<std::string> texts;
+      for (const VerdictReason& r : reasons) texts.push_back(r.text);
+      return absl::StrFormat("%s: %s", name, absl::StrJoin(texts, "; "));
+    }
+  }
+  return name;
+}
+
+}  // namespace stagewatch

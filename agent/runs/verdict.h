@@ -1,0 +1,38 @@
+// A run's verdict: was it interrupted, degraded by the machine, clean, or not watched closely
+// enough to say? Computed from the ledger's facts and the `runs:` thresholds whenever asked.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runs/run_record.h"
+#include "runs/runs_config.h"
+
+namespace stagewatch {
+
+enum class VerdictKind { kRunning, kClean, kUnobserved, kDegraded, kInterrupted };
+std::string_view VerdictName(VerdictKind kind);  // "running", "clean", ...
+
+struct VerdictReason {
+  std::string cause;              // "oom_kill", "signal", "cpu_throttling", ...
+  std::optional<double> seconds;  // the figure, for time lost
+  std::optional<double> share;    // of the run's wall time
+  std::string text;               // names the figure and its share
+};
+
+struct Verdict {
+  VerdictKind kind = VerdictKind::kRunning;
+  std::vector<VerdictReason> reasons;  // interruptions first, then degradations, largest first
+  std::vector<std::string> unobserved;  // facts only an agent sees that no agent added
+  double degraded_fraction = 0;         // the threshold it was judged by
+  std::string Summary() const;          // one line: "interrupted: killed by ..."
+};
+
+Verdict JudgeRun(const RunRecord& run, const RunsConfig& config);
+
+// "SIGKILL", or "signal 70" for one without a name.
+std::string SignalName(int signal);
+
+}  // namespace stagewatch

@@ -1,0 +1,157 @@
+#include "runs/advisor.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "runs/ledger.h"
+#include "runs/runs_report.h"
+#include "runs_test_util.h"
+
+namespace stagewatch {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::At;
+using testing::Started;
+using testing::TempDir;
+
+constexpr uint64_t kMiB = 1 << 20;
+
+// Records a finished run with a known kernel peak in a real ledger.
+void Record(Ledger& ledger, const std::string& id, int64_t at, uint64_t peak_bytes,
+            RunLimits limits = {}, bool oom_killed = false, double p95_cores = 0.5) {
+  RunStart start = Started(id, "train", At(at));
+  start.limits = limits;
+  ASSERT_TRUE(ledger.BeginRun(start).ok());
+  RunEnd end;
+  end.end = At(at + 100);
+  end.facts.memory_peak_bytes = peak_bytes;
+  end.facts.memory_limit_bytes = limits.memory_max_bytes;
+  end.facts.oom_kills_kernel = oom_killed ? 1 : 0;
+  end.facts.cpu_p95_cores = p95_cores;
+  end.facts.cpu_throttled_seconds = 0;
+  if (oom_killed) {
+    end.signal = 9;
+  } else {
+    end.exit_code = 0;
+  }
+  ASSERT_TRUE(ledger.EndRun(id, end).ok());
+}
+
+Advice AdviseFromLedger(Ledger& ledger, const RunsConfig& config = {}) {
+  absl::StatusOr<std::vector<RunRecord>> runs = ledger.List({.stage = "train"});
+  EXPECT_TRUE(runs.ok()) << runs.status();
+  return AdviseLimits("train", *runs, config);
+}
+
+TEST(AdvisorTest, MemoryIsTheLargestPeakPlusAMarginOfThePercentilePeak) {
+  TempDir dir;
+  auto ledger = *Ledger::Open(dir.file("ledger.db"));
+  // 20 runs peaking at 100..119 MiB and one outlier at 300 MiB.
+  for (int i = 0; i < 20; ++i) Record(*ledger, "r" + std::to_string(i), i * 200, (100 + i) * kMiB);
+  Record(*ledger, "outlier", 5000, 300 * kMiB);
+  const Advice a = AdviseFromLedger(*ledger);
+  ASSERT_TRUE(a.enough_runs) << a.not_enough;
+  EXPECT_EQ(a.runs_counted, 21);
+  EXPECT_EQ(a.largest_peak_bytes, 300 * kMiB);
+  // Nearest rank: ceil(0.95 × 21) = 20th of the sorted peaks = 119 MiB.
+  EXPECT_EQ(a.percentile_peak_bytes, 119 * kMiB);
+  // 300 MiB + 0.15 × 119 MiB = 317.85 MiB, rounded up to 318 MiB.
+  EXPECT_EQ(a.memory_max_bytes, 318 * kMiB);
+  // max(119 MiB, 0.9 × 318 MiB = 286.2 MiB) → 287 MiB.
+  EXPECT_EQ(a.memory_high_bytes, 287 * kMiB);
+  // p95 of 0.5 CPUs × 1.15 = 0.575 → 0.6 in steps of 0.05.
+  ASSERT_TRUE(a.cpu_max_cores.has_value());
+  EXPECT_NEAR(*a.cpu_max_cores, 0.6, 1e-9);
+  EXPECT_EQ(a.verdicts.at("unobserved"), 21);
+  EXPECT_EQ(a.periods.size(), 1u);
+}
+
+TEST(AdvisorTest, AfterAnOomKillAtLimitLItRecommendsAtLeast1point2L) {
+  TempDir dir;
+  auto ledger = *Ledger::Open(dir.file("ledger.db"));
+  Record(*ledger, "a", 0, 150 * kMiB);
+  Record(*ledger, "b", 200, 160 * kMiB);
+  RunLimits tight;
+  tight.memory_max_bytes = 200 * kMiB;
+  Record(*ledger, "c", 400, 200 * kMiB, tight, /*oom_killed=*/true);
+  const Advice a = AdviseFromLedger(*ledger);
+  ASSERT_TRUE(a.enough_runs);
+  EXPECT_EQ(a.oom_limit_bytes, 200 * kMiB);
+  // Without the bump: 200 + 0.15 × 200 = 230 MiB. With it: 1.2 × 200 MiB = 240 MiB.
+  EXPECT_EQ(a.memory_max_bytes, 240 * kMiB);
+  EXPECT_THAT(a.why.front(), HasSubstr("OOM-killed at a 200.0 MiB limit"));
+  EXPECT_EQ(a.verdicts.at("interrupted"), 1);
+}
+
+TEST(AdvisorTest, SaysNotEnoughRunsRatherThanGuessing) {
+  TempDir dir;
+  auto ledger = *Ledger::Open(dir.file("ledger.db"));
+  Record(*ledger, "a", 0, 150 * kMiB);
+  Record(*ledger, "b", 200, 160 * kMiB);
+  ASSERT_TRUE(ledger->BeginRun(Started("open", "train", At(400))).ok());  // not finished
+  const Advice a = AdviseFromLedger(*ledger);
+  EXPECT_FALSE(a.enough_runs);
+  EXPECT_EQ(a.runs_counted, 2);
+  EXPECT_THAT(a.not_enough, HasSubstr("not enough runs: 2 finished runs"));
+  EXPECT_EQ(AdviceToJson(a)["memory_max_bytes"], nullptr);
+  EXPECT_THAT(AdviceText(a), HasSubstr("not enough runs"));
+}
+
+TEST(AdvisorTest, UsesOnlyTheNewestMaxRuns) {
+  TempDir dir;
+  auto ledger = *Ledger::Open(dir.file("ledger.db"));
+  Record(*ledger, "old-huge", 0, 900 * kMiB);
+  for (int i = 0; i < 3; ++i) Record(*ledger, "new" + std::to_string(i), 1000 + i * 200, 100 * kMiB);
+  RunsConfig config;
+  config.advise.max_runs = 3;
+  const Advice a = AdviseFromLedger(*ledger, config);
+  EXPECT_EQ(a.runs_counted, 3);
+  EXPECT_EQ(a.largest_peak_bytes, 100 * kMiB);
+}
+
+TEST(AdvisorTest, ShowsWallTimeAndVerdictsBeforeAndAfterALimitChange) {
+  TempDir dir;
+  auto ledger = *Ledger::Open(dir.file("ledger.db"));
+  Record(*ledger, "a", 0, 150 * kMiB);
+  Record(*ledger, "b", 200, 150 * kMiB);
+  RunLimits tight;
+  tight.memory_max_bytes = 160 * kMiB;
+  Record(*ledger, "c", 400, 160 * kMiB, tight, true);
+  Record(*ledger, "d", 600, 158 * kMiB, tight);
+  const Advice a = AdviseFromLedger(*ledger);
+  ASSERT_EQ(a.periods.size(), 2u);
+  EXPECT_EQ(a.periods[0].runs, 2);
+  EXPECT_FALSE(a.periods[0].limits.memory_max_bytes.has_value());
+  EXPECT_EQ(a.periods[1].runs, 2);
+  EXPECT_EQ(a.periods[1].limits.memory_max_bytes, 160 * kMiB);
+  EXPECT_EQ(a.periods[1].verdicts.at("interrupted"), 1);
+  EXPECT_DOUBLE_EQ(a.periods[1].median_wall_seconds, 100);
+  EXPECT_THAT(AdviceText(a), HasSubstr("the limits changed between runs"));
+  EXPECT_THAT(AdviceText(a), HasSubstr("memory-max 160.0 MiB"));
+}
+
+TEST(AdvisorTest, AThrottledRunBumpsTheCpuLimit) {
+  TempDir dir;
+  auto ledger = *Ledger::Open(dir.file("ledger.db"));
+  RunLimits cpu;
+  cpu.cpu_max_cores = 0.5;
+  for (int i = 0; i < 3; ++i) {
+    const std::string id = "t" + std::to_string(i);
+    RunStart start = Started(id, "train", At(i * 200));
+    start.limits = cpu;
+    ASSERT_TRUE(ledger->BeginRun(start).ok());
+    RunEnd end;
+    end.end = At(i * 200 + 100);
+    end.exit_code = 0;
+    end.facts.memory_peak_bytes = 10 * kMiB;
+    end.facts.cpu_p95_cores = 0.5;
+    end.facts.cpu_throttled_seconds = 40;  // 40% of its wall time
+    ASSERT_TRUE(ledger->EndRun(id, end).ok());
+  }
+  const Advice a = AdviseFromLedger(*ledger);
+  EXPECT_EQ(a.throttled_at_cores, 0.5);
+  EXPECT_NEAR(*a.cpu_max_cores, 0.6, 1e-9);  // 1.2 × 0.5, above 0.5 × 1.15
+}
+
+}  // namespace
+}  // namespace stagewatch

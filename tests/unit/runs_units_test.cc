@@ -1,0 +1,104 @@
+#include "runs/units.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "runs/run_id.h"
+#include "runs/usage_series.h"
+
+namespace stagewatch {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::MatchesRegex;
+
+TEST(RunsUnitsTest, SizesArePowersOf1024) {
+  EXPECT_EQ(*ParseSize("400M", "--memory-max"), 400ull << 20);
+  EXPECT_EQ(*ParseSize("2G", "--memory-max"), 2ull << 30);
+  EXPECT_EQ(*ParseSize("1.5g", "--memory-max"), 3ull << 29);
+  EXPECT_EQ(*ParseSize("512k", "--memory-max"), 512ull << 10);
+  EXPECT_EQ(*ParseSize("209715200", "--memory-max"), 209715200ull);
+  for (const char* bad : {"", "M", "-1M", "1.2.3G", "12MB", "abc", "1e9", " 5"}) {
+    absl::StatusOr<uint64_t> size = ParseSize(bad, "--memory-max");
+    ASSERT_FALSE(size.ok()) << bad;
+    EXPECT_THAT(size.status().message(), HasSubstr("e.g. 400M or 2G")) << bad;
+  }
+  EXPECT_THAT(ParseSize("0", "--memory-high").status().message(), HasSubstr("above 0"));
+}
+
+TEST(RunsUnitsTest, CoresAndSince) {
+  EXPECT_DOUBLE_EQ(*ParseCores("0.2", "--cpu-max"), 0.2);
+  EXPECT_DOUBLE_EQ(*ParseCores("2", "--cpu-max"), 2);
+  EXPECT_FALSE(ParseCores("0", "--cpu-max").ok());
+  EXPECT_FALSE(ParseCores("-1", "--cpu-max").ok());
+  EXPECT_EQ(*ParseSince("24h"), absl::Hours(24));
+  EXPECT_EQ(*ParseSince("7d"), absl::Hours(24 * 7));
+  EXPECT_EQ(*ParseSince("1h30m"), absl::Minutes(90));
+  EXPECT_THAT(ParseSince("yesterday").status().message(), HasSubstr("e.g. 30m, 24h or 7d"));
+}
+
+TEST(RunsUnitsTest, FormatsAndParsesTimesAndSizes) {
+  const absl::Time t = absl::FromUnixMillis(1'796'111'112'345);
+  EXPECT_EQ(FormatRfc3339(t), "2026-12-01T07:45:12.345Z");
+  EXPECT_EQ(*ParseRfc3339("2026-12-01T07:45:12.345Z"), t);
+  EXPECT_EQ(*ParseRfc3339("2026-12-01T08:45:12.345+01:00"), t);
+  EXPECT_EQ(FormatBytes(512), "512 B");
+  EXPECT_EQ(FormatBytes(200 << 20), "200.0 MiB");
+  EXPECT_EQ(FormatBytes(3ull << 29), "1.50 GiB");
+  EXPECT_EQ(FormatSeconds(12.34), "12.3 s");
+  EXPECT_EQ(FormatSeconds(125), "2m05s");
+}
+
+TEST(RunsUnitsTest, GeneratedRunIdsSortByTimeAndPassTheCheck) {
+  const absl::Time t = absl::FromUnixSeconds(1'796'111'112);
+  const std::string a = NewRunId(t);
+  EXPECT_THAT(a, MatchesRegex("20261201T074512Z-[0-9a-f]{4}"));
+  EXPECT_LT(a, NewRunId(t + absl::Seconds(1)));
+  EXPECT_EQ(CheckRunId(a), "");
+  for (const char* bad : {"", "../x", "a/b", ".hidden", "with space"}) {
+    EXPECT_THAT(CheckRunId(bad), HasSubstr("is not valid")) << bad;
+  }
+  EXPECT_THAT(CheckRunId(std::string(129, 'a')), HasSubstr("up to 128"));
+}
+
+TEST(UsageSeriesTest, MeanP95AndTimeNearTheLimit) {
+  UsageSeries series(0.9);
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  series.SetBaseline(t0, 0);
+  // 100 one-second samples: usage i MiB against a 100 MiB limit, CPU 0.5 s per second.
+  for (int i = 1; i <= 100; ++i) {
+    series.Add(t0 + absl::Seconds(i), uint64_t(i) << 20, uint64_t{100} << 20,
+               uint64_t(i) * 500'000'000);
+  }
+  const UsageSummary s = series.Summary();
+  EXPECT_EQ(s.samples, 100);
+  EXPECT_EQ(*s.memory_mean_bytes, uint64_t(50.5 * (1 << 20)));
+  EXPECT_EQ(*s.memory_p95_bytes, uint64_t{95} << 20);
+  // Samples 90..100 are at or above 90 MiB: the 11 seconds ending at them.
+  EXPECT_DOUBLE_EQ(*s.near_limit_seconds, 11);
+  // Every CPU rate counts from the one before, the first from the baseline.
+  EXPECT_DOUBLE_EQ(*s.cpu_p95_cores, 0.5);
+}
+
+TEST(UsageSeriesTest, ARunShorterThanTheIntervalHasNoSampledFigures) {
+  UsageSeries series(0.9);
+  series.SetBaseline(absl::FromUnixSeconds(1000), 0);
+  const UsageSummary s = series.Summary();
+  EXPECT_EQ(s.samples, 0);
+  EXPECT_FALSE(s.memory_mean_bytes || s.memory_p95_bytes || s.near_limit_seconds || s.cpu_p95_cores);
+}
+
+TEST(UsageSeriesTest, StaysBoundedOnLongRuns) {
+  UsageSeries series(0.9, /*max_samples=*/64);
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  for (int i = 0; i < 10'000; ++i) series.Add(t0 + absl::Seconds(i), uint64_t(i % 100), std::nullopt, std::nullopt);
+  EXPECT_LT(series.kept(), 64u);
+  EXPECT_GE(series.kept(), 16u);
+  const UsageSummary s = series.Summary();
+  EXPECT_EQ(s.samples, 10'000);
+  EXPECT_EQ(*s.memory_mean_bytes, 49u);  // every sample counts in the mean
+  EXPECT_NEAR(double(*s.memory_p95_bytes), 95, 6);
+  EXPECT_EQ(*s.near_limit_seconds, 0) << "no limit, never near it";
+}
+
+}  // namespace
+}  // namespace stagewatch

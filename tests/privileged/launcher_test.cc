@@ -190,15 +190,20 @@ TEST_F(LauncherTest, ABusyLoopAtCpuMax02IsDegradedByThrottling) {
   const std::string script = std::string(kBusy) + "; touch " + marker + "; sleep 1.5";
   AgentProcess run(Args("train", "busy-1", {"--cpu-max", "0.2"}, {"sh", "-c", script}));
   const std::string cpu_dir = RunDir("train", "busy-1", "cpu");
-  ASSERT_TRUE(WaitUntil([&] { return ReadFile(cpu_dir + "/cpu.cfs_quota_us") == "20000\n"; }, 10000))
-      << run.log();
+  // 0.2 CPUs: a 20 ms quota per 100 ms period (v1 cpu.cfs_quota_us, v2 cpu.max).
+  const bool v2 = cgroup_->v2();
+  const std::string quota_file = cpu_dir + (v2 ? "/cpu.max" : "/cpu.cfs_quota_us");
+  const std::string quota = v2 ? "20000 100000\n" : "20000\n";
+  ASSERT_TRUE(WaitUntil([&] { return ReadFile(quota_file) == quota; }, 10000)) << run.log();
   // Once the loop is over, during the sleep, throttling stops growing: read it then.
   ASSERT_TRUE(WaitUntil([&] { return std::filesystem::exists(marker); }, 20000)) << run.log();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const std::string stat = ReadFile(cpu_dir + "/cpu.stat");
   ASSERT_EQ(run.WaitExit(30000), 0) << run.log();
 
-  const double throttled_kernel = double(KeyedValue(stat, "throttled_time")) / 1e9;
+  const double throttled_kernel =
+      v2 ? double(KeyedValue(stat, "throttled_usec")) / 1e6
+         : double(KeyedValue(stat, "throttled_time")) / 1e9;
   RunRecord r = Recorded("busy-1");
   ASSERT_TRUE(r.end && r.end->facts.cpu_throttled_seconds);
   EXPECT_GT(throttled_kernel, 0.1);

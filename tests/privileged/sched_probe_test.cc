@@ -271,9 +271,12 @@ TEST_P(SchedAccuracyTest, ATaskMigratingBetweenCpusMatchesTheKernel) {
 
   ASSERT_GT(kernel_switches, static_cast<double>(kMoves));  // each move switches at least once
   ASSERT_GT(kernel.run_delay_ns, 10'000'000u);                 // the hogs made it wait
-  EXPECT_NEAR(switches, kernel_switches, 0.02 * kernel_switches);
+  // A few switches per child fall between its last /proc read and the probe's (writing its
+  // counters back, exiting): with only ~450 switches in all they are more than 2%.
+  const double tail = 4.0 * children.size();
+  EXPECT_NEAR(switches, kernel_switches, 0.02 * kernel_switches + tail);
   EXPECT_NEAR(wait_ns, kernel.run_delay_ns, 0.05 * kernel.run_delay_ns);
-  EXPECT_NEAR(waits, kernel.timeslices, 0.02 * kernel.timeslices);
+  EXPECT_NEAR(waits, kernel.timeslices, 0.02 * kernel.timeslices + tail);
   EXPECT_NEAR(oncpu_ns, usage_ns, 0.05 * usage_ns);
 }
 

@@ -21,7 +21,7 @@ db.executemany("INSERT INTO run_samples VALUES ('bench-1', ?, ?, 419430400, ?, ?
                 for i in range(4096)])
 db.commit()
 PY
-start_agent --ledger.path "$ledger"
+start_agent agent --ledger.path "$ledger"
 port=$(grep -o 'address=127.0.0.1:[0-9]*' "$AGENT_LOG" | head -1 | cut -d: -f2)
 
 # median_ms PATH: the median of n sequential requests' total time, in milliseconds.

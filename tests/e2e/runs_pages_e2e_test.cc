@@ -25,7 +25,7 @@ constexpr char kWork[] =
     "import time\nb = bytearray(120 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\n"
     "t = time.time()\nwhile time.time() - t < 3: pass\n";
 
-// Counts pixels near the memory line's colour (#0969da) in a PNG, with PIL.
+// Counts pixels near the memory line's colour (#0969da) in a PNG, with Debian's python3-pil.
 constexpr char kCountPixels[] = R"(
 import sys
 from PIL import Image
@@ -127,7 +127,7 @@ TEST_F(RunsPagesE2E, ALaunchedRunsPageShowsItsVerdictAndChartsInChromium) {
   const std::string png = dir_ + "/run.png";
   Chromium("--screenshot=" + png, url);
   ASSERT_TRUE(std::filesystem::exists(png));
-  auto [rc, counted] = testing::RunWithInput("python3 - " + png, kCountPixels);
+  auto [rc, counted] = testing::RunWithInput("/usr/bin/python3 - " + png, kCountPixels);
   ASSERT_EQ(rc, 0) << counted;
   int w = 0, h = 0, pixels = 0;
   ASSERT_EQ(sscanf(counted.c_str(), "%d %d %d", &w, &h, &pixels), 3) << counted;

@@ -13,11 +13,15 @@ ledger=$dir/ledger.db
 # A real run makes the ledger and its row; its series is then filled to the bound.
 "$AGENT_BIN" run --stage bench --run-id bench-1 --ledger.path "$ledger" -- true 2>/dev/null
 python3 - "$ledger" <<'PY'
-import sqlite3, sys
+import datetime, sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
-t0 = 1790000000000
+start = db.execute("SELECT start_time FROM runs WHERE id = 'bench-1'").fetchone()[0]
+t0 = int(datetime.datetime.fromisoformat(start.replace('Z', '+00:00')).timestamp() * 1000)
+end = datetime.datetime.fromtimestamp((t0 + 4096 * 1000) / 1000, datetime.timezone.utc)
+db.execute("UPDATE runs SET end_time = ? WHERE id = 'bench-1'",
+           (end.strftime('%Y-%m-%dT%H:%M:%S.000Z'),))
 db.executemany("INSERT INTO run_samples VALUES ('bench-1', ?, ?, 419430400, ?, ?, ?)",
-               [(t0 + i * 1000, (i % 500) << 20, (i % 7) / 7, (i % 11) / 110, (i % 13) / 130)
+               [(t0 + (i + 1) * 1000, (i % 500) << 20, (i % 7) / 7, (i % 11) / 110, (i % 13) / 130)
                 for i in range(4096)])
 db.commit()
 PY

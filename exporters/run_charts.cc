@@ -29,6 +29,27 @@ std::string TimeLabel(double seconds) {
   return absl::StrFormat("%g s", seconds);
 }
 
+// At most two points per pixel column: the lowest and the highest in it, in time order, so a
+// long run's line stays small to send and draw and keeps every peak.
+std::vector<std::pair<double, double>> PerColumn(const std::vector<std::pair<double, double>>& in,
+                                                 double duration, int columns) {
+  if (in.size() <= size_t(2 * columns)) return in;
+  std::vector<std::pair<double, double>> out;
+  size_t i = 0;
+  while (i < in.size()) {
+    const int column = int(in[i].first / duration * columns);
+    size_t lo = i, hi = i, j = i;
+    for (; j < in.size() && int(in[j].first / duration * columns) == column; ++j) {
+      if (in[j].second < in[lo].second) lo = j;
+      if (in[j].second > in[hi].second) hi = j;
+    }
+    out.push_back(in[std::min(lo, hi)]);
+    if (lo != hi) out.push_back(in[std::max(lo, hi)]);
+    i = j;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string HtmlEscape(std::string_view text) {
@@ -99,7 +120,9 @@ std::string RenderChartSvg(const Chart& chart) {
     const ChartLine& l = *it;
     if (l.points.empty()) continue;
     std::string coords;
-    for (const auto& [t, v] : l.points) absl::StrAppendFormat(&coords, "%.1f,%.1f ", x(t), y(v));
+    for (const auto& [t, v] : PerColumn(l.points, duration, int(plot_w))) {
+      absl::StrAppendFormat(&coords, "%.1f,%.1f ", x(t), y(v));
+    }
     if (!coords.empty()) coords.pop_back();
     absl::StrAppendFormat(&svg,
                           "<polyline class=\"series\" fill=\"none\" stroke=\"%s\" "

@@ -95,11 +95,11 @@ TEST(LedgerSamplesTest, StaysWithinTheBoundAndKeepsTheEnds) {
   const std::string path = dir.file("ledger.db");
   auto ledger = *Ledger::Open(path);
   ASSERT_TRUE(ledger->BeginRun(Started("long", "train", At(0))).ok());
-  const int total = 3 * Ledger::kMaxSamplesPerRun + 7;  // a long run, written in batches of 5
+  const int total = 3 * Ledger::kMaxSamplesPerRun + 7;  // a long run, written in batches
   std::vector<RunSample> batch;
   for (int i = 0; i < total; ++i) {
     batch.push_back(Point(i, uint64_t(i)));
-    if (batch.size() == 5 || i == total - 1) {
+    if (batch.size() == 40 || i == total - 1) {
       ASSERT_TRUE(ledger->AddSamples("long", batch).ok());
       batch.clear();
       ASSERT_LE(SqliteInt(path, "SELECT count(*) FROM run_samples"), Ledger::kMaxSamplesPerRun);

@@ -181,6 +181,16 @@ TEST(RunChartsTest, ScalesPointsIntoThePlotAndLabelsTheAxes) {
   EXPECT_THAT(svg, HasSubstr(">150 B<"));
   EXPECT_THAT(svg, HasSubstr(">10 s<"));
   EXPECT_THAT(svg, HasSubstr("a&lt;b"));
+  // A long series is drawn with at most two points per pixel column, its peak kept.
+  Chart dense{"Memory", [](double v) { return std::to_string(int(v)); }, 1, 100, {{"m", "#00f"}}, {}};
+  for (int i = 0; i < 4096; ++i) dense.lines[0].points.push_back({i * 100.0 / 4096, i == 2000 ? 50 : 1});
+  const std::string drawn = RenderChartSvg(dense);
+  const size_t from = drawn.find("points=\"") + 8;
+  const std::string coords = drawn.substr(from, drawn.find('"', from) - from);
+  EXPECT_LE(std::count(coords.begin(), coords.end(), ','), 2 * 660);
+  EXPECT_GE(std::count(coords.begin(), coords.end(), ','), 660);
+  // The peak of 50 is kept: top 60 (50 × 1.05 up to a step of 20), y = 28 + 156 × 1/6 = 54.0.
+  EXPECT_THAT(coords, HasSubstr(",54.0"));
   Chart empty{"CPU", [](double v) { return std::to_string(v); }, 1, 10, {{"cpu", "#00f"}}, {}};
   EXPECT_THAT(RenderChartSvg(empty), HasSubstr("not sampled"));
   EXPECT_THAT(RenderChartSvg(empty), Not(HasSubstr("<polyline")));

@@ -32,7 +32,8 @@ std::string LandingPage(const std::string& telemetry_path) {
   return absl::StrCat(
       "<!DOCTYPE html>\n<html><head><title>stagewatch</title></head><body>\n"
       "<h1>stagewatch</h1>\n<p>Per-pipeline-stage OOM kills, memory and CPU contention, "
-      "traced with eBPF.</p>\n<p><a href=\"", telemetry_path, "\">Metrics</a> · <a href=\"/runs\">Runs</a></p>\n",
+      "traced with eBPF.</p>\n<p><a href=\"", telemetry_path,
+      "\">Metrics</a> · <a href=\"/runs\">Runs</a></p>\n",
       "<p>Version ", kVersion, " (", kRevision, ")</p>\n</body></html>\n");
 }
 

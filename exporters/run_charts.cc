@@ -91,7 +91,8 @@ std::string RenderChartSvg(const Chart& chart) {
   for (double v = 0; v <= top + y_step / 2; v += y_step) {
     absl::StrAppendFormat(&svg,
                           "<line x1=\"%g\" y1=\"%.1f\" x2=\"%g\" y2=\"%.1f\" stroke=\"#ddd\"/>"
-                          "<text x=\"%g\" y=\"%.1f\" text-anchor=\"end\" font-size=\"11\">%s</text>\n",
+                          "<text x=\"%g\" y=\"%.1f\" text-anchor=\"end\" font-size=\"11\">%s"
+                          "</text>\n",
                           kLeft, y(v), kLeft + plot_w, y(v), kLeft - 6, y(v) + 4,
                           HtmlEscape(chart.format_value(v)));
   }

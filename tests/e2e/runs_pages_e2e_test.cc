@@ -31,7 +31,8 @@ import sys
 from PIL import Image
 img = Image.open(sys.argv[1]).convert('RGB')
 w, h = img.size
-n = sum(1 for (r, g, b) in img.getdata() if abs(r - 9) < 40 and abs(g - 105) < 40 and abs(b - 218) < 40)
+n = sum(1 for (r, g, b) in img.getdata()
+        if abs(r - 9) < 40 and abs(g - 105) < 40 and abs(b - 218) < 40)
 print(w, h, n)
 )";
 

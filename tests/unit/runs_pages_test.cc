@@ -182,8 +182,11 @@ TEST(RunChartsTest, ScalesPointsIntoThePlotAndLabelsTheAxes) {
   EXPECT_THAT(svg, HasSubstr(">10 s<"));
   EXPECT_THAT(svg, HasSubstr("a&lt;b"));
   // A long series is drawn with at most two points per pixel column, its peak kept.
-  Chart dense{"Memory", [](double v) { return std::to_string(int(v)); }, 1, 100, {{"m", "#00f"}}, {}};
-  for (int i = 0; i < 4096; ++i) dense.lines[0].points.push_back({i * 100.0 / 4096, i == 2000 ? 50 : 1});
+  Chart dense{"Memory", [](double v) { return std::to_string(int(v)); }, 1, 100,
+              {{"m", "#00f"}}, {}};
+  for (int i = 0; i < 4096; ++i) {
+    dense.lines[0].points.push_back({i * 100.0 / 4096, i == 2000 ? 50 : 1});
+  }
   const std::string drawn = RenderChartSvg(dense);
   const size_t from = drawn.find("points=\"") + 8;
   const std::string coords = drawn.substr(from, drawn.find('"', from) - from);

@@ -159,6 +159,13 @@ std::vector<Chart> RunCharts(const RunRecord& r, const std::vector<RunSample>& s
     if (s.memory_pressure) memory_psi.points.push_back({t, *s.memory_pressure});
     if (s.cpu_pressure) cpu_psi.points.push_back({t, *s.cpu_pressure});
   }
+  // The kernel's exact peak, which sampling can miss (an allocation that ends in an OOM kill
+  // is often quicker than one interval).
+  ChartLine peak{"peak (kernel)", "#0969da", true};
+  if (r.end && r.end->facts.memory_peak_bytes) {
+    const double mib = double(*r.end->facts.memory_peak_bytes) / kMiB;
+    peak.points = {{0, mib}, {duration, mib}};
+  }
   std::vector<ChartMark> marks;
   const uint64_t ooms = (r.end ? r.end->facts.oom_kills_kernel.value_or(0) : 0) +
                         r.agent.oom_kills_userspace.value_or(0);
@@ -172,7 +179,7 @@ std::vector<Chart> RunCharts(const RunRecord& r, const std::vector<RunSample>& s
   const double limit_top = double(r.start.limits.memory_max_bytes.value_or(0)) / kMiB;
   return {
       {"Memory usage against its limit", MiB, std::max(1.0, limit_top), duration,
-       {memory, limit}, marks},
+       {memory, peak, limit}, marks},
       {"CPU use", Cores, 0.1, duration, {cpu}, marks},
       {"Pressure: share of time stalled", Percent, 0.05, duration, {memory_psi, cpu_psi}, marks},
   };

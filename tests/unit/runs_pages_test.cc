@@ -83,15 +83,20 @@ TEST_F(RunsPagesTest, RunPageShowsTheVerdictFirstAndEscapesTheCommand) {
   EXPECT_LT(verdict, chart);
   EXPECT_THAT(r.body.substr(verdict, 80), HasSubstr("interrupted"));
   EXPECT_THAT(r.body, HasSubstr("OOM kill"));
-  // Three charts; memory and its limit, CPU and the memory stall line carry all 20 points.
-  std::regex polyline("<polyline[^>]* points=\"([^\"]*)\"");
+  // Three charts; every sampled line carries all 20 points, the kernel's peak spans the run.
+  std::regex polyline("<polyline[^>]* points=\"([^\"]*)\"><title>([^<]*)<");
   int lines = 0;
   for (auto it = std::sregex_iterator(r.body.begin(), r.body.end(), polyline);
        it != std::sregex_iterator(); ++it, ++lines) {
     const std::string coords = (*it)[1];
-    EXPECT_EQ(std::count(coords.begin(), coords.end(), ','), 20) << coords;
+    if ((*it)[2] == "peak (kernel)") {
+      // 200 MiB of a 300 MiB top (200 × 1.05 up to a step of 100): y = 28 + 156 / 3 = 80.0.
+      EXPECT_EQ(coords, "80.0,80.0 740.0,80.0");
+    } else {
+      EXPECT_EQ(std::count(coords.begin(), coords.end(), ','), 20) << coords;
+    }
   }
-  EXPECT_EQ(lines, 5);  // memory, limit, CPU, memory stalled, CPU stalled
+  EXPECT_EQ(lines, 6);  // memory, its peak, limit, CPU, memory stalled, CPU stalled
   size_t svgs = 0;
   for (size_t p = r.body.find("<svg"); p != std::string::npos; p = r.body.find("<svg", p + 1)) {
     ++svgs;

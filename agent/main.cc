@@ -111,6 +111,10 @@ int main(int argc, char** argv) {
   }
 
   CLI::App* agent = app.add_subcommand("agent", "Run the exporter (the default)")->fallthrough();
+  std::string agent_ledger_path;
+  agent->add_option("--ledger.path", agent_ledger_path,
+                    "The run ledger the /runs pages read (default: runs.ledger_path of the "
+                    "configuration, /var/lib/stagewatch/ledger.db)");
   std::string check_file;
   CLI::App* check = app.add_subcommand("check-config", "Validate a configuration file");
   check->add_option("file", check_file, "The YAML file")->required();
@@ -159,5 +163,6 @@ int main(int argc, char** argv) {
                                .attach = *policy,
                                .web_config_file = web_config_file,
                                .keep_capabilities = *std::move(keep),
-                               .bpf_stats = bpf_stats});
+                               .bpf_stats = bpf_stats,
+                               .ledger_path = agent_ledger_path});
 }

@@ -32,7 +32,8 @@ std::string LandingPage(const std::string& telemetry_path) {
   return absl::StrCat(
       "<!DOCTYPE html>\n<html><head><title>stagewatch</title></head><body>\n"
       "<h1>stagewatch</h1>\n<p>Per-pipeline-stage OOM kills, memory and CPU contention, "
-      "traced with eBPF.</p>\n<p><a href=\"", telemetry_path, "\">Metrics</a></p>\n",
+      "traced with eBPF.</p>\n<p><a href=\"", telemetry_path,
+      "\">Metrics</a> · <a href=\"/runs\">Runs</a></p>\n",
       "<p>Version ", kVersion, " (", kRevision, ")</p>\n</body></html>\n");
 }
 
@@ -150,10 +151,28 @@ int RaiseFileLimit(int wanted) {
   return wanted;
 }
 
+MHD_Result CollectArgument(void* cls, MHD_ValueKind, const char* key, const char* value) {
+  (*static_cast<std::map<std::string, std::string>*>(cls))[key] = value == nullptr ? "" : value;
+  return MHD_YES;
+}
+
+// The extra handler for `path`: an exact match, or the longest prefix ending in '/'.
+const ExtraHandler* FindHandler(const std::vector<ExtraHandler>& handlers,
+                                const std::string& path) {
+  const ExtraHandler* best = nullptr;
+  for (const ExtraHandler& h : handlers) {
+    const bool match = h.path == path || (!h.path.empty() && h.path.back() == '/' &&
+                                          path.compare(0, h.path.size(), h.path) == 0);
+    if (match && (best == nullptr || h.path.size() > best->path.size())) best = &h;
+  }
+  return best;
+}
+
 }  // namespace
 
 struct HttpServer::Handler {
   HttpServerOptions options;
+  size_t max_path = 1024;
   std::string landing;
   BasicAuth auth{{}};
   ClientAuth client_auth = ClientAuth::kNoClientCert;
@@ -203,6 +222,10 @@ struct HttpServer::Handler {
       return Reply(connection, MHD_HTTP_FORBIDDEN, "A valid client certificate is required.\n",
                    text, {{"Connection", "close"}});
     }
+    if (path.size() > max_path) {
+      return Reply(connection, MHD_HTTP_URI_TOO_LONG, "The path is too long.\n", text,
+                   {{"Connection", "close"}});
+    }
     // Health checks reveal nothing and must work for probes that carry no credentials.
     if (path == "/-/healthy") return Reply(connection, MHD_HTTP_OK, "Healthy.\n", text);
     if (path == "/-/ready") {
@@ -222,6 +245,13 @@ struct HttpServer::Handler {
       return Reply(connection, MHD_HTTP_OK, options.render_metrics(), kExpositionContentType);
     }
     if (path == "/") return Reply(connection, MHD_HTTP_OK, landing, "text/html; charset=utf-8");
+    if (const ExtraHandler* h = FindHandler(options.handlers, path)) {
+      HttpRequest request{path, {}};
+      MHD_get_connection_values(connection, MHD_GET_ARGUMENT_KIND, &CollectArgument,
+                                &request.query);
+      const HttpReply reply = h->handle(request);
+      return Reply(connection, reply.status, reply.body, reply.content_type.c_str());
+    }
     return Reply(connection, MHD_HTTP_NOT_FOUND, "Not found.\n", text);
   }
 };
@@ -253,6 +283,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions 
 
   std::unique_ptr<HttpServer> http(new HttpServer());
   http->handler_ = std::make_unique<Handler>(std::move(options));
+  http->handler_->max_path = limits.max_path;
   http->address_ = bound;
   Handler* handler = http->handler_.get();
   const int max_connections = RaiseFileLimit(limits.max_connections);

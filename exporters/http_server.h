@@ -10,8 +10,10 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "exporters/basic_auth.h"
@@ -21,12 +23,31 @@ struct MHD_Daemon;
 
 namespace stagewatch::exporters {
 
+// A GET (or HEAD) request for an extra page: the decoded path and query parameters (a repeated
+// parameter keeps its last value).
+struct HttpRequest {
+  std::string path;
+  std::map<std::string, std::string> query;
+};
+struct HttpReply {
+  unsigned int status = 200;
+  std::string content_type = "text/plain; charset=utf-8";
+  std::string body;
+};
+// Serves `path` exactly, or, when it ends in '/', every path beneath it too. Behind basic auth
+// like the metrics; the server keeps its limits (no bodies, bounded request line).
+struct ExtraHandler {
+  std::string path;
+  std::function<HttpReply(const HttpRequest&)> handle;
+};
+
 struct HttpServerOptions {
   std::string listen_address;
   std::string telemetry_path = "/metrics";  // matched literally
   WebServerConfig web;                      // TLS and basic auth; default: plain, open
   std::function<std::string()> render_metrics;  // the exposition text, built per scrape
   std::function<bool()> ready;                  // /-/ready answers 200 once it is true
+  std::vector<ExtraHandler> handlers;           // more pages, e.g. /runs
 };
 
 // Limits of the front door; the defaults suit a node agent scraped by a few Prometheus.
@@ -35,6 +56,7 @@ struct HttpLimits {
   int idle_timeout_seconds = 10;   // a connection that sends nothing for this long is closed
   int max_connections = 1024;      // beyond it new connections are refused at once
   size_t connection_memory = 64 << 10;  // request line + headers must fit
+  size_t max_path = 1024;               // a longer path is answered 414
 };
 
 class HttpServer {

@@ -24,6 +24,8 @@ packages=(
   dpkg-dev binutils systemd debootstrap strace
   # tests: TLS certificates made at test time, libFuzzer for clang
   openssl libclang-rt-14-dev
+  # tests: the run pages rendered in a real headless browser, its screenshot decoded
+  chromium python3-pil
 )
 # The dashboards' schema check (tests/dashboards/schema/) runs TypeScript from npm: Debian's
 # Node.js and npm, unless a Node.js with npm is already installed.

@@ -28,6 +28,7 @@
 #include "exporters/metric_builders.h"
 #include "exporters/oom_collector.h"
 #include "exporters/process_collector.h"
+#include "exporters/runs_pages.h"
 #include "exporters/memory_collector.h"
 #include "exporters/sched_collector.h"
 #include "exporters/web_config.h"
@@ -41,6 +42,7 @@
 #include "probes/program_stats.h"
 #include "probes/oom_probe.h"
 #include "probes/sched_probe.h"
+#include "runs/runs_source.h"
 #include "sched/sched_tracker.h"
 #include "stages/stage_resolver.h"
 #include "version.h"
@@ -232,12 +234,17 @@ int RunAgent(const AgentOptions& options) {
   // probes and the first snapshot.
   std::atomic<bool> ready = false;
   exporters::CollectorRegistry registry;
+  // The run pages open the ledger at their first request; until it is readable they say why
+  // (503) and the agent runs on.
+  LedgerRunsSource runs_source(options.ledger_path.empty() ? config.runs.ledger_path
+                                                           : options.ledger_path);
   exporters::HttpServerOptions http_options{
       .listen_address = config.web.listen_address,
       .telemetry_path = config.web.telemetry_path,
       .web = inputs->web,
       .render_metrics = [&registry] { return exporters::SerializeText(registry.CollectAll()); },
-      .ready = [&ready] { return ready.load(); }};
+      .ready = [&ready] { return ready.load(); },
+      .handlers = exporters::RunsHandlers(&runs_source, config.runs)};
   absl::StatusOr<std::unique_ptr<exporters::HttpServer>> http =
       exporters::HttpServer::Start(std::move(http_options));
   if (!http.ok()) {

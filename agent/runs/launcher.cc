@@ -151,7 +151,13 @@ absl::StatusOr<int> LaunchRun(const LaunchOptions& o, std::ostream& log) {
     end.exit_code = failure.step == 2 && failure.error == ENOENT ? 127 : 126;
     end.end = absl::Now();
   } else {
-    RunSampler sampler((*cgroup)->reader_layout(), o.sample_interval, o.near_limit_fraction);
+    Ledger* series_ledger = ledger->get();
+    RunSampler sampler((*cgroup)->reader_layout(), o.sample_interval, o.near_limit_fraction,
+                       [&](const std::vector<RunSample>& points) {
+                         if (absl::Status s = series_ledger->AddSamples(id, points); !s.ok()) {
+                           log << "stagewatch: samples not recorded: " << s.message() << "\n";
+                         }
+                       });
     const int status = WaitForCommand(child, signals, requested);
     end.end = absl::Now();
     const UsageSummary usage = sampler.Stop();

@@ -497,6 +497,59 @@ absl::Status Ledger::AddAgentFacts(const std::string& id, const AgentFacts& add)
   return tx.Commit();
 }
 
+absl::Status Ledger::AddSamples(const std::string& id, const std::vector<RunSample>& samples) {
+  if (samples.empty()) return absl::OkStatus();
+  Transaction tx(db_);
+  if (absl::Status s = tx.begun(); !s.ok()) return s;
+  for (const RunSample& p : samples) {
+    Statement s(db_,
+                "INSERT INTO run_samples (run_id, at_ms, memory_bytes, memory_limit_bytes, "
+                "cpu_cores, memory_pressure, cpu_pressure) VALUES (?, ?, ?, ?, ?, ?, ?)");
+    s.Text(id).Int(absl::ToUnixMillis(p.at)).Uint(p.memory_bytes).Uint(p.memory_limit_bytes)
+        .Real(p.cpu_cores).Real(p.memory_pressure).Real(p.cpu_pressure);
+    s.Step();
+    if (absl::Status st = s.status(absl::StrFormat("cannot add samples to run \"%s\"", id));
+        !st.ok()) {
+      return st;
+    }
+  }
+  int64_t count = 0;
+  Statement n(db_, "SELECT count(*) FROM run_samples WHERE run_id = ?");
+  n.Text(id);
+  if (n.Step() == SQLITE_ROW) count = n.ColInt(0);
+  if (count > kMaxSamplesPerRun) {
+    // Thin to the first point in each of kMaxSamplesPerRun / 2 equal slices of the run's time
+    // so far, and its last point: even over the whole run, however often it was thinned.
+    Statement thin(db_,
+                   "DELETE FROM run_samples WHERE rowid IN (SELECT id FROM (SELECT s.rowid AS id, "
+                   "s.at_ms AS at_ms, b.t1 AS t1, row_number() OVER (PARTITION BY (s.at_ms - "
+                   "b.t0) * ?2 / (b.t1 - b.t0 + 1) ORDER BY s.at_ms, s.rowid) AS k FROM "
+                   "run_samples s, (SELECT min(at_ms) AS t0, max(at_ms) AS t1 FROM run_samples "
+                   "WHERE run_id = ?1) b WHERE s.run_id = ?1) WHERE k > 1 AND at_ms < t1)");
+    thin.Text(id).Int(kMaxSamplesPerRun / 2);
+    thin.Step();
+    if (absl::Status st = thin.status("cannot thin a run's samples"); !st.ok()) return st;
+  }
+  return tx.Commit();
+}
+
+absl::StatusOr<std::vector<RunSample>> Ledger::Samples(const std::string& id) {
+  Statement s(db_,
+              "SELECT at_ms, memory_bytes, memory_limit_bytes, cpu_cores, memory_pressure, "
+              "cpu_pressure FROM run_samples WHERE run_id = ? ORDER BY at_ms, rowid");
+  s.Text(id);
+  std::vector<RunSample> out;
+  while (s.Step() == SQLITE_ROW) {
+    out.push_back({absl::FromUnixMillis(s.ColInt(0)), s.OptUint(1), s.OptUint(2), s.OptReal(3),
+                   s.OptReal(4), s.OptReal(5)});
+  }
+  if (absl::Status st = s.status(absl::StrFormat("cannot read the ledger \"%s\"", path_));
+      !st.ok()) {
+    return st;
+  }
+  return out;
+}
+
 absl::StatusOr<std::vector<RunRecord>> Ledger::Query(const std::string& where,
                                                      const std::vector<std::string>& args,
                                                      const std::string& tail) {

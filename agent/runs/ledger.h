@@ -47,6 +47,15 @@ class Ledger {
   // Merges facts only the agent sees into the run's row (see AgentFacts).
   absl::Status AddAgentFacts(const std::string& id, const AgentFacts& facts);
 
+  // Appends points to the run's time series, in one transaction. Bounded: when the run holds
+  // more than kMaxSamplesPerRun points it is thinned to the first point in each of
+  // kMaxSamplesPerRun / 2 equal slices of its time so far (and its last point), so a run of
+  // any length keeps at most the bound, evenly spread over the whole run.
+  absl::Status AddSamples(const std::string& id, const std::vector<RunSample>& samples);
+  // The run's points, oldest first; empty for an unknown run or one without any.
+  absl::StatusOr<std::vector<RunSample>> Samples(const std::string& id);
+  static constexpr int kMaxSamplesPerRun = 4096;
+
   absl::StatusOr<std::optional<RunRecord>> Get(const std::string& id);
   absl::StatusOr<std::vector<RunRecord>> List(const RunFilter& filter);
   // The open run whose cgroup is at `cgroup_path`, for the agent's cgroup events.

@@ -50,6 +50,20 @@ CREATE INDEX runs_by_start ON runs (start_time);
 CREATE INDEX runs_by_stage_start ON runs (stage, start_time);
 CREATE INDEX runs_by_cgroup ON runs (cgroup_path) WHERE end_time IS NULL;
 )sql",
+      // 2: a bounded time series per run (Ledger::kMaxSamplesPerRun points), for the run page.
+      // Time in milliseconds since the epoch; pressure is the share of the interval stalled.
+      R"sql(
+CREATE TABLE run_samples (
+  run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+  at_ms INTEGER NOT NULL,
+  memory_bytes INTEGER,
+  memory_limit_bytes INTEGER,
+  cpu_cores REAL,
+  memory_pressure REAL,
+  cpu_pressure REAL
+);
+CREATE INDEX run_samples_by_run ON run_samples (run_id, at_ms);
+)sql",
   };
   return kMigrations;
 }

@@ -39,8 +39,11 @@ CgroupFacts ReadCgroupFacts(const CgroupLayout& layout, std::vector<std::string>
 }
 
 RunSampler::RunSampler(CgroupLayout reader_layout, absl::Duration interval,
-                       double near_limit_fraction)
-    : layout_(std::move(reader_layout)), interval_(interval), series_(near_limit_fraction) {
+                       double near_limit_fraction, SampleWriter write)
+    : layout_(std::move(reader_layout)),
+      interval_(interval),
+      series_(near_limit_fraction),
+      write_(std::move(write)) {
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -50,8 +53,32 @@ void RunSampler::SampleOnce() {
   absl::StatusOr<MemoryCgroupStats> m = ReadMemoryStats(layout_, "/");
   if (!m.ok()) return;  // the run's cgroup is going away
   absl::StatusOr<CpuCgroupStats> c = ReadCpuStats(layout_, "/");
-  series_.Add(absl::Now(), m->usage_bytes, m->limit_bytes,
-              c.ok() ? c->usage_ns : std::nullopt);
+  const absl::Time now = absl::Now();
+  const std::optional<uint64_t> cpu_ns = c.ok() ? c->usage_ns : std::nullopt;
+  series_.Add(now, m->usage_bytes, m->limit_bytes, cpu_ns);
+  if (!write_) return;
+  RunSample p{now, m->usage_bytes, m->limit_bytes, {}, {}, {}};
+  const double elapsed_ns = last_ ? absl::ToDoubleNanoseconds(now - last_->at) : 0;
+  auto rate = [&](std::optional<uint64_t> now_v, std::optional<uint64_t> before, double unit) {
+    if (!now_v || !before || elapsed_ns <= 0 || *now_v < *before) return std::optional<double>();
+    return std::optional<double>(double(*now_v - *before) * unit / elapsed_ns);
+  };
+  p.cpu_cores = rate(cpu_ns, last_cpu_ns_, 1);
+  std::optional<double>* pressure[2] = {&p.memory_pressure, &p.cpu_pressure};
+  int i = 0;
+  for (const char* resource : {"memory", "cpu"}) {
+    absl::StatusOr<PsiTotals> psi = ReadPsi(layout_, "/", resource);
+    const std::optional<uint64_t> total = psi.ok() ? std::optional(psi->some_us) : std::nullopt;
+    *pressure[i] = rate(total, last_psi_us_[i], 1000);
+    last_psi_us_[i++] = total;
+  }
+  last_cpu_ns_ = cpu_ns;
+  last_ = p;
+  pending_.push_back(p);
+  if (pending_.size() >= kBatch) {
+    write_(pending_);
+    pending_.clear();
+  }
 }
 
 void RunSampler::Loop() {
@@ -59,6 +86,8 @@ void RunSampler::Loop() {
   const auto period = absl::ToChronoNanoseconds(interval_);
   absl::StatusOr<CpuCgroupStats> start = ReadCpuStats(layout_, "/");
   series_.SetBaseline(absl::Now(), start.ok() ? start->usage_ns : std::nullopt);
+  last_cpu_ns_ = start.ok() ? start->usage_ns : std::nullopt;
+  last_ = RunSample{absl::Now()};
   while (!wake_.wait_for(lock, period, [this] { return stop_; })) SampleOnce();
 }
 
@@ -69,6 +98,8 @@ UsageSummary RunSampler::Stop() {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (write_ && !pending_.empty()) write_(pending_);
+  pending_.clear();
   return series_.Summary();
 }
 

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <condition_variable>
+#include <functional>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -20,10 +22,14 @@ namespace stagewatch {
 // leaves its fact nullopt and adds a line to `problems`.
 CgroupFacts ReadCgroupFacts(const CgroupLayout& reader_layout, std::vector<std::string>& problems);
 
-// Samples memory usage and CPU time every `interval` on its own thread.
+// Samples memory usage and CPU time every `interval` on its own thread. Each point also goes
+// to `write` (the ledger's time series) in batches of kBatch, and the rest at Stop().
 class RunSampler {
  public:
-  RunSampler(CgroupLayout reader_layout, absl::Duration interval, double near_limit_fraction);
+  using SampleWriter = std::function<void(const std::vector<RunSample>&)>;
+  static constexpr size_t kBatch = 5;
+  RunSampler(CgroupLayout reader_layout, absl::Duration interval, double near_limit_fraction,
+             SampleWriter write = nullptr);
   ~RunSampler();  // stops
   RunSampler(const RunSampler&) = delete;
   RunSampler& operator=(const RunSampler&) = delete;
@@ -37,6 +43,11 @@ class RunSampler {
   CgroupLayout layout_;
   absl::Duration interval_;
   UsageSeries series_;
+  SampleWriter write_;
+  std::vector<RunSample> pending_;
+  std::optional<RunSample> last_;         // the previous point, for rates
+  std::optional<uint64_t> last_cpu_ns_;
+  std::optional<uint64_t> last_psi_us_[2];  // memory, cpu "some" totals
   std::mutex mu_;
   std::condition_variable wake_;
   bool stop_ = false;

@@ -94,6 +94,16 @@ struct RunEnd {
   CgroupFacts facts;
 };
 
+// One point of a run's time series (the run page's charts). A figure not read is nullopt.
+struct RunSample {
+  absl::Time at;
+  std::optional<uint64_t> memory_bytes;
+  std::optional<uint64_t> memory_limit_bytes;  // none when unlimited
+  std::optional<double> cpu_cores;             // CPU time per wall second since the last point
+  std::optional<double> memory_pressure;       // share of the interval stalled ("some"), 0..1
+  std::optional<double> cpu_pressure;
+};
+
 struct RunRecord {
   RunStart start;
   std::optional<RunEnd> end;  // nullopt while the run is open

@@ -1,0 +1,45 @@
+// What the agent's run pages read: recent runs, one run, and its time series. The ledger is
+// one implementation (LedgerRunsSource); the pages know nothing of SQLite.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "runs/ledger.h"
+#include "runs/run_record.h"
+
+namespace stagewatch {
+
+class RunsSource {
+ public:
+  virtual ~RunsSource() = default;
+  virtual absl::StatusOr<std::vector<RunRecord>> List(const RunFilter& filter) = 0;
+  virtual absl::StatusOr<std::optional<RunRecord>> Get(const std::string& id) = 0;
+  virtual absl::StatusOr<std::vector<RunSample>> Samples(const std::string& id) = 0;
+};
+
+// Reads the ledger at `path`, opened (read-only) at the first request that finds it readable:
+// the agent may start before the first `stagewatch run` creates it. Until then every call
+// fails Unavailable with the reason. One connection, used by one request at a time.
+class LedgerRunsSource : public RunsSource {
+ public:
+  explicit LedgerRunsSource(std::string path) : path_(std::move(path)) {}
+  absl::StatusOr<std::vector<RunRecord>> List(const RunFilter& filter) override;
+  absl::StatusOr<std::optional<RunRecord>> Get(const std::string& id) override;
+  absl::StatusOr<std::vector<RunSample>> Samples(const std::string& id) override;
+
+ private:
+  template <typename F>
+  auto WithLedger(F read) -> decltype(read(std::declval<Ledger&>()));
+
+  std::string path_;
+  std::mutex mu_;
+  std::unique_ptr<Ledger> ledger_;
+};
+
+}  // namespace stagewatch

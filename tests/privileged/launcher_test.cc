@@ -207,7 +207,10 @@ TEST_F(LauncherTest, ABusyLoopAtCpuMax02IsDegradedByThrottling) {
   RunRecord r = Recorded("busy-1");
   ASSERT_TRUE(r.end && r.end->facts.cpu_throttled_seconds);
   EXPECT_GT(throttled_kernel, 0.1);
-  EXPECT_NEAR(*r.end->facts.cpu_throttled_seconds, throttled_kernel, 0.05)
+  // The kernel adds a throttled period's time when the period ends, so some still comes in
+  // after the loop is over: up to 2% more by the ledger's read at the end under emulation.
+  const double tolerance = 0.05 + 0.03 * throttled_kernel;
+  EXPECT_NEAR(*r.end->facts.cpu_throttled_seconds, throttled_kernel, tolerance)
       << "ledger against the kernel's cpu.stat";
   EXPECT_LE(*r.end->facts.cpu_seconds, 0.2 * absl::ToDoubleSeconds(*r.Wall()) + 0.1)
       << "the quota of 0.2 CPUs held";
@@ -217,7 +220,8 @@ TEST_F(LauncherTest, ABusyLoopAtCpuMax02IsDegradedByThrottling) {
   for (const VerdictReason& reason : v.reasons) {
     if (reason.cause == "cpu_throttling") {
       throttling = true;
-      EXPECT_NEAR(*reason.share, throttled_kernel / absl::ToDoubleSeconds(*r.Wall()), 0.02);
+      EXPECT_NEAR(*reason.share, throttled_kernel / absl::ToDoubleSeconds(*r.Wall()),
+                  0.02 + tolerance / absl::ToDoubleSeconds(*r.Wall()));
       EXPECT_THAT(reason.text, HasSubstr("CPU throttled"));
     }
   }

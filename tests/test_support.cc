@@ -191,6 +191,13 @@ TestCgroup::TestCgroup(const std::string& relative, const std::vector<std::strin
   }
 }
 
+TestCgroup::TestCgroup(const TestCgroup& parent, const std::string& child)
+    : layout_(parent.layout_), path_(parent.path_ + "/" + child) {
+  dir_ = layout_.key_root + path_;
+  MakeDirs(layout_.key_root, path_);
+  joined_.push_back(dir_);
+}
+
 std::string TestCgroup::dir(const std::string& controller) const {
   return ControllerDir(layout_, controller, path_);
 }

@@ -54,6 +54,8 @@ std::string WriteTempConfig(const std::string& yaml);
 class TestCgroup {
  public:
   explicit TestCgroup(const std::string& relative, const std::vector<std::string>& controllers = {});
+  // A cgroup `child` beneath `parent` in the key hierarchy; destroy it before the parent.
+  TestCgroup(const TestCgroup& parent, const std::string& child);
   ~TestCgroup();
   TestCgroup(const TestCgroup&) = delete;
   TestCgroup& operator=(const TestCgroup&) = delete;

@@ -54,7 +54,7 @@ std::string AgentConfig() {
 TEST(LimitDomainE2E, AChildsLimitBeneathAnUnlimitedTopIsShownNearedCountedAndPagedBeforeTheKill) {
   STAGEWATCH_REQUIRE_PRIVILEGES();
   TestCgroup top("stagewatch/validate");
-  TestCgroup run("stagewatch/validate/run-7");
+  TestCgroup run(top, "run-7");
   run.SetMemoryLimit(256 * kMiB);
   const std::string config = AgentConfig();
   AgentProcess agent({"--config.file", config, "--web.listen-address", "127.0.0.1:0"});
@@ -84,7 +84,7 @@ TEST(LimitDomainE2E, AChildsLimitBeneathAnUnlimitedTopIsShownNearedCountedAndPag
   ASSERT_TRUE(testing::WaitUntil(
       [&] {
         m = ParseExposition(agent.Get("/metrics").value_or(""));
-        return ValueOr(m, "stagewatch_memory_limit_bytes" + kStage, 0) > 0;
+        return ValueOr(m, "stagewatch_memory_near_limit_seconds_total" + kStage, 0) > 0;
       },
       5000))
       << agent.log();
@@ -153,8 +153,8 @@ TEST(LimitDomainE2E, AChildsLimitBeneathAnUnlimitedTopIsShownNearedCountedAndPag
 TEST(LimitDomainE2E, TwoLimitedRunsTheOneCloserToItsLimitGivesLimitAndHeadroom) {
   STAGEWATCH_REQUIRE_PRIVILEGES();
   TestCgroup top("stagewatch/validate");
-  TestCgroup roomy("stagewatch/validate/run-1");
-  TestCgroup tight("stagewatch/validate/run-2");
+  TestCgroup roomy(top, "run-1");
+  TestCgroup tight(top, "run-2");
   roomy.SetMemoryLimit(512 * kMiB);
   tight.SetMemoryLimit(128 * kMiB);
   const std::string config = AgentConfig();

@@ -80,7 +80,9 @@ TEST(MemoryE2E, AStageNearItsLimitShowsUsageLimitNearLimitTimePeakEventsAndTasks
   ASSERT_TRUE(testing::WaitUntil(
       [&] {
         m = ParseExposition(agent.Get("/metrics").value_or(""));
-        return ValueOr(m, "stagewatch_memory_limit_bytes" + t, 0) == 64 * kMiB;
+        // Figures come from the sampler's snapshot: wait for one taken while the 60 MiB is held.
+        return ValueOr(m, "stagewatch_memory_limit_bytes" + t, 0) == 64 * kMiB &&
+               ValueOr(m, "stagewatch_memory_near_limit_seconds_total" + t, 0) > 0;
       },
       5000))
       << agent.log();

@@ -288,6 +288,12 @@ void BusyFor(std::chrono::milliseconds d) {
   while (std::chrono::steady_clock::now() < end) x = x + 1;
 }
 
+void TouchAnonymous(uint64_t bytes) {
+  char* p = static_cast<char*>(
+      mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  for (uint64_t i = 0; i < bytes; i += 4096) p[i] = 1;
+}
+
 void HogMemoryForever() {
   constexpr size_t kChunk = 1 << 20;
   for (;;) {

@@ -93,6 +93,9 @@ void PinTo(int cpu);
 // Spins on the CPU for `d` of wall time.
 void BusyFor(std::chrono::milliseconds d);
 
+// Maps and touches `bytes` of anonymous memory, which stays charged until the process ends.
+void TouchAnonymous(uint64_t bytes);
+
 // Allocates and touches memory until the OOM killer ends the process.
 [[noreturn]] void HogMemoryForever();
 

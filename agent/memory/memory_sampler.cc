@@ -45,8 +45,8 @@ std::vector<std::pair<uint64_t, MemorySampler::Domain>> MemorySampler::ReadDomai
   auto add = [&](const NamedCgroup& c, bool top) {
     absl::StatusOr<MemoryCgroupStats> m = reader_.stats(c.path);
     if (!m.ok()) {
-      // Removed since the walk is routine; a malformed file is not, but either way the
-      // domain sits this sample out and the others go on.
+      // Removed since the walk, or a file that does not parse: this domain sits the sample
+      // out, the others go on.
       skips_++;
       return;
     }
@@ -59,8 +59,7 @@ std::vector<std::pair<uint64_t, MemorySampler::Domain>> MemorySampler::ReadDomai
     add(top, true);
   }
   const size_t max = static_cast<size_t>(config_.max_limit_domains);
-  size_t room = max > tops.size() ? max - tops.size()
-                                                        : 0;
+  size_t room = max > tops.size() ? max - tops.size() : 0;
   for (const NamedCgroup& c : namer_->Live()) {
     if (c.stage.name == kUnattributedStage || tops.contains(c.id)) continue;
     absl::StatusOr<std::optional<uint64_t>> limit = reader_.limit(c.path);

@@ -21,13 +21,9 @@ using testing::TestCgroup;
 using testing::ValueOr;
 
 constexpr uint64_t kMiB = 1 << 20;
-const std::string kStage = R"({pipeline_stage="validate"})";
-
-void TouchAnon(uint64_t bytes) {
-  char* p = static_cast<char*>(
-      mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-  for (uint64_t i = 0; i < bytes; i += 4096) p[i] = 1;
-}
+// A stage of this process's own: other tests on the host may run a "validate" stage too.
+const std::string kStageName = "validate-" + std::to_string(getpid());
+const std::string kStage = "{pipeline_stage=\"" + kStageName + "\"}";
 
 uint64_t FileValue(const std::string& path) { return std::stoull(testing::ReadFile(path)); }
 
@@ -36,6 +32,11 @@ std::string UsageFile(const TestCgroup& c) {
 }
 std::string LimitFile(const TestCgroup& c) {
   return c.dir() + (c.v2() ? "/memory.max" : "/memory.limit_in_bytes");
+}
+
+std::string Event(const std::string& event) {
+  return "stagewatch_memory_events_total{pipeline_stage=\"" + kStageName + "\",event=\"" + event +
+         "\"}";
 }
 
 double UnixNow() {
@@ -53,7 +54,7 @@ std::string AgentConfig() {
 
 TEST(LimitDomainE2E, AChildsLimitBeneathAnUnlimitedTopIsShownNearedCountedAndPagedBeforeTheKill) {
   STAGEWATCH_REQUIRE_PRIVILEGES();
-  TestCgroup top("stagewatch/validate");
+  TestCgroup top("stagewatch/" + kStageName);
   TestCgroup run(top, "run-7");
   run.SetMemoryLimit(256 * kMiB);
   const std::string config = AgentConfig();
@@ -74,7 +75,7 @@ TEST(LimitDomainE2E, AChildsLimitBeneathAnUnlimitedTopIsShownNearedCountedAndPag
     munmap(p, held - 32 * kMiB);
     std::this_thread::sleep_for(std::chrono::seconds(5));
     for (;;) {
-      TouchAnon(8 * kMiB);
+      testing::TouchAnonymous(8 * kMiB);
       std::this_thread::sleep_for(std::chrono::milliseconds(250));
     }
   });
@@ -111,7 +112,7 @@ TEST(LimitDomainE2E, AChildsLimitBeneathAnUnlimitedTopIsShownNearedCountedAndPag
     while (!done) {
       testing::Scrape s = ParseExposition(agent.Get("/metrics").value_or(""));
       if (eta_at == 0 &&
-          ValueOr(s, R"(stagewatch_anomalies_total{pipeline_stage="validate",rule="limit_eta"})",
+          ValueOr(s, "stagewatch_anomalies_total{pipeline_stage=\"" + kStageName + "\",rule=\"limit_eta\"}",
                   0) >= 1) {
         eta_at = UnixNow();
       }
@@ -132,12 +133,12 @@ TEST(LimitDomainE2E, AChildsLimitBeneathAnUnlimitedTopIsShownNearedCountedAndPag
   ASSERT_TRUE(testing::WaitUntil(
       [&] {
         m = ParseExposition(agent.Get("/metrics").value_or(""));
-        return ValueOr(m, R"(stagewatch_memory_events_total{pipeline_stage="validate",event="oom_kill"})", 0) == 1 &&
-               ValueOr(m, R"(stagewatch_memory_events_total{pipeline_stage="validate",event=")" + hits + R"("})", 0) == failcnt;
+        return ValueOr(m, Event("oom_kill"), 0) == 1 &&
+               ValueOr(m, Event(hits), 0) == failcnt;
       },
       5000))
-      << "oom_kill " << ValueOr(m, R"(stagewatch_memory_events_total{pipeline_stage="validate",event="oom_kill"})", 0)
-      << ", " << hits << " " << ValueOr(m, R"(stagewatch_memory_events_total{pipeline_stage="validate",event=")" + hits + R"("})", 0)
+      << "oom_kill " << ValueOr(m, Event("oom_kill"), 0)
+      << ", " << hits << " " << ValueOr(m, Event(hits), 0)
       << " vs the child's " << failcnt << "\n" << agent.log();
 
   const double kill_unix = ValueOr(m, "stagewatch_oom_last_kill_timestamp_seconds" + kStage, 0);
@@ -152,7 +153,7 @@ TEST(LimitDomainE2E, AChildsLimitBeneathAnUnlimitedTopIsShownNearedCountedAndPag
 
 TEST(LimitDomainE2E, TwoLimitedRunsTheOneCloserToItsLimitGivesLimitAndHeadroom) {
   STAGEWATCH_REQUIRE_PRIVILEGES();
-  TestCgroup top("stagewatch/validate");
+  TestCgroup top("stagewatch/" + kStageName);
   TestCgroup roomy(top, "run-1");
   TestCgroup tight(top, "run-2");
   roomy.SetMemoryLimit(512 * kMiB);
@@ -164,7 +165,7 @@ TEST(LimitDomainE2E, TwoLimitedRunsTheOneCloserToItsLimitGivesLimitAndHeadroom) 
   // 200 of 512 MiB (39%) has more bytes used, 96 of 128 MiB (75%) is closer to its limit.
   for (auto [cgroup, bytes] : {std::pair{&roomy, 200 * kMiB}, std::pair{&tight, 96 * kMiB}}) {
     cgroup->Spawn("sw-run-holder", [bytes] {
-      TouchAnon(bytes);
+      testing::TouchAnonymous(bytes);
       pause();
     });
   }

@@ -17,6 +17,14 @@ namespace {
 
 constexpr uint64_t kMiB = 1 << 20;
 
+// Stages discovered from a directory tree, named as the agent names them.
+struct Naming {
+  explicit Naming(const std::string& root) : paths(root) {}
+  CgroupPathCache paths;
+  StageResolver stages{{}, DiscoveryConfig{}};
+  CgroupNamer namer{&paths, &stages, absl::ZeroDuration()};
+};
+
 class LimitDomainsTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -70,10 +78,8 @@ TEST_F(LimitDomainsTest, AChildsLimitBeneathAnUnlimitedTopIsTheStagesLimit) {
   Set(kTop, 390 * kMiB, std::nullopt);
   Set(kRun7, 380 * kMiB, 400 * kMiB);
   Set(kRun8, 10 * kMiB, std::nullopt);
-  CgroupPathCache paths(root_);
-  StageResolver stages({}, DiscoveryConfig{});
-  CgroupNamer namer(&paths, &stages, absl::ZeroDuration());
-  MemorySampler sampler(&namer, layout_, MemoryConfig{}, Reader());
+  Naming naming(root_);
+  MemorySampler sampler(&naming.namer, layout_, MemoryConfig{}, Reader());
 
   const absl::Time t0 = absl::FromUnixSeconds(1000);
   sampler.SampleOnce(t0);
@@ -100,10 +106,8 @@ TEST_F(LimitDomainsTest, TwoLimitedChildrenTheOneCloserToItsLimitGivesLimitAndHe
   Set(kTop, 1000 * kMiB, std::nullopt);
   Set(kRun7, 100 * kMiB, 256 * kMiB);    // 39% of its limit, 156 MiB left
   Set(kRun8, 900 * kMiB, 1024 * kMiB);   // 88%, 124 MiB left
-  CgroupPathCache paths(root_);
-  StageResolver stages({}, DiscoveryConfig{});
-  CgroupNamer namer(&paths, &stages, absl::ZeroDuration());
-  MemorySampler sampler(&namer, layout_, MemoryConfig{}, Reader());
+  Naming naming(root_);
+  MemorySampler sampler(&naming.namer, layout_, MemoryConfig{}, Reader());
   sampler.SampleOnce(absl::FromUnixSeconds(1000));
   StageMemory m = sampler.Snapshot().at("validate");
   EXPECT_EQ(m.limit_bytes, 1024 * kMiB);
@@ -123,10 +127,8 @@ TEST_F(LimitDomainsTest, V1CountersOfEachDomainAreSummedOnce) {
   Set(kTop, 100 * kMiB, std::nullopt, {{"failcnt", 0}, {"oom_kill", 0}});
   Set(kRun7, 90 * kMiB, 400 * kMiB, {{"failcnt", 39}, {"oom_kill", 1}});
   Set(kRun8, 10 * kMiB, 20 * kMiB, {{"failcnt", 3}, {"oom_kill", 0}});
-  CgroupPathCache paths(root_);
-  StageResolver stages({}, DiscoveryConfig{});
-  CgroupNamer namer(&paths, &stages, absl::ZeroDuration());
-  MemorySampler sampler(&namer, layout_, MemoryConfig{}, Reader());
+  Naming naming(root_);
+  MemorySampler sampler(&naming.namer, layout_, MemoryConfig{}, Reader());
   sampler.SampleOnce(absl::FromUnixSeconds(1000));
   sampler.SampleOnce(absl::FromUnixSeconds(1001));
   const StageMemory m = sampler.Snapshot().at("validate");
@@ -145,10 +147,8 @@ TEST_F(LimitDomainsTest, AMalformedDomainIsSkippedAndCountedAndTheRestGoOn) {
   Set(kRun7, 90 * kMiB, 400 * kMiB);
   Set(kRun8, 10 * kMiB, 11 * kMiB);
   broken_.insert(kRun8);
-  CgroupPathCache paths(root_);
-  StageResolver stages({}, DiscoveryConfig{});
-  CgroupNamer namer(&paths, &stages, absl::ZeroDuration());
-  MemorySampler sampler(&namer, layout_, MemoryConfig{}, Reader());
+  Naming naming(root_);
+  MemorySampler sampler(&naming.namer, layout_, MemoryConfig{}, Reader());
   sampler.SampleOnce(absl::FromUnixSeconds(1000));
   StageMemory m = sampler.Snapshot().at("validate");
   EXPECT_EQ(sampler.domain_skips(), 1u);
@@ -166,12 +166,10 @@ TEST_F(LimitDomainsTest, DomainsBeyondTheBoundAreCountedNotWatched) {
   Set(kTop, 100 * kMiB, std::nullopt);
   Set(kRun7, 90 * kMiB, 400 * kMiB);
   Set(kRun8, 10 * kMiB, 20 * kMiB);
-  CgroupPathCache paths(root_);
-  StageResolver stages({}, DiscoveryConfig{});
-  CgroupNamer namer(&paths, &stages, absl::ZeroDuration());
+  Naming naming(root_);
   MemoryConfig config;
   config.max_limit_domains = 2;
-  MemorySampler sampler(&namer, layout_, config, Reader());
+  MemorySampler sampler(&naming.namer, layout_, config, Reader());
   sampler.SampleOnce(absl::FromUnixSeconds(1000));
   EXPECT_EQ(sampler.Snapshot().at("validate").limit_domains, 2u);
   EXPECT_EQ(sampler.domain_overflows(), 1u);
@@ -189,14 +187,12 @@ double Value(const std::vector<prometheus::MetricFamily>& families, const std::s
 TEST_F(LimitDomainsTest, TheScrapeAndTheDetectorsSeeOneSnapshotReadOncePerInterval) {
   Set(kTop, 200 * kMiB, std::nullopt);
   Set(kRun7, 200 * kMiB, 400 * kMiB);
-  CgroupPathCache paths(root_);
-  StageResolver stages({}, DiscoveryConfig{});
-  CgroupNamer namer(&paths, &stages, absl::ZeroDuration());
-  MemorySampler sampler(&namer, layout_, MemoryConfig{}, Reader());
+  Naming naming(root_);
+  MemorySampler sampler(&naming.namer, layout_, MemoryConfig{}, Reader());
   AnomalyEngine engine(AnomalyConfig{}, [](const AnomalyChange&) {});
-  AnomalyFeeder feeder(&engine, &stages, nullptr, nullptr);
+  AnomalyFeeder feeder(&engine, &naming.stages, nullptr, nullptr);
   exporters::MemoryCollector collector(
-      {.sampler = &sampler, .namer = &namer, .layout = layout_});
+      {.sampler = &sampler, .namer = &naming.namer, .layout = layout_});
 
   // run-7 grows 2 MiB/s towards its 400 MiB limit; the top is unlimited.
   const absl::Time t0 = absl::FromUnixSeconds(1000);

@@ -322,6 +322,8 @@ class ConfigParser {
              memory.sample_interval = absl::Milliseconds(100);
            }
          }},
+        {"max_limit_domains",
+         [&](const Value& v) { ReadInt(v, 1, 100000, memory.max_limit_domains); }},
     });
   }
 

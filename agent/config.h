@@ -67,6 +67,9 @@ struct MemoryConfig {
   double near_limit_fraction = 0.9;
   // How often usage is sampled for near-limit time, peaks and the detectors.
   absl::Duration sample_interval = absl::Seconds(1);
+  // Limit domains (stage tops plus their cgroups with a limit of their own) sampled at most;
+  // limited cgroups beyond it are counted, not watched.
+  int max_limit_domains = 256;
 };
 
 // Where the agent pages directly (Alertmanager v2 API); no URLs: no direct pages.

@@ -11,20 +11,12 @@
 namespace stagewatch::exporters {
 namespace {
 
-// memory.events keys on v2; on v1, failcnt and oom_kill stand in.
-constexpr std::array<const char*, 7> kMemoryEvents = {"low", "high", "max", "oom", "oom_kill",
-                                                      "oom_group_kill", "failcnt"};
 constexpr double kHistUnitSeconds = (1 << HIST_UNIT_SHIFT) * 1e-9;
-
-struct StageUsage {
-  uint64_t usage = 0, working_set = 0, limit = 0, swap = 0;
-  bool unlimited = false, has_swap = false;
-};
 
 }  // namespace
 
 MemoryCollector::MemoryCollector(MemoryCollectorSources sources)
-    : s_(std::move(sources)), events_(kMemoryEvents.size()), pressure_(4) {}
+    : s_(std::move(sources)), pressure_(4) {}
 
 absl::Status MemoryCollector::Collect(std::vector<prometheus::MetricFamily>* out) {
   s_.namer->Refresh();
@@ -65,39 +57,18 @@ void MemoryCollector::CollectKernel(std::vector<prometheus::MetricFamily>* out) 
 
 absl::Status MemoryCollector::CollectCgroupfs(const std::vector<Stage>& stages,
                                               std::vector<prometheus::MetricFamily>* out) {
-  absl::Status first_error;
-  std::map<std::string, StageUsage> usage;
-  std::vector<CgroupCounterSample> event_samples, pressure_samples;
+  // Usage, limits and events come from the sampler's snapshot, the one reader of them; only
+  // pressure, which nothing else needs, is read here.
+  std::vector<CgroupCounterSample> pressure_samples;
   for (const NamedCgroup& top : s_.namer->StageTops()) {
-    absl::StatusOr<MemoryCgroupStats> m = ReadMemoryStats(s_.layout, top.path);
-    if (!m.ok()) {
-      if (!absl::IsNotFound(m.status()) && first_error.ok()) first_error = m.status();
-      continue;
-    }
-    StageUsage& u = usage[top.stage.name];
-    u.usage += m->usage_bytes;
-    u.working_set += m->working_set_bytes;
-    u.unlimited |= !m->limit_bytes;
-    u.limit += m->limit_bytes.value_or(0);
-    u.has_swap |= m->swap_bytes.has_value();
-    u.swap += m->swap_bytes.value_or(0);
-    std::vector<uint64_t> events;
-    for (const char* e : kMemoryEvents) {
-      auto it = m->events.find(e);
-      events.push_back(it == m->events.end() ? 0 : it->second);
-    }
-    event_samples.push_back({top.id, top.stage.name, std::move(events)});
     const PsiTotals mem = ReadPsi(s_.layout, top.path, "memory").value_or(PsiTotals{});
     const PsiTotals io = ReadPsi(s_.layout, top.path, "io").value_or(PsiTotals{});
     pressure_samples.push_back({top.id, top.stage.name,
                                 {mem.some_us, mem.full_us.value_or(0), io.some_us,
                                  io.full_us.value_or(0)}});
   }
-  events_.Update(event_samples);
-  events_.KeepStages(s_.namer->stages()->KnownStageNames());
   pressure_.Update(pressure_samples);
   pressure_.KeepStages(s_.namer->stages()->KnownStageNames());
-  const auto event_totals = events_.Totals();
   const auto pressure_totals = pressure_.Totals();
   const auto sampled = s_.sampler->Snapshot();
 
@@ -107,16 +78,23 @@ absl::Status MemoryCollector::CollectCgroupfs(const std::vector<Stage>& stages,
   auto ws = GaugeFamily("stagewatch_memory_working_set_bytes",
                         "Usage minus inactive file cache: what the stage cannot easily give back.");
   auto limit = GaugeFamily("stagewatch_memory_limit_bytes",
-                           "The stage's memory limit; absent when a cgroup of it is unlimited.");
+                           "Memory limit of the stage's cgroup closest to its limit (the stage's "
+                           "own, or a run's beneath it); absent when none has a limit.");
+  auto headroom = GaugeFamily("stagewatch_memory_headroom_bytes",
+                              "Limit minus usage of the stage's cgroup closest to its limit.");
+  auto domains = GaugeFamily("stagewatch_memory_limit_domains",
+                             "Cgroups of the stage watched against a limit: its top cgroups and "
+                             "those beneath with a memory limit of their own.");
   auto swap = GaugeFamily("stagewatch_memory_swap_bytes", "Swap used by the stage's cgroups.");
   auto peak = GaugeFamily("stagewatch_memory_peak_bytes",
                           "Highest usage of the stage since the agent started: size limits by it.");
   auto near = CounterFamily("stagewatch_memory_near_limit_seconds_total",
-                            "Time the stage's usage was at or above memory.near_limit_fraction of "
-                            "its limit.");
+                            "Time any cgroup of the stage with a limit was at or above "
+                            "memory.near_limit_fraction of it.");
   auto events = CounterFamily("stagewatch_memory_events_total",
                               "Memory events of the stage's cgroups (memory.events; on cgroup v1 "
-                              "failcnt and oom_kill), since the agent saw the cgroup.");
+                              "failcnt and oom_kill of each limited cgroup), since the agent saw "
+                              "the cgroup.");
   auto mem_wait = CounterFamily("stagewatch_memory_pressure_waiting_seconds_total",
                                 "Time some of the stage's tasks stalled on memory (PSI some).");
   auto mem_stall = CounterFamily("stagewatch_memory_pressure_stalled_seconds_total",
@@ -126,20 +104,18 @@ absl::Status MemoryCollector::CollectCgroupfs(const std::vector<Stage>& stages,
   auto io_stall = CounterFamily("stagewatch_io_pressure_stalled_seconds_total",
                                 "Time all of the stage's tasks stalled on I/O (PSI full).");
   for (const Stage& stage : stages) {
-    if (auto it = usage.find(stage.name); it != usage.end()) {
-      const StageUsage& u = it->second;
-      AddGauge(&usage_f, StageLabels(stage), u.usage);
-      AddGauge(&ws, StageLabels(stage), u.working_set);
-      if (!u.unlimited) AddGauge(&limit, StageLabels(stage), u.limit);
-      if (u.has_swap) AddGauge(&swap, StageLabels(stage), u.swap);
-    }
     if (auto it = sampled.find(stage.name); it != sampled.end()) {
-      AddGauge(&peak, StageLabels(stage), it->second.peak_bytes);
-      AddCounter(&near, StageLabels(stage), it->second.near_limit_seconds);
-    }
-    if (auto it = event_totals.find(stage.name); it != event_totals.end()) {
+      const StageMemory& m = it->second;
+      AddGauge(&usage_f, StageLabels(stage), m.usage_bytes);
+      AddGauge(&ws, StageLabels(stage), m.working_set_bytes);
+      if (m.limit_bytes) AddGauge(&limit, StageLabels(stage), *m.limit_bytes);
+      if (m.headroom_bytes) AddGauge(&headroom, StageLabels(stage), *m.headroom_bytes);
+      AddGauge(&domains, StageLabels(stage), m.limit_domains);
+      if (m.swap_bytes) AddGauge(&swap, StageLabels(stage), *m.swap_bytes);
+      AddGauge(&peak, StageLabels(stage), m.peak_bytes);
+      AddCounter(&near, StageLabels(stage), m.near_limit_seconds);
       for (size_t i = 0; i < kMemoryEvents.size(); i++) {
-        AddCounter(&events, StageLabels(stage, {{"event", kMemoryEvents[i]}}), it->second[i]);
+        AddCounter(&events, StageLabels(stage, {{"event", kMemoryEvents[i]}}), m.events[i]);
       }
     }
     if (auto it = pressure_totals.find(stage.name); it != pressure_totals.end()) {
@@ -150,11 +126,17 @@ absl::Status MemoryCollector::CollectCgroupfs(const std::vector<Stage>& stages,
       AddCounter(&io_stall, StageLabels(stage), p[3] * 1e-6);
     }
   }
-  for (auto* f : {&usage_f, &ws, &limit, &swap, &peak, &near, &events, &mem_wait, &mem_stall,
-                  &io_wait, &io_stall}) {
+  auto skipped = CounterFamily(
+      "stagewatch_memory_limit_domain_errors_total",
+      "Samples in which a limit domain was skipped, by reason: its files vanished or could not "
+      "be read (read), or memory.max_limit_domains was reached (overflow).");
+  AddCounter(&skipped, {{"reason", "read"}}, s_.sampler->domain_skips());
+  AddCounter(&skipped, {{"reason", "overflow"}}, s_.sampler->domain_overflows());
+  for (auto* f : {&usage_f, &ws, &limit, &headroom, &domains, &swap, &peak, &near, &events,
+                  &mem_wait, &mem_stall, &io_wait, &io_stall, &skipped}) {
     out->push_back(std::move(*f));
   }
-  return first_error;
+  return absl::OkStatus();
 }
 
 void MemoryCollector::CollectTasks(const std::vector<Stage>& stages,

@@ -1,6 +1,6 @@
 // Collector "memory": page faults and reclaim stalls from the memory probe; usage, limits,
-// events and pressure from cgroupfs; time near the limit and peaks from the sampler; and
-// task states per stage.
+// events, time near the limit and peaks from the sampler's snapshot; pressure from cgroupfs;
+// and task states per stage.
 #pragma once
 
 #include "cgroup/cgroup_namer.h"
@@ -35,7 +35,6 @@ class MemoryCollector : public Collector {
   void CollectTasks(const std::vector<Stage>& stages, std::vector<prometheus::MetricFamily>* out);
 
   MemoryCollectorSources s_;
-  StageCounters events_;    // one value per kMemoryEvents entry
   StageCounters pressure_;  // memory some, memory full, io some, io full (µs)
 };
 

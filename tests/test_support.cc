@@ -191,6 +191,13 @@ TestCgroup::TestCgroup(const std::string& relative, const std::vector<std::strin
   }
 }
 
+TestCgroup::TestCgroup(const TestCgroup& parent, const std::string& child)
+    : layout_(parent.layout_), path_(parent.path_ + "/" + child) {
+  dir_ = layout_.key_root + path_;
+  MakeDirs(layout_.key_root, path_);
+  joined_.push_back(dir_);
+}
+
 std::string TestCgroup::dir(const std::string& controller) const {
   return ControllerDir(layout_, controller, path_);
 }
@@ -279,6 +286,12 @@ void BusyFor(std::chrono::milliseconds d) {
   const auto end = std::chrono::steady_clock::now() + d;
   volatile uint64_t x = 0;
   while (std::chrono::steady_clock::now() < end) x = x + 1;
+}
+
+void TouchAnonymous(uint64_t bytes) {
+  char* p = static_cast<char*>(
+      mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  for (uint64_t i = 0; i < bytes; i += 4096) p[i] = 1;
 }
 
 void HogMemoryForever() {

@@ -54,6 +54,8 @@ std::string WriteTempConfig(const std::string& yaml);
 class TestCgroup {
  public:
   explicit TestCgroup(const std::string& relative, const std::vector<std::string>& controllers = {});
+  // A cgroup `child` beneath `parent` in the key hierarchy; destroy it before the parent.
+  TestCgroup(const TestCgroup& parent, const std::string& child);
   ~TestCgroup();
   TestCgroup(const TestCgroup&) = delete;
   TestCgroup& operator=(const TestCgroup&) = delete;
@@ -90,6 +92,9 @@ class TestCgroup {
 void PinTo(int cpu);
 // Spins on the CPU for `d` of wall time.
 void BusyFor(std::chrono::milliseconds d);
+
+// Maps and touches `bytes` of anonymous memory, which stays charged until the process ends.
+void TouchAnonymous(uint64_t bytes);
 
 // Allocates and touches memory until the OOM killer ends the process.
 [[noreturn]] void HogMemoryForever();

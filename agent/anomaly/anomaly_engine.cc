@@ -69,7 +69,8 @@ void AnomalyEngine::Report(const std::vector<AnomalyChange>& changes) {
 }
 
 void AnomalyEngine::OnMemory(const Stage& stage, absl::Time t, double working_set,
-                             std::optional<double> limit, std::optional<double> psi_full_seconds) {
+                             double limited_working_set, std::optional<double> limit,
+                             std::optional<double> psi_full_seconds) {
   std::vector<AnomalyChange> changes;
   {
     absl::MutexLock lock(&mu_);
@@ -77,7 +78,7 @@ void AnomalyEngine::OnMemory(const Stage& stage, absl::Time t, double working_se
     Note(s, AnomalyRule::kMemoryClimb, config_.memory_climb.enabled,
          s.climb.Update({t, working_set}), t, &changes);
     Note(s, AnomalyRule::kLimitEta, config_.limit_eta.enabled,
-         s.eta.Update({t, working_set}, limit), t, &changes);
+         s.eta.Update({t, limited_working_set}, limit), t, &changes);
     s.view.limit_eta_seconds = s.eta.EtaSeconds();
     if (psi_full_seconds) {
       Note(s, AnomalyRule::kPressureSpike, config_.pressure_spike.enabled,

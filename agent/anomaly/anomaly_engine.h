@@ -40,6 +40,12 @@ class AnomalyEngine {
 
   // Working set and limit in bytes; memory PSI "full" total in seconds, when known.
   void OnMemory(const Stage& stage, absl::Time t, double working_set,
+                std::optional<double> limit, std::optional<double> psi_full_seconds) {
+    OnMemory(stage, t, working_set, working_set, limit, psi_full_seconds);
+  }
+  // With the limit on another cgroup of the stage than its top: the climb watches the stage's
+  // working set, the limit ETA that cgroup's (`limited_working_set`) against its `limit`.
+  void OnMemory(const Stage& stage, absl::Time t, double working_set, double limited_working_set,
                 std::optional<double> limit, std::optional<double> psi_full_seconds);
   void OnMajorFaults(const Stage& stage, absl::Time t, uint64_t total);
   // Cumulative run-queue latency slots (bpf/histogram.h): p99 over runq_window is derived.

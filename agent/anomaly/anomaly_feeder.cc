@@ -12,7 +12,9 @@ void AnomalyFeeder::Feed(absl::Time now, const std::map<std::string, StageMemory
 
   for (const auto& [name, m] : sampled) {
     if (m.sampled_at != now) continue;  // the stage has no cgroup any more
+    // The ETA follows the cgroup closest to its limit, wherever in the stage it is.
     engine_->OnMemory(named(name), now, m.working_set_bytes,
+                      m.limit_working_set_bytes.value_or(m.working_set_bytes),
                       m.limit_bytes ? std::optional<double>(*m.limit_bytes) : std::nullopt,
                       m.psi_full_seconds);
   }

@@ -1,5 +1,6 @@
 #include "cgroup/memory_stats.h"
 
+#include <algorithm>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -206,6 +207,29 @@ absl::StatusOr<MemoryCgroupStats> ReadMemoryStats(const CgroupLayout& layout,
                                   : "no v1 memory hierarchy is mounted");
   }
   return v2 ? ReadV2(dir) : ReadV1(dir);
+}
+
+std::optional<uint64_t> LowerLimit(std::optional<uint64_t> a, std::optional<uint64_t> b) {
+  if (!a) return b;
+  if (!b) return a;
+  return std::min(*a, *b);
+}
+
+absl::StatusOr<std::optional<uint64_t>> ReadMemoryLimit(const CgroupLayout& layout,
+                                                        std::string_view cgroup_path) {
+  const std::string dir = ControllerDir(layout, "memory", cgroup_path);
+  if (dir.empty()) return absl::NotFoundError("no memory hierarchy is mounted");
+  auto read = [&dir](std::string_view name, auto parse) -> absl::StatusOr<std::optional<uint64_t>> {
+    absl::StatusOr<std::string> contents = ReadCgroupFile(Path(dir, name));
+    if (!contents.ok()) return contents.status();
+    return parse(*contents, Path(dir, name));
+  };
+  if (layout.key != CGROUP_KEY_DEFAULT) return read("memory.limit_in_bytes", ParseMemoryLimitV1);
+  absl::StatusOr<std::optional<uint64_t>> max = read("memory.max", ParseMemoryLimitV2);
+  if (!max.ok()) return max.status();
+  absl::StatusOr<std::optional<uint64_t>> high = read("memory.high", ParseMemoryLimitV2);
+  if (!high.ok()) return high.status();
+  return LowerLimit(*max, *high);
 }
 
 }  // namespace stagewatch

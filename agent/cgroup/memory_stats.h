@@ -55,4 +55,13 @@ absl::Status ApplyMemoryStat(const std::map<std::string, uint64_t>& stat, std::s
 absl::StatusOr<MemoryCgroupStats> ReadMemoryStats(const CgroupLayout& layout,
                                                   std::string_view cgroup_path);
 
+// Only the cgroup's own limit, cheap enough to ask of every cgroup of a stage: v1
+// memory.limit_in_bytes, v2 the lower of memory.max and memory.high (a soft limit); nullopt
+// when unlimited. NotFound when the limit file is missing.
+absl::StatusOr<std::optional<uint64_t>> ReadMemoryLimit(const CgroupLayout& layout,
+                                                        std::string_view cgroup_path);
+
+// The lower of two optional limits (none = unlimited).
+std::optional<uint64_t> LowerLimit(std::optional<uint64_t> a, std::optional<uint64_t> b);
+
 }  // namespace stagewatch

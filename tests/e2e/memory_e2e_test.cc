@@ -43,12 +43,6 @@ double LimitHits(const std::string& dir, const MemoryFiles& f) {
                                           : testing::KeyedValue(path, f.limit_hits_event);
 }
 
-void TouchAnon(uint64_t bytes) {
-  char* p = static_cast<char*>(
-      mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-  for (uint64_t i = 0; i < bytes; i += 4096) p[i] = 1;
-}
-
 TEST(MemoryE2E, AStageNearItsLimitShowsUsageLimitNearLimitTimePeakEventsAndTasks) {
   STAGEWATCH_REQUIRE_PRIVILEGES();
   TestCgroup train("stagewatch/train", {"pressure"});
@@ -64,7 +58,7 @@ TEST(MemoryE2E, AStageNearItsLimitShowsUsageLimitNearLimitTimePeakEventsAndTasks
   int go[2];
   ASSERT_EQ(pipe(go), 0);
   pid_t hog = train.Spawn("sw-mem-hog", [&] {
-    TouchAnon(60 * kMiB);
+    testing::TouchAnonymous(60 * kMiB);
     char c;
     (void)!read(go[0], &c, 1);
     testing::HogMemoryForever();
@@ -80,7 +74,9 @@ TEST(MemoryE2E, AStageNearItsLimitShowsUsageLimitNearLimitTimePeakEventsAndTasks
   ASSERT_TRUE(testing::WaitUntil(
       [&] {
         m = ParseExposition(agent.Get("/metrics").value_or(""));
-        return ValueOr(m, "stagewatch_memory_limit_bytes" + t, 0) == 64 * kMiB;
+        // Figures come from the sampler's snapshot: wait for one taken while the 60 MiB is held.
+        return ValueOr(m, "stagewatch_memory_limit_bytes" + t, 0) == 64 * kMiB &&
+               ValueOr(m, "stagewatch_memory_near_limit_seconds_total" + t, 0) > 0;
       },
       5000))
       << agent.log();

@@ -464,6 +464,17 @@ TEST(ConfigMemoryTest, NearLimitFractionAndSampleInterval) {
               ::testing::HasSubstr("cfg.yaml:3:20: memory.sample_interval must be at least 100ms"));
 }
 
+TEST(ConfigMemoryTest, MaxLimitDomainsIsABoundedCount) {
+  EXPECT_EQ(ParseConfig("", "cfg.yaml")->memory.max_limit_domains, 256);
+  absl::StatusOr<Config> config = ParseConfig("memory:\n  max_limit_domains: 8\n", "cfg.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->memory.max_limit_domains, 8);
+  absl::StatusOr<Config> bad = ParseConfig("memory:\n  max_limit_domains: 0\n", "cfg.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()),
+              ::testing::HasSubstr("memory.max_limit_domains must be between 1 and 100000 (got 0)"));
+}
+
 }  // namespace
 }  // namespace stagewatch
 

@@ -1,0 +1,228 @@
+// The memory sampler's limit domains, on a directory tree standing in for a v1 memory
+// hierarchy and a reader that serves fixed figures and counts its reads.
+#include <filesystem>
+#include <set>
+
+#include "anomaly/anomaly_engine.h"
+#include "anomaly/anomaly_feeder.h"
+#include "cgroup/cgroup_namer.h"
+#include "cgroup/path_cache.h"
+#include "exporters/memory_collector.h"
+#include "gtest/gtest.h"
+#include "memory/memory_sampler.h"
+#include "stages/stage_resolver.h"
+
+namespace stagewatch {
+namespace {
+
+constexpr uint64_t kMiB = 1 << 20;
+
+// Stages discovered from a directory tree, named as the agent names them.
+struct Naming {
+  explicit Naming(const std::string& root) : paths(root) {}
+  CgroupPathCache paths;
+  StageResolver stages{{}, DiscoveryConfig{}};
+  CgroupNamer namer{&paths, &stages, absl::ZeroDuration()};
+};
+
+class LimitDomainsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/stagewatch-domains-XXXXXX";
+    root_ = mkdtemp(tmpl);
+    for (const char* p : {kTop, kRun7, kRun8}) std::filesystem::create_directories(root_ + p);
+    layout_.mode = CgroupMode::kHybrid;
+    layout_.key = CGROUP_KEY_V1_MEMORY;  // v1: failcnt and oom_kill are per cgroup
+  }
+  void TearDown() override { std::filesystem::remove_all(root_); }
+
+  // A cgroup's figures as the reader serves them; limit none = unlimited.
+  void Set(const std::string& path, uint64_t usage, std::optional<uint64_t> limit,
+           std::map<std::string, uint64_t> events = {}) {
+    MemoryCgroupStats& m = stats_[path];
+    m.usage_bytes = usage;
+    m.working_set_bytes = usage;
+    m.limit_bytes = limit;
+    m.events = std::move(events);
+  }
+
+  MemoryReader Reader() {
+    return {
+        .stats = [this](const std::string& path) -> absl::StatusOr<MemoryCgroupStats> {
+          stats_reads_[path]++;
+          if (broken_.contains(path)) return absl::InvalidArgumentError(path + ": not a number");
+          auto it = stats_.find(path);
+          if (it == stats_.end()) return absl::NotFoundError(path);
+          return it->second;
+        },
+        .limit = [this](const std::string& path) -> absl::StatusOr<std::optional<uint64_t>> {
+          limit_reads_[path]++;
+          auto it = stats_.find(path);
+          if (it == stats_.end()) return absl::NotFoundError(path);
+          return it->second.limit_bytes;
+        },
+    };
+  }
+
+  static constexpr const char* kTop = "/stagewatch/validate";
+  static constexpr const char* kRun7 = "/stagewatch/validate/run-7";
+  static constexpr const char* kRun8 = "/stagewatch/validate/run-8";
+  std::string root_;
+  CgroupLayout layout_;
+  std::map<std::string, MemoryCgroupStats> stats_;
+  std::set<std::string> broken_;
+  std::map<std::string, int> stats_reads_, limit_reads_;
+};
+
+TEST_F(LimitDomainsTest, AChildsLimitBeneathAnUnlimitedTopIsTheStagesLimit) {
+  Set(kTop, 390 * kMiB, std::nullopt);
+  Set(kRun7, 380 * kMiB, 400 * kMiB);
+  Set(kRun8, 10 * kMiB, std::nullopt);
+  Naming naming(root_);
+  MemorySampler sampler(&naming.namer, layout_, MemoryConfig{}, Reader());
+
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  sampler.SampleOnce(t0);
+  sampler.SampleOnce(t0 + absl::Seconds(1));
+  sampler.SampleOnce(t0 + absl::Seconds(3));
+  const StageMemory m = sampler.Snapshot().at("validate");
+  EXPECT_EQ(m.limit_bytes, 400 * kMiB);
+  EXPECT_EQ(m.headroom_bytes, 20 * kMiB);
+  EXPECT_EQ(m.limit_working_set_bytes, 380 * kMiB);
+  EXPECT_EQ(m.usage_bytes, 390 * kMiB);  // the stage's usage stays its top's
+  EXPECT_EQ(m.limit_domains, 2u);        // the top and run-7; run-8 has no limit
+  EXPECT_TRUE(m.near_limit);             // 95% of run-7's limit
+  EXPECT_DOUBLE_EQ(m.near_limit_seconds, 3.0);
+  // Each sample reads each file once: stats of the two domains, the limit of the others.
+  EXPECT_EQ(stats_reads_[kTop], 3);
+  EXPECT_EQ(stats_reads_[kRun7], 3);
+  EXPECT_EQ(stats_reads_.count(kRun8), 0u);
+  EXPECT_EQ(limit_reads_[kRun7], 3);
+  EXPECT_EQ(limit_reads_[kRun8], 3);
+  EXPECT_EQ(limit_reads_.count(kTop), 0u);
+}
+
+TEST_F(LimitDomainsTest, TwoLimitedChildrenTheOneCloserToItsLimitGivesLimitAndHeadroom) {
+  Set(kTop, 1000 * kMiB, std::nullopt);
+  Set(kRun7, 100 * kMiB, 256 * kMiB);    // 39% of its limit, 156 MiB left
+  Set(kRun8, 900 * kMiB, 1024 * kMiB);   // 88%, 124 MiB left
+  Naming naming(root_);
+  MemorySampler sampler(&naming.namer, layout_, MemoryConfig{}, Reader());
+  sampler.SampleOnce(absl::FromUnixSeconds(1000));
+  StageMemory m = sampler.Snapshot().at("validate");
+  EXPECT_EQ(m.limit_bytes, 1024 * kMiB);
+  EXPECT_EQ(m.headroom_bytes, 124 * kMiB);
+  EXPECT_FALSE(m.near_limit);
+
+  Set(kRun7, 250 * kMiB, 256 * kMiB);  // now run-7 is the closer one
+  sampler.SampleOnce(absl::FromUnixSeconds(1001));
+  m = sampler.Snapshot().at("validate");
+  EXPECT_EQ(m.limit_bytes, 256 * kMiB);
+  EXPECT_EQ(m.headroom_bytes, 6 * kMiB);
+  EXPECT_TRUE(m.near_limit);
+  EXPECT_EQ(m.limit_domains, 3u);
+}
+
+TEST_F(LimitDomainsTest, V1CountersOfEachDomainAreSummedOnce) {
+  Set(kTop, 100 * kMiB, std::nullopt, {{"failcnt", 0}, {"oom_kill", 0}});
+  Set(kRun7, 90 * kMiB, 400 * kMiB, {{"failcnt", 39}, {"oom_kill", 1}});
+  Set(kRun8, 10 * kMiB, 20 * kMiB, {{"failcnt", 3}, {"oom_kill", 0}});
+  Naming naming(root_);
+  MemorySampler sampler(&naming.namer, layout_, MemoryConfig{}, Reader());
+  sampler.SampleOnce(absl::FromUnixSeconds(1000));
+  sampler.SampleOnce(absl::FromUnixSeconds(1001));
+  const StageMemory m = sampler.Snapshot().at("validate");
+  auto event = [&m](std::string_view name) {
+    for (size_t i = 0; i < kMemoryEvents.size(); i++) {
+      if (kMemoryEvents[i] == name) return m.events[i];
+    }
+    return uint64_t{999};
+  };
+  EXPECT_EQ(event("failcnt"), 42u);
+  EXPECT_EQ(event("oom_kill"), 1u);
+}
+
+TEST_F(LimitDomainsTest, AMalformedDomainIsSkippedAndCountedAndTheRestGoOn) {
+  Set(kTop, 100 * kMiB, std::nullopt);
+  Set(kRun7, 90 * kMiB, 400 * kMiB);
+  Set(kRun8, 10 * kMiB, 11 * kMiB);
+  broken_.insert(kRun8);
+  Naming naming(root_);
+  MemorySampler sampler(&naming.namer, layout_, MemoryConfig{}, Reader());
+  sampler.SampleOnce(absl::FromUnixSeconds(1000));
+  StageMemory m = sampler.Snapshot().at("validate");
+  EXPECT_EQ(sampler.domain_skips(), 1u);
+  EXPECT_EQ(m.limit_bytes, 400 * kMiB);  // run-8 (91% of its limit) sat this sample out
+  EXPECT_EQ(m.limit_domains, 2u);
+
+  broken_.clear();
+  sampler.SampleOnce(absl::FromUnixSeconds(1001));
+  m = sampler.Snapshot().at("validate");
+  EXPECT_EQ(m.limit_bytes, 11 * kMiB);
+  EXPECT_EQ(sampler.domain_skips(), 1u);
+}
+
+TEST_F(LimitDomainsTest, DomainsBeyondTheBoundAreCountedNotWatched) {
+  Set(kTop, 100 * kMiB, std::nullopt);
+  Set(kRun7, 90 * kMiB, 400 * kMiB);
+  Set(kRun8, 10 * kMiB, 20 * kMiB);
+  Naming naming(root_);
+  MemoryConfig config;
+  config.max_limit_domains = 2;
+  MemorySampler sampler(&naming.namer, layout_, config, Reader());
+  sampler.SampleOnce(absl::FromUnixSeconds(1000));
+  EXPECT_EQ(sampler.Snapshot().at("validate").limit_domains, 2u);
+  EXPECT_EQ(sampler.domain_overflows(), 1u);
+}
+
+double Value(const std::vector<prometheus::MetricFamily>& families, const std::string& name) {
+  for (const auto& f : families) {
+    if (f.name != name || f.metric.empty()) continue;
+    const auto& m = f.metric[0];
+    return f.type == prometheus::MetricType::Counter ? m.counter.value : m.gauge.value;
+  }
+  return -1;
+}
+
+TEST_F(LimitDomainsTest, TheScrapeAndTheDetectorsSeeOneSnapshotReadOncePerInterval) {
+  Set(kTop, 200 * kMiB, std::nullopt);
+  Set(kRun7, 200 * kMiB, 400 * kMiB);
+  Naming naming(root_);
+  MemorySampler sampler(&naming.namer, layout_, MemoryConfig{}, Reader());
+  AnomalyEngine engine(AnomalyConfig{}, [](const AnomalyChange&) {});
+  AnomalyFeeder feeder(&engine, &naming.stages, nullptr, nullptr);
+  exporters::MemoryCollector collector(
+      {.sampler = &sampler, .namer = &naming.namer, .layout = layout_});
+
+  // run-7 grows 2 MiB/s towards its 400 MiB limit; the top is unlimited.
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  absl::Time now = t0;
+  for (int i = 0; i <= 60; i++) {
+    now = t0 + absl::Seconds(i);
+    Set(kRun7, (200 + 2 * i) * kMiB, 400 * kMiB);
+    Set(kTop, (200 + 2 * i) * kMiB, std::nullopt);
+    sampler.SampleOnce(now);
+    feeder.Feed(now, sampler.Snapshot());
+  }
+  const int reads = stats_reads_[kRun7] + limit_reads_[kRun7];
+  std::vector<prometheus::MetricFamily> first, second;
+  ASSERT_TRUE(collector.Collect(&first).ok());
+  ASSERT_TRUE(collector.Collect(&second).ok());
+  EXPECT_EQ(stats_reads_[kRun7] + limit_reads_[kRun7], reads);  // scrapes read no cgroup files
+  EXPECT_EQ(stats_reads_[kRun7], 61);
+
+  const StageMemory m = sampler.Snapshot().at("validate");
+  for (const auto* scrape : {&first, &second}) {
+    EXPECT_EQ(Value(*scrape, "stagewatch_memory_limit_bytes"), 400.0 * kMiB);
+    EXPECT_EQ(Value(*scrape, "stagewatch_memory_headroom_bytes"), double(*m.headroom_bytes));
+    EXPECT_EQ(Value(*scrape, "stagewatch_memory_limit_domains"), 2);
+  }
+  EXPECT_EQ(*m.headroom_bytes, 80 * kMiB);
+  // The limit ETA was fed run-7's figures: 80 MiB left at 2 MiB/s.
+  const std::optional<double> eta = engine.Snapshot().at("validate").limit_eta_seconds;
+  ASSERT_TRUE(eta.has_value());
+  EXPECT_NEAR(*eta, 40.0, 0.5);
+}
+
+}  // namespace
+}  // namespace stagewatch

@@ -19,6 +19,10 @@ echo "$delegate" > $cg/cgroup.subtree_control
 mkdir -p $cg/vm-tests
 echo "$delegate" > $cg/vm-tests/cgroup.subtree_control
 
+# Debian's kernels default to kernel.perf_event_paranoid=3, under which perf_event_open needs
+# CAP_SYS_ADMIN whatever CAP_PERFMON; set 2, as docs/deploy.md tells users of such nodes.
+echo 2 > /proc/sys/kernel/perf_event_paranoid
+
 export STAGEWATCH_REQUIRE_PRIVILEGED=1
 declare -A featured=()
 while read -r run kind filter environment attach; do

@@ -111,6 +111,10 @@ int main(int argc, char** argv) {
   }
 
   CLI::App* agent = app.add_subcommand("agent", "Run the exporter (the default)")->fallthrough();
+  std::string agent_ledger_path;
+  agent->add_option("--ledger.path", agent_ledger_path,
+                    "The run ledger the agent records runs in (default: runs.ledger_path, "
+                    "/var/lib/stagewatch/ledger.db); unwritable: a warning, no runs");
   std::string check_file;
   CLI::App* check = app.add_subcommand("check-config", "Validate a configuration file");
   check->add_option("file", check_file, "The YAML file")->required();
@@ -149,6 +153,7 @@ int main(int argc, char** argv) {
   }
   if (std::optional<int> code = runs_cli.Dispatch(*config)) return *code;
   (void)agent;  // no subcommand and `agent` both run the exporter
+  if (!agent_ledger_path.empty()) config->runs.ledger_path = agent_ledger_path;
   absl::StatusOr<std::vector<int>> keep = stagewatch::ParseCapabilityList(keep_capabilities);
   if (!keep.ok()) {
     std::cerr << "stagewatch: " << keep.status().message() << "\n";

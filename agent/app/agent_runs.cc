@@ -17,15 +17,17 @@ RunProbeReaders MakeRunProbeReaders(const SchedProbe* sched, const MemoryProbe* 
       }
       return ns / 1e9;
     };
-    r.preemptors = [sched, namer](const std::set<uint64_t>& ids)
-        -> std::optional<std::map<std::string, uint64_t>> {
-      std::map<std::string, uint64_t> by_stage;
+    r.preemptions = [sched](const std::set<uint64_t>& ids)
+        -> std::optional<std::map<uint64_t, uint64_t>> {
+      std::map<uint64_t, uint64_t> by_preempting;
       for (const auto& [pair, n] : sched->ReadPreemptions()) {
-        if (!ids.count(pair.first)) continue;
-        std::optional<Stage> stage = namer->StageOf(pair.second);
-        by_stage[stage ? stage->name : std::string(kUnattributedStage)] += n;
+        if (ids.count(pair.first)) by_preempting[pair.second] += n;
       }
-      return by_stage;
+      return by_preempting;
+    };
+    r.stage_of = [namer](uint64_t id) {
+      std::optional<Stage> stage = namer->StageOf(id);
+      return stage ? stage->name : std::string(kUnattributedStage);
     };
   }
   if (memory) {

@@ -44,7 +44,7 @@ absl::StatusOr<std::unique_ptr<RunWatcher>> RunWatcher::Start(std::unique_ptr<Le
   std::unique_ptr<RunWatcher> w(
       new RunWatcher(std::move(ledger), stages, std::move(options), std::move(readers)));
   if (absl::Status s = w->Recover(); !s.ok()) return s;
-  w->ticker_ = std::thread([raw = w.get()] { raw->Loop(); });
+  w->worker_ = std::thread([raw = w.get()] { raw->Loop(); });
   return w;
 }
 
@@ -55,11 +55,11 @@ RunWatcher::RunWatcher(std::unique_ptr<Ledger> ledger, StageResolver* stages,
 
 RunWatcher::~RunWatcher() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(queue_mu_);
     stop_ = true;
   }
   wake_.notify_all();
-  if (ticker_.joinable()) ticker_.join();
+  if (worker_.joinable()) worker_.join();
 }
 
 absl::Status RunWatcher::Recover() {
@@ -85,6 +85,7 @@ absl::Status RunWatcher::Recover() {
       run.cgroup_id = *id;
       run.ids.insert(*id);
       by_cgroup_[*id] = *id;
+      PublishIds(run);
     } else {
       run.removed = true;  // its cgroup went while no agent watched
     }
@@ -110,12 +111,48 @@ void RunWatcher::OnCgroupEvent(const cgroup_event& event) {
   const size_t len = strnlen(event.path, sizeof(event.path));
   std::string path(event.path, len);
   if (path.empty() || path[0] != '/') path = "/" + path;
-  std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t id = event.cgroup_id;
   if (event.kind == CGROUP_EVENT_RMDIR) {
-    OnRmdir(event.cgroup_id);
+    std::optional<std::set<uint64_t>> ids;
+    {
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      if (auto found = published_.find(id); found != published_.end()) ids = found->second;
+    }
+    std::optional<EndReadings> readings;
+    if (ids) readings = ReadAtEnd(*ids);
+    Queue([this, id, readings] { OnRmdir(id, readings); });
   } else if (len < sizeof(event.path) - 1) {
-    OnMkdir(event.cgroup_id, path);
+    Queue([this, id, path] { OnMkdir(id, path); });
   }
+}
+
+RunWatcher::EndReadings RunWatcher::ReadAtEnd(const std::set<uint64_t>& ids) const {
+  EndReadings r;
+  const RunProbeReaders& read = readers_;
+  if (read.run_queue_wait_seconds) r.run_queue_wait_seconds = read.run_queue_wait_seconds(ids);
+  if (read.reclaim_stall_seconds) r.reclaim_stall_seconds = read.reclaim_stall_seconds(ids);
+  if (read.preemptions) r.preemptions = read.preemptions(ids);
+  return r;
+}
+
+void RunWatcher::Queue(std::function<void()> task) {
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    queue_.push_back(std::move(task));
+    queued_++;
+  }
+  wake_.notify_all();
+}
+
+void RunWatcher::Flush() {
+  std::unique_lock<std::mutex> lock(queue_mu_);
+  const uint64_t target = queued_;
+  drained_.wait(lock, [&] { return done_ >= target || stop_; });
+}
+
+void RunWatcher::PublishIds(const OpenRun& run) {
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  published_[run.cgroup_id] = run.ids;
 }
 
 void RunWatcher::OnMkdir(uint64_t id, const std::string& path) {
@@ -123,6 +160,7 @@ void RunWatcher::OnMkdir(uint64_t id, const std::string& path) {
     if (!run.removed && IsWithin(path, run.start.cgroup_path)) {  // a descendant
       run.ids.insert(id);
       by_cgroup_[id] = key;
+      PublishIds(run);
       return;
     }
   }
@@ -135,6 +173,7 @@ void RunWatcher::OnMkdir(uint64_t id, const std::string& path) {
                 .source = RunSource::kDiscovered, .cgroup_path = path, .start = absl::Now()},
       .cgroup_id = id,
       .ids = {id}};
+  PublishIds(run);
   Record(run, false);
 }
 
@@ -187,24 +226,26 @@ void RunWatcher::AddFacts(OpenRun& run, const AgentFacts& facts) {
   }
 }
 
-void RunWatcher::OnRmdir(uint64_t id) {
+void RunWatcher::OnRmdir(uint64_t id, std::optional<EndReadings> readings) {
   auto found = by_cgroup_.find(id);
   if (found == by_cgroup_.end() || found->second != id) return;  // descendants: read at the end
   OpenRun& run = open_.at(id);
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    published_.erase(id);
+  }
+  // Born and gone before the first event was handled: read now, what is left.
+  if (!readings) readings = ReadAtEnd(run.ids);
   const bool recorded = Record(run, true);
   AgentFacts facts;
   if (options_.oom_observed) facts.oom_kills_userspace = 0;
-  if (readers_.run_queue_wait_seconds) {
-    facts.run_queue_wait_seconds = readers_.run_queue_wait_seconds(run.ids);
-  }
-  if (readers_.reclaim_stall_seconds) {
-    facts.reclaim_stall_seconds = readers_.reclaim_stall_seconds(run.ids);
-  }
-  if (readers_.preemptors) {
-    if (auto p = readers_.preemptors(run.ids)) {
-      facts.preemptors = *std::move(p);
-      facts.preemptors_observed = true;
+  facts.run_queue_wait_seconds = readings->run_queue_wait_seconds;
+  facts.reclaim_stall_seconds = readings->reclaim_stall_seconds;
+  if (readings->preemptions && readers_.stage_of) {
+    for (const auto& [preempting, n] : *readings->preemptions) {
+      facts.preemptors[readers_.stage_of(preempting)] += n;
     }
+    facts.preemptors_observed = true;
   }
   facts.anomalies_observed = true;  // the anomaly engine watched its stage throughout
   AddFacts(run, facts);
@@ -251,7 +292,10 @@ void RunWatcher::SeeStage(const std::string& stage, const std::string& pipeline)
 }
 
 void RunWatcher::OnOomKill(uint64_t victim_cgroup_id, const OomVictim& victim) {
-  std::lock_guard<std::mutex> lock(mu_);
+  Queue([this, victim_cgroup_id, victim] { AddOomKill(victim_cgroup_id, victim); });
+}
+
+void RunWatcher::AddOomKill(uint64_t victim_cgroup_id, const OomVictim& victim) {
   auto found = by_cgroup_.find(victim_cgroup_id);
   if (found == by_cgroup_.end()) return;
   OpenRun& run = open_.at(found->second);
@@ -266,7 +310,10 @@ void RunWatcher::OnOomKill(uint64_t victim_cgroup_id, const OomVictim& victim) {
 }
 
 void RunWatcher::OnAnomaly(const std::string& stage, const RunAnomaly& anomaly) {
-  std::lock_guard<std::mutex> lock(mu_);
+  Queue([this, stage, anomaly] { AddAnomaly(stage, anomaly); });
+}
+
+void RunWatcher::AddAnomaly(const std::string& stage, const RunAnomaly& anomaly) {
   for (auto& [key, run] : open_) {
     if (run.removed || run.start.stage != stage) continue;
     AgentFacts facts;
@@ -276,7 +323,6 @@ void RunWatcher::OnAnomaly(const std::string& stage, const RunAnomaly& anomaly) 
 }
 
 void RunWatcher::Tick() {
-  std::lock_guard<std::mutex> lock(mu_);
   std::vector<uint64_t> removed;
   for (auto& [key, run] : open_) {
     if (!run.removed) {
@@ -298,13 +344,26 @@ void RunWatcher::Tick() {
 }
 
 void RunWatcher::Loop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> queue_lock(queue_mu_);
+  absl::Time next_tick = absl::Now() + options_.tick;
   while (!stop_) {
-    wake_.wait_for(lock, absl::ToChronoSeconds(options_.tick));
+    if (queue_.empty()) {
+      wake_.wait_for(queue_lock, absl::ToChronoMilliseconds(next_tick - absl::Now()));
+    }
     if (stop_) break;
-    lock.unlock();
-    Tick();
-    lock.lock();
+    std::deque<std::function<void()>> tasks;
+    tasks.swap(queue_);
+    const bool tick = absl::Now() >= next_tick;
+    queue_lock.unlock();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& task : tasks) task();
+      if (tick) Tick();
+    }
+    if (tick) next_tick = absl::Now() + options_.tick;
+    queue_lock.lock();
+    done_ += tasks.size();
+    drained_.notify_all();
   }
 }
 

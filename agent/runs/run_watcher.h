@@ -32,11 +32,16 @@ namespace stagewatch {
 
 // Reads what the probes hold for a run's cgroups (its own and its descendants, by id). A reader
 // left empty, or returning nullopt, means that fact is not observed (its probe is not running).
+// The readers run on the thread that delivers the rmdir, before the probes' entries of the
+// dead cgroup go, so they must take no lock a cgroup event's deliverer may hold: they read
+// the BPF maps only. stage_of names the preempting cgroups later, on the watcher's thread.
 struct RunProbeReaders {
   std::function<std::optional<double>(const std::set<uint64_t>&)> run_queue_wait_seconds;
   std::function<std::optional<double>(const std::set<uint64_t>&)> reclaim_stall_seconds;
-  std::function<std::optional<std::map<std::string, uint64_t>>(const std::set<uint64_t>&)>
-      preemptors;  // preempting stage → times
+  // preempting cgroup id → times it preempted one of `ids`
+  std::function<std::optional<std::map<uint64_t, uint64_t>>(const std::set<uint64_t>&)>
+      preemptions;
+  std::function<std::string(uint64_t)> stage_of;
 };
 
 struct RunWatcherOptions {
@@ -58,7 +63,9 @@ struct RunsSnapshot {
   std::vector<EndedRun> recent;  // each stage's newest runs.info_per_stage, newest first
 };
 
-// Thread-safe: events come from the probes' poll threads and from drains at collect time.
+// Thread-safe: events come from the probes' poll threads and from drains at collect time. The
+// callers only queue them (they may hold the path cache's or a tracker's lock); one thread of
+// the watcher's own does the ledger writes.
 class RunWatcher {
  public:
   // Closes runs left open whose cgroup is gone (and whose launcher, if any, is gone), adopts the
@@ -73,6 +80,8 @@ class RunWatcher {
 
   // Call before the path cache applies the event (an rmdir's probe entries are still there).
   void OnCgroupEvent(const cgroup_event& event);
+  // Waits until every event queued so far is in the ledger (for tests and shutdown).
+  void Flush();
   void OnOomKill(uint64_t victim_cgroup_id, const OomVictim& victim);
   void OnAnomaly(const std::string& stage, const RunAnomaly& anomaly);
 
@@ -98,8 +107,20 @@ class RunWatcher {
   absl::Status Recover();
   // The stage `path` is a run of, or nullopt.
   std::optional<Stage> RunStage(const std::string& path);
+  // What the probes held for a run's cgroups when its own went, read by the deliverer.
+  struct EndReadings {
+    std::optional<double> run_queue_wait_seconds;
+    std::optional<double> reclaim_stall_seconds;
+    std::optional<std::map<uint64_t, uint64_t>> preemptions;
+  };
+  EndReadings ReadAtEnd(const std::set<uint64_t>& ids) const;
+  void Queue(std::function<void()> task);
   void OnMkdir(uint64_t id, const std::string& path);
-  void OnRmdir(uint64_t id);
+  void OnRmdir(uint64_t id, std::optional<EndReadings> readings);
+  void AddOomKill(uint64_t victim_cgroup_id, const OomVictim& victim);
+  void AddAnomaly(const std::string& stage, const RunAnomaly& anomaly);
+  // Which ids the deliverers read at rmdir: each run's own cgroup id → its ids.
+  void PublishIds(const OpenRun& run);
   // Finds the launcher's row, or (once kGrace has passed, or `now_or_never`) records a discovered
   // run. Returns whether the run is recorded.
   bool Record(OpenRun& run, bool now_or_never);
@@ -110,7 +131,7 @@ class RunWatcher {
   void Count(uint64_t key);
   void SeeStage(const std::string& stage, const std::string& pipeline);
   void Tick();
-  void Loop();
+  void Loop();  // the watcher's thread: queued tasks, and Tick() every options.tick
   bool LauncherAlive(const RunStart& start) const;
   void Warn(const std::string& what, const std::string& id, const absl::Status& s) const;
 
@@ -118,15 +139,21 @@ class RunWatcher {
   const RunProbeReaders readers_;
   StageResolver* const stages_;
   std::unique_ptr<Ledger> ledger_;
+  // Guards the state below; held only by the watcher's thread and Snapshot().
   mutable std::mutex mu_;
   std::map<uint64_t, OpenRun> open_;        // by its own cgroup id (or a made-up key)
   std::map<uint64_t, uint64_t> by_cgroup_;  // cgroup id (its own, descendants) → open_ key
   uint64_t next_gone_key_ = UINT64_MAX;     // keys of runs whose cgroup went while unwatched
   RunsSnapshot counted_;
   std::map<std::string, std::deque<EndedRun>> recent_;  // by stage, newest first
-  std::condition_variable wake_;
+  // Guards the queue and `published_`; never held while calling out.
+  mutable std::mutex queue_mu_;
+  std::deque<std::function<void()>> queue_;
+  std::map<uint64_t, std::set<uint64_t>> published_;
+  uint64_t queued_ = 0, done_ = 0;
+  std::condition_variable wake_, drained_;
   bool stop_ = false;
-  std::thread ticker_;
+  std::thread worker_;
 };
 
 }  // namespace stagewatch

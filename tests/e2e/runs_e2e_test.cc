@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "runs/ledger.h"
 #include "runs/runs_config.h"
@@ -189,6 +190,38 @@ TEST_F(RunsE2E, AnAgentKilledMidRunClosesTheRunWhenItComesBack) {
       },
       5000))
       << agent->log();
+}
+
+TEST_F(RunsE2E, ARunWhoseLauncherDiedIsClosedByTheAgentWhenItsCgroupGoes) {
+  TestCgroup parent("runs-e2e-orphan", {"cpu", "cpuacct", "pressure"});
+  auto agent = StartAgent();
+  AgentProcess launcher({"run", "--stage", "sworphan", "--run-id", "orphan-1", "--ledger.path",
+                         ledger_, "--cgroup.parent", parent.path(), "--", "sleep", "60"});
+  const std::string run_path = parent.path() + "/stagewatch/sworphan/orphan-1";
+  ASSERT_TRUE(RunWhen(run_path, [](const RunRecord& r) { return !r.end; })) << launcher.log();
+  ASSERT_EQ(kill(launcher.pid(), SIGKILL), 0);
+  EXPECT_EQ(launcher.WaitExit(), 128 + SIGKILL);
+
+  // What the launcher would have done: end the command, remove its cgroups (deepest first).
+  const std::string run_dir = parent.dir() + "/stagewatch/sworphan/orphan-1";
+  const std::string procs = testing::ReadFile(run_dir + "/cgroup.procs");
+  for (absl::string_view pid : absl::StrSplit(procs, '\n', absl::SkipEmpty())) {
+    kill(std::stoi(std::string(pid)), SIGKILL);
+  }
+  for (const char* controller : {"", "cpu", "cpuacct", "pressure"}) {
+    const std::string base = *controller ? parent.dir(controller) : parent.dir();
+    for (const char* sub : {"/stagewatch/sworphan/orphan-1", "/stagewatch/sworphan", "/stagewatch"}) {
+      WaitUntil([&] { return rmdir((base + sub).c_str()) == 0 || errno == ENOENT; }, 5000);
+    }
+  }
+  std::optional<RunRecord> closed = RunWhen(run_path, [](const RunRecord& r) { return !!r.end; });
+  ASSERT_TRUE(closed) << agent->log();
+  EXPECT_EQ(closed->start.source, RunSource::kLauncher);  // its own row, not a second one
+  EXPECT_EQ(closed->end->closed_by, RunCloser::kAgent);
+  EXPECT_TRUE(closed->agent_observed);
+  absl::StatusOr<std::unique_ptr<Ledger>> ledger = Ledger::OpenForReading(ledger_);
+  ASSERT_TRUE(ledger.ok());
+  EXPECT_EQ((*ledger)->List({.stage = "sworphan"})->size(), 1u);
 }
 
 }  // namespace

@@ -166,6 +166,10 @@ void RunWatcher::OnMkdir(uint64_t id, const std::string& path) {
   }
   std::optional<Stage> stage = RunStage(path);
   if (!stage) return;
+  // A run found open at startup before its cgroup was made: watched from here on.
+  std::erase_if(open_, [&](const auto& kv) {
+    return kv.second.cgroup_id == 0 && kv.second.start.cgroup_path == path;
+  });
   SeeStage(stage->name, stage->pipeline);
   by_cgroup_[id] = id;
   OpenRun& run = open_[id] = OpenRun{

@@ -388,9 +388,9 @@ int RunAgent(const AgentOptions& options) {
   stopping = true;
   poller.join();
   cgroup_poller.join();
+  sampler.reset();  // the last caller of the watcher (through the anomaly engine)
   runs = nullptr;
   run_watcher.reset();
-  sampler.reset();
   oom_probe.reset();  // detaches the BPF programs
   sched.reset();
   sched_probe.reset();

@@ -2,9 +2,7 @@
 // cgroup made beneath a stage without the launcher is a run the agent records and closes; a
 // launcher run killed by the kernel's OOM killer gets the agent's OOM facts and counts as
 // interrupted; an agent killed with SIGKILL mid-run closes the run when it comes back.
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -77,20 +75,6 @@ class RunsE2E : public ::testing::Test {
     return ValueOr(ParseExposition(agent.Get("/metrics").value_or("")), series, -1);
   }
 
-  // A child in `dir` that sleeps for `ms` and exits.
-  static pid_t SleepIn(const std::string& dir, int ms) {
-    pid_t pid = fork();
-    if (pid == 0) {
-      int fd = open((dir + "/cgroup.procs").c_str(), O_WRONLY);
-      if (fd < 0 || write(fd, "0", 1) != 1) _exit(120);
-      close(fd);
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      usleep(ms * 1000);
-      _exit(0);
-    }
-    return pid;
-  }
-
   std::string dir_;
   std::string ledger_;
 };
@@ -101,7 +85,8 @@ TEST_F(RunsE2E, ACgroupMadeBeneathAStageIsARunRecordedAndClosedAtRmdir) {
   const std::string job_dir = top.dir() + "/job_42";
   const std::string job_path = top.path() + "/job_42";
   ASSERT_EQ(mkdir(job_dir.c_str(), 0755), 0) << strerror(errno);
-  ASSERT_EQ(testing::WaitForChild(SleepIn(job_dir, 300)), 0);
+  const pid_t job = testing::SpawnIn({job_dir}, "sw-run-job", [] { usleep(300000); });
+  ASSERT_EQ(testing::WaitForChild(job), 0);
 
   std::optional<RunRecord> open = RunWhen(job_path, [](const RunRecord& r) { return !r.end; });
   ASSERT_TRUE(open) << agent->log();

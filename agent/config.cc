@@ -431,6 +431,7 @@ class ConfigParser {
         {"degraded_fraction", [&](const Value& v) { ReadFraction(v, r.degraded_fraction); }},
         {"normal_run_queue_wait_fraction",
          [&](const Value& v) { ReadPositive(v, r.normal_run_queue_wait_fraction); }},
+        {"info_per_stage", [&](const Value& v) { ReadInt(v, 0, 100, r.info_per_stage); }},
         {"advise", [&](const Value& v) {
            AdvisorConfig& a = r.advise;
            ParseMap(v, " in runs.advise", {

@@ -99,6 +99,11 @@ int main(int argc, char** argv) {
                  "auto: the fastest attach type this kernel offers (tp_btf where it can); "
                  "raw_tp: raw tracepoints even there")
       ->envname("STAGEWATCH_BPF_ATTACH");
+  std::string ledger_path;
+  app.add_option("--ledger.path", ledger_path,
+                 "The run ledger the agent records runs in and its /runs pages read (default: "
+                 "runs.ledger_path, "
+                 "/var/lib/stagewatch/ledger.db); one it cannot open is a warning: no runs");
   bool bpf_stats = false;
   app.add_flag("--bpf.stats", bpf_stats,
                "Count the run time of BPF programs while the agent runs (BPF_ENABLE_STATS; "
@@ -111,10 +116,6 @@ int main(int argc, char** argv) {
   }
 
   CLI::App* agent = app.add_subcommand("agent", "Run the exporter (the default)")->fallthrough();
-  std::string agent_ledger_path;
-  agent->add_option("--ledger.path", agent_ledger_path,
-                    "The run ledger the /runs pages read (default: runs.ledger_path of the "
-                    "configuration, /var/lib/stagewatch/ledger.db)");
   std::string check_file;
   CLI::App* check = app.add_subcommand("check-config", "Validate a configuration file");
   check->add_option("file", check_file, "The YAML file")->required();
@@ -151,6 +152,7 @@ int main(int argc, char** argv) {
                                           .lifecycle_events = config->cgroup.lifecycle_events},
                                          std::cout);
   }
+  if (!ledger_path.empty()) config->runs.ledger_path = ledger_path;
   if (std::optional<int> code = runs_cli.Dispatch(*config)) return *code;
   (void)agent;  // no subcommand and `agent` both run the exporter
   absl::StatusOr<std::vector<int>> keep = stagewatch::ParseCapabilityList(keep_capabilities);
@@ -163,6 +165,5 @@ int main(int argc, char** argv) {
                                .attach = *policy,
                                .web_config_file = web_config_file,
                                .keep_capabilities = *std::move(keep),
-                               .bpf_stats = bpf_stats,
-                               .ledger_path = agent_ledger_path});
+                               .bpf_stats = bpf_stats});
 }

@@ -259,9 +259,16 @@ void TestCgroup::SetCpuQuota(uint64_t quota_us, uint64_t period_us) {
 }
 
 pid_t TestCgroup::Spawn(const std::string& comm, std::function<void()> body) {
+  const pid_t pid = SpawnIn(joined_, comm, std::move(body));
+  children_.push_back(pid);
+  return pid;
+}
+
+pid_t SpawnIn(const std::vector<std::string>& dirs, const std::string& comm,
+              std::function<void()> body) {
   pid_t pid = fork();
   if (pid == 0) {
-    for (const std::string& dir : joined_) {
+    for (const std::string& dir : dirs) {
       int fd = open((dir + "/cgroup.procs").c_str(), O_WRONLY);
       if (fd < 0 || write(fd, "0", 1) != 1) _exit(120);  // "0" moves the writer itself
       close(fd);
@@ -271,7 +278,6 @@ pid_t TestCgroup::Spawn(const std::string& comm, std::function<void()> body) {
     body();
     _exit(0);
   }
-  children_.push_back(pid);
   return pid;
 }
 

@@ -88,6 +88,11 @@ class TestCgroup {
   std::vector<pid_t> children_;
 };
 
+// Forks a child that joins the cgroup directories `dirs`, names itself `comm`, dies with this
+// process, and runs `body`. The caller waits for it.
+pid_t SpawnIn(const std::vector<std::string>& dirs, const std::string& comm,
+              std::function<void()> body);
+
 // Pins the calling thread to one CPU.
 void PinTo(int cpu);
 // Spins on the CPU for `d` of wall time.

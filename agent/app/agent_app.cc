@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "anomaly/anomaly_engine.h"
+#include "app/agent_runs.h"
 #include "bounded_file.h"
 #include "capabilities.h"
 #include "anomaly/anomaly_feeder.h"
@@ -28,6 +29,7 @@
 #include "exporters/metric_builders.h"
 #include "exporters/oom_collector.h"
 #include "exporters/process_collector.h"
+#include "exporters/runs_collector.h"
 #include "exporters/runs_pages.h"
 #include "exporters/memory_collector.h"
 #include "exporters/sched_collector.h"
@@ -216,12 +218,16 @@ int RunAgent(const AgentOptions& options) {
   StageResolver stages(config.stages, config.discovery);
   OomTracker oom(&paths, &stages, layout->key);
   std::vector<ProbeReport> probe_reports;
+  std::atomic<RunWatcher*> runs = nullptr;  // set once the probes it reads are up
 
   // Attached before the start walk, so that no cgroup made meanwhile is missed.
   std::unique_ptr<CgroupProbe> cgroup_probe = Adopt(
       CgroupProbe::Start(
           {.enabled = config.cgroup.lifecycle_events, .key = layout->key, .features = features},
-          [&paths](const cgroup_event& e) { ApplyCgroupEvent(e, &paths); },
+          [&paths, &runs](const cgroup_event& e) {
+            if (RunWatcher* w = runs.load()) w->OnCgroupEvent(e);  // before its entries go
+            ApplyCgroupEvent(e, &paths);
+          },
           [&paths] {
             Log::Warn("cgroup events lost; walking the hierarchy again", {});
             paths.Resync();
@@ -236,8 +242,7 @@ int RunAgent(const AgentOptions& options) {
   exporters::CollectorRegistry registry;
   // The run pages open the ledger at their first request; until it is readable they say why
   // (503) and the agent runs on.
-  LedgerRunsSource runs_source(options.ledger_path.empty() ? config.runs.ledger_path
-                                                           : options.ledger_path);
+  LedgerRunsSource runs_source(config.runs.ledger_path);  // --ledger.path sets it
   exporters::HttpServerOptions http_options{
       .listen_address = config.web.listen_address,
       .telemetry_path = config.web.telemetry_path,
@@ -259,9 +264,11 @@ int RunAgent(const AgentOptions& options) {
   registry.Add(std::make_unique<exporters::AlertmanagerCollector>(&alertmanager));
 
   CgroupNamer namer(&paths, &stages);
-  AnomalyEngine anomalies(config.anomalies, [&pager](const AnomalyChange& c) {
+  AnomalyEngine anomalies(config.anomalies, [&pager, &runs](const AnomalyChange& c) {
     LogAnomaly(c);
     pager.OnChange(c);
+    RunWatcher* w = runs.load();
+    if (w && c.active) w->OnAnomaly(c.stage.name, {AnomalyRuleName(c.rule), c.at, c.summary});
   });
   auto sampler = std::make_unique<MemorySampler>(&namer, *layout, config.memory);
 
@@ -274,9 +281,10 @@ int RunAgent(const AgentOptions& options) {
          .userspace_killer_paths = config.oom.userspace_killer_paths,
          .userspace_killer_max_uid = config.oom.userspace_killer_max_uid,
          .features = features},
-        [&oom, &anomalies](const oom_event& e) {
+        [&oom, &anomalies, &runs](const oom_event& e) {
           auto [stage, summary] = oom.OnEvent(e);
           anomalies.OnOomKill(stage, absl::Now(), summary);
+          if (RunWatcher* w = runs.load()) w->OnOomKill(e.victim_cgroup_id, OomVictimOf(e));
         });
     oom_probe = Adopt(std::move(started), &probe_reports);
     registry.Add(std::make_unique<exporters::OomCollector>(&oom, &stages));
@@ -303,6 +311,15 @@ int RunAgent(const AgentOptions& options) {
     registry.Add(std::make_unique<exporters::MemoryCollector>(exporters::MemoryCollectorSources{
         .tracker = memory.get(), .probe = memory_probe.get(), .sampler = sampler.get(),
         .sched = sched.get(), .namer = &namer, .layout = *layout}));
+  }
+
+  std::unique_ptr<RunWatcher> run_watcher = StartRunWatcher(
+      config, *layout, &stages, MakeRunProbeReaders(sched_probe.get(), memory_probe.get(), &namer),
+      oom_probe != nullptr);
+  if (run_watcher) {
+    runs = run_watcher.get();
+    registry.Add(std::make_unique<exporters::RunsCollector>(
+        [w = run_watcher.get()] { return w->Snapshot(); }));
   }
 
   // The sampler's clock drives near-limit time, peaks and the anomaly detectors.
@@ -377,7 +394,9 @@ int RunAgent(const AgentOptions& options) {
   stopping = true;
   poller.join();
   cgroup_poller.join();
-  sampler.reset();
+  sampler.reset();  // the last caller of the watcher (through the anomaly engine)
+  runs = nullptr;
+  run_watcher.reset();
   oom_probe.reset();  // detaches the BPF programs
   sched.reset();
   sched_probe.reset();

@@ -19,7 +19,6 @@ struct AgentOptions {
   std::string web_config_file;   // --web.config.file: TLS and basic auth; empty: plain HTTP
   std::vector<int> keep_capabilities;  // --capabilities.keep; all others dropped after attach
   bool bpf_stats = false;  // --bpf.stats: hold BPF run-time counting on while running
-  std::string ledger_path;  // --ledger.path: the run ledger; empty for config.runs.ledger_path
 };
 
 // What the agent cannot run without: privileges to load BPF, and BTF for CO-RE. The message

@@ -23,6 +23,8 @@ struct RunsConfig {
   // Run-queue wait up to this share of the run's CPU time is normal on a shared host; only the
   // wait beyond it counts as lost.
   double normal_run_queue_wait_fraction = 0.05;
+  // The agent exports stagewatch_run_info for this many of each stage's newest ended runs.
+  int info_per_stage = 5;
   AdvisorConfig advise;
 };
 

@@ -16,6 +16,7 @@ MATCHER = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|
 # alert → {key: kind}; kinds: duration, ratio (0 < x <= 1), positive (number > 0).
 ALERT_KEYS = {
     "oom_kill": {"window": "duration"},
+    "run_interrupted": {"window": "duration"},
     "memory_near_limit": {"ratio": "ratio", "for": "duration"},
     "memory_limit_eta": {"seconds": "positive", "min_ratio": "ratio", "for": "duration"},
     "memory_pressure": {"ratio": "ratio", "window": "duration", "for": "duration"},

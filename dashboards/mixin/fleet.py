@@ -37,14 +37,18 @@ UP_MAPPINGS = [{"type": "value", "options": {
 def fleet_overview(cfg):
     q = Queries(cfg)
     P = q.pipeline
-    # (column title, expression) of the table, one value per instance. Verdict columns join
-    # here once the agent exports its runs.
+    # (column title, expression) of the table, one value per instance.
     columns = [
         ("agent", f"max by ({KEY}) (up{{{q.agent}}})"),
         ("stages", f"count by ({KEY}) (group by ({KEY}, pipeline_stage) "
                    f"(stagewatch_anomaly_active{{{P}}}))"),
         ("OOM kills", "round(" + by(KEY, "sum", q.increase(
             "stagewatch_oom_kills_total", sel=P, window="$__range")) + ")"),
+        ("runs", "round(" + by(KEY, "sum", q.increase(
+            "stagewatch_runs_total", sel=P, window="$__range")) + ")"),
+        ("interrupted runs", "round(" + by(KEY, "sum", q.increase(
+            "stagewatch_runs_total", sel=P, window="$__range",
+            extra='verdict="interrupted"')) + ")"),
         ("time near limit", by(KEY, "sum", q.increase(
             "stagewatch_memory_near_limit_seconds_total", sel=P, window="$__range"))),
         ("active anomalies", f"sum by ({KEY}) (stagewatch_anomaly_active{{{P}}})"),
@@ -54,8 +58,9 @@ def fleet_overview(cfg):
     p.append(table(
         "Instances",
         "One row per agent at the end of the time range: whether Prometheus scrapes it, the "
-        "stages it knows, OOM kills and stage-seconds spent near a memory limit over the time "
-        "range (summed over its stages), and anomalies firing now. Click an instance for its "
+        "stages it knows; over the time range OOM kills, runs ended and those interrupted, "
+        "and stage-seconds spent near a memory limit (summed over its stages); and anomalies "
+        "firing now. Click an instance for its "
         "pipeline overview.",
         "short", [instant_target(expr, fmt="table") for _, expr in columns],
         [{"id": "merge", "options": {}},
@@ -68,6 +73,8 @@ def fleet_overview(cfg):
                             {"id": "custom.cellOptions", "value": {"type": "color-text"}}]},
             column("stages", decimals=0),
             column("OOM kills", decimals=0),
+            column("runs", decimals=0),
+            column("interrupted runs", decimals=0),
             column("time near limit", unit="s"),
             column("active anomalies", decimals=0),
         ]))

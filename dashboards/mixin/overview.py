@@ -5,6 +5,11 @@ from .panels import (LIMIT_OVERRIDE, by, heatmap, hide_columns, instant_target, 
                      target, timeseries)
 
 IS = "instance, pipeline_stage"
+VERDICT_MAPPINGS = [{"type": "value", "options": {
+    "clean": {"color": "green", "index": 0},
+    "degraded": {"color": "orange", "index": 1},
+    "interrupted": {"color": "red", "index": 2},
+    "unobserved": {"color": "text", "index": 3}}}]
 ST = "{{pipeline_stage}} ({{instance}})"
 LINK = [drilldown_link()]
 
@@ -96,6 +101,28 @@ def pipeline_overview(cfg):
         "short", [target(by("pipeline_stage", "max",
                             f"stagewatch_oom_kills_mismatch{{{q.stage}}}"), "{{pipeline_stage}}")],
         w=4, h=8, decimals=0))
+
+    p.append(row("Runs"))
+    p.append(table(
+        "Recent runs",
+        "Each stage's newest ended runs (runs.info_per_stage, default 5) and their verdicts: "
+        "clean, degraded (lost at least runs.degraded_fraction of its wall time to throttling, "
+        "pressure, reclaim or run-queue wait), interrupted (OOM-killed, or a signal nobody "
+        "asked for), unobserved. A run is a `stagewatch run` launch or a cgroup beneath the "
+        "stage's top; `stagewatch runs show <run_id>` on the instance tells why.",
+        "none", [instant_target(by("instance, pipeline_stage, run_id, verdict", "max",
+                                   f"stagewatch_run_info{{{q.stage}}}"), fmt="table")],
+        [hide_columns("Time", "Value")], w=12, overrides=[
+            {"matcher": {"id": "byName", "options": "verdict"},
+             "properties": [{"id": "mappings", "value": VERDICT_MAPPINGS},
+                            {"id": "custom.cellOptions", "value": {"type": "color-text"}}]}]))
+    p.append(timeseries(
+        "Runs ended, by verdict",
+        "Runs of each stage that ended per interval, by verdict.",
+        "short", [target(by("instance, pipeline_stage, verdict", "sum",
+                            q.increase("stagewatch_runs_total")),
+                         "{{pipeline_stage}} {{verdict}} ({{instance}})")],
+        bars=True, decimals=0, links=LINK))
 
     p.append(row("Memory pressure and reclaim"))
     p.append(timeseries(

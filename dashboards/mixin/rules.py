@@ -172,6 +172,31 @@ def oom_kill(cfg):
     return rules
 
 
+def run_interrupted(cfg):
+    window = cfg.alerts["run_interrupted"]["window"]
+    wtext = duration_text(window)
+
+    def build(stage, severity):
+        sel = cfg.sel(stage, 'verdict="interrupted"') if stage else cfg.sel('verdict="interrupted"')
+        return alert(
+            cfg, "StagewatchRunInterrupted",
+            f"increase(stagewatch_runs_total{{{sel}}}[{window}]) > 0",
+            "0m", severity,
+            "A run of stage {{ $labels.pipeline_stage }} on {{ $labels.instance }} was interrupted",
+            fold(f"""
+            {{{{ printf "%.0f" $value }}}} run(s) of {STAGE_ON} ended interrupted in the last
+            {wtext}: killed by the OOM killer (kernel or user-space), or by a signal nobody asked
+            the launcher for. Its result is incomplete: `stagewatch runs list --stage
+            {{{{ $labels.pipeline_stage }}}}` on that host names the run and why."""))
+
+    rules = by_stage_criticality(cfg, build)
+    rules[0]["comment"] = (
+        "A run's verdict comes from the agent's run ledger (docs/runs.md); an interrupted run "
+        "lost its work, so it pages like an OOM kill: critical for the critical stages, "
+        "warning for the others.")
+    return rules
+
+
 def memory_near_limit(cfg):
     c = cfg.alerts["memory_near_limit"]
     s = cfg.selector
@@ -430,7 +455,7 @@ def groups(cfg):
          "pipeline_stage, and any label listed after them.",
          recording(cfg)),
         ("stagewatch.memory", None,
-         [*oom_kill(cfg), memory_near_limit(cfg), memory_limit_eta(cfg), memory_climb(cfg),
+         [*oom_kill(cfg), *run_interrupted(cfg), memory_near_limit(cfg), memory_limit_eta(cfg), memory_climb(cfg),
           *memory_pressure(cfg), fault_storm(cfg)]),
         ("stagewatch.cpu", None,
          [*cpu_starvation(cfg), cpu_throttling(cfg), cross_stage_preemption(cfg)]),

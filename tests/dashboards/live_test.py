@@ -85,6 +85,8 @@ memory:
 anomalies:
   memory_climb: {{warmup: 5s, window: 5s, min_growth_bytes: 8388608}}
   limit_eta: {{warmup: 5s, window: 40s{min_span}}}
+runs:
+  ledger_path: {ledger}
 alerting:
   # The first accepts every batch (a stand-in Alertmanager in this test); nothing listens
   # on the second, so pushes to it fail. The agent-health dashboard shows both.
@@ -317,6 +319,27 @@ class Workloads:
         self.procs[name] = p
         return p
 
+    def short_run(self, stage, name, seconds):
+        """A run the agent sees born and die (for the runs panels): a cgroup made beneath the
+        stage's top in the keyed hierarchy, one short process in it, then removed."""
+        d = f"{self.cgroups.key_dir(stage)}/{name}"
+        os.mkdir(d, 0o755)
+        try:
+            def join():
+                die_with_parent()
+                with open(d + "/cgroup.procs", "w") as f:
+                    f.write(str(os.getpid()))
+
+            subprocess.run([sys.executable, "-c", f"import time; time.sleep({seconds})"],
+                           preexec_fn=join, stdin=subprocess.DEVNULL, check=True)
+        finally:
+            for _ in range(50):
+                try:
+                    os.rmdir(d)
+                    break
+                except OSError:
+                    time.sleep(0.1)
+
     def stop_all(self):
         for p in self.procs.values():
             if p.poll() is None:
@@ -384,7 +407,8 @@ def agent_config(binary, workdir, am_ok_port, cgroups):
                        f"cgroup_paths: [{json.dumps(cgroups.relative + '/' + st)}]}}"
                        for st in STAGES)
     return AGENT_CONFIG.format(min_span=min_span, am_ok_port=am_ok_port,
-                               am_down_port=free_port(), stages=stages)
+                               am_down_port=free_port(), stages=stages,
+                               ledger=json.dumps(os.path.join(workdir, "ledger.db")))
 
 
 FAKE_ALERTMANAGER = r"""
@@ -713,6 +737,8 @@ def main():
         write(config_path, agent_config(args.binary, workdir, alertmanager.port, cgroups))
         agent, address = start_agent(args.binary, config_path, os.path.join(workdir, "agent.log"))
         log(f"agent pid {agent.proc.pid} listening on {address}")
+        workloads.short_run("validate", "run-1", 2)
+        log("a 2 s run in validate (a cgroup beneath its top) came and went")
         site_dir, site_cfg = generate_site(args.site_config, workdir)
         site_job = site_cfg.sample["job"]
         log(f"generated the rules and dashboards of {args.site_config} (job {site_job})")

@@ -1,0 +1,76 @@
+#include "app/agent_runs.h"
+
+#include <cstring>
+
+#include "log.h"
+
+namespace stagewatch {
+
+RunProbeReaders MakeRunProbeReaders(const SchedProbe* sched, const MemoryProbe* memory,
+                                    CgroupNamer* namer) {
+  RunProbeReaders r;
+  if (sched) {
+    r.run_queue_wait_seconds = [sched](const std::set<uint64_t>& ids) -> std::optional<double> {
+      uint64_t ns = 0;
+      for (const auto& [id, stats] : sched->ReadCgroups()) {
+        if (ids.count(id)) ns += stats.runq_latency.sum;
+      }
+      return ns / 1e9;
+    };
+    r.preemptions = [sched](const std::set<uint64_t>& ids)
+        -> std::optional<std::map<uint64_t, uint64_t>> {
+      std::map<uint64_t, uint64_t> by_preempting;
+      for (const auto& [pair, n] : sched->ReadPreemptions()) {
+        if (ids.count(pair.first)) by_preempting[pair.second] += n;
+      }
+      return by_preempting;
+    };
+    r.stage_of = [namer](uint64_t id) {
+      std::optional<Stage> stage = namer->StageOf(id);
+      return stage ? stage->name : std::string(kUnattributedStage);
+    };
+  }
+  if (memory) {
+    r.reclaim_stall_seconds = [memory](const std::set<uint64_t>& ids) -> std::optional<double> {
+      uint64_t ns = 0;
+      for (const MemoryCgroupCounters& c : memory->Read()) {
+        if (ids.count(c.cgroup_id)) ns += c.reclaim_stall_ns.sum;
+      }
+      return ns / 1e9;
+    };
+  }
+  return r;
+}
+
+OomVictim OomVictimOf(const oom_event& e) {
+  const bool userspace = e.kind == OOM_KIND_USERSPACE;
+  return {.pid = e.victim_pid,
+          .comm = std::string(e.victim_comm, strnlen(e.victim_comm, OOM_COMM_LEN)),
+          .kind = userspace ? "userspace" : "kernel",
+          .killer = userspace ? std::string(e.trigger_comm, strnlen(e.trigger_comm, OOM_COMM_LEN))
+                              : ""};
+}
+
+std::unique_ptr<RunWatcher> StartRunWatcher(const Config& config, const CgroupLayout& layout,
+                                            StageResolver* stages, RunProbeReaders readers,
+                                            bool oom_observed) {
+  const std::string& path = config.runs.ledger_path;
+  absl::StatusOr<std::unique_ptr<Ledger>> ledger = Ledger::Open(path);
+  if (!ledger.ok()) {
+    Log::Warn("not recording runs: cannot open the run ledger; give a writable --ledger.path "
+              "(the systemd unit's StateDirectory=stagewatch makes the default one)",
+              {{"ledger", path}, {"err", ledger.status().message()}});
+    return nullptr;
+  }
+  absl::StatusOr<std::unique_ptr<RunWatcher>> watcher = RunWatcher::Start(
+      *std::move(ledger), stages,
+      {.key_root = layout.key_root, .runs = config.runs, .oom_observed = oom_observed},
+      std::move(readers));
+  if (!watcher.ok()) {
+    Log::Warn("not recording runs", {{"ledger", path}, {"err", watcher.status().message()}});
+    return nullptr;
+  }
+  return *std::move(watcher);
+}
+
+}  // namespace stagewatch

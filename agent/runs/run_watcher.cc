@@ -1,0 +1,397 @@
+#include "runs/run_watcher.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "log.h"
+#include "runs/run_id.h"
+#include "runs/verdict.h"
+
+namespace stagewatch {
+namespace {
+
+std::string Parent(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);
+}
+
+std::string Basename(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+
+bool IsWithin(const std::string& path, const std::string& top) {
+  return path.size() > top.size() && path.compare(0, top.size(), top) == 0 &&
+         path[top.size()] == '/';
+}
+
+// The cgroup id of a live cgroup directory: its kernfs inode number.
+std::optional<uint64_t> CgroupIdOf(const std::string& dir) {
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0) return std::nullopt;
+  return st.st_ino;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<RunWatcher>> RunWatcher::Start(std::unique_ptr<Ledger> ledger,
+                                                              StageResolver* stages,
+                                                              RunWatcherOptions options,
+                                                              RunProbeReaders readers) {
+  std::unique_ptr<RunWatcher> w(
+      new RunWatcher(std::move(ledger), stages, std::move(options), std::move(readers)));
+  if (absl::Status s = w->Recover(); !s.ok()) return s;
+  w->worker_ = std::thread([raw = w.get()] { raw->Loop(); });
+  return w;
+}
+
+RunWatcher::RunWatcher(std::unique_ptr<Ledger> ledger, StageResolver* stages,
+                       RunWatcherOptions options, RunProbeReaders readers)
+    : options_(std::move(options)), readers_(std::move(readers)), stages_(stages),
+      ledger_(std::move(ledger)) {}
+
+RunWatcher::~RunWatcher() {
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+absl::Status RunWatcher::Recover() {
+  std::lock_guard<std::mutex> lock(mu_);
+  // The newest ended runs seed stagewatch_run_info, so a restart does not blank it.
+  absl::StatusOr<std::vector<RunRecord>> ended = ledger_->List({.limit = 500});
+  if (!ended.ok()) return ended.status();
+  for (auto it = ended->rbegin(); it != ended->rend(); ++it) {
+    if (!it->end) continue;
+    SeeStage(it->start.stage, it->start.pipeline);
+    std::deque<EndedRun>& q = recent_[it->start.stage];
+    q.push_front({it->start.id, it->start.stage, it->start.pipeline,
+                  std::string(VerdictName(JudgeRun(*it, options_.runs).kind)), it->end->end});
+    while (q.size() > static_cast<size_t>(options_.runs.info_per_stage)) q.pop_back();
+  }
+  absl::StatusOr<std::vector<RunRecord>> open = ledger_->List({.open_only = true});
+  if (!open.ok()) return open.status();
+  for (RunRecord& r : *open) {
+    SeeStage(r.start.stage, r.start.pipeline);
+    OpenRun run{.start = r.start, .recorded = true};
+    std::optional<uint64_t> id = CgroupIdOf(options_.key_root + r.start.cgroup_path);
+    if (id) {
+      run.cgroup_id = *id;
+      run.ids.insert(*id);
+      by_cgroup_[*id] = *id;
+      PublishIds(run);
+    } else {
+      run.removed = true;  // its cgroup went while no agent watched
+    }
+    const uint64_t key = id ? *id : next_gone_key_--;
+    OpenRun& kept = open_[key] = std::move(run);
+    if (kept.removed && !LauncherAlive(kept.start)) CloseByAgent(kept, false);
+  }
+  Log::Info("runs", {{"ledger", ledger_->path()}, {"open", absl::StrCat(open_.size())}});
+  return absl::OkStatus();
+}
+
+std::optional<Stage> RunWatcher::RunStage(const std::string& path) {
+  if (path.size() < 2 || Parent(path) == "/") return std::nullopt;
+  const Stage stage = stages_->Resolve(path, /*memoise=*/false);
+  if (stage.name == kUnattributedStage) return std::nullopt;
+  const std::string parent = Parent(path);
+  if (stages_->Resolve(parent).name != stage.name) return std::nullopt;  // a stage's top
+  if (stages_->Resolve(Parent(parent)).name == stage.name) return std::nullopt;  // deeper
+  return stage;
+}
+
+void RunWatcher::OnCgroupEvent(const cgroup_event& event) {
+  const size_t len = strnlen(event.path, sizeof(event.path));
+  std::string path(event.path, len);
+  if (path.empty() || path[0] != '/') path = "/" + path;
+  const uint64_t id = event.cgroup_id;
+  if (event.kind == CGROUP_EVENT_RMDIR) {
+    std::optional<std::set<uint64_t>> ids;
+    {
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      if (auto found = published_.find(id); found != published_.end()) ids = found->second;
+    }
+    std::optional<EndReadings> readings;
+    if (ids) readings = ReadAtEnd(*ids);
+    Queue([this, id, readings] { OnRmdir(id, readings); });
+  } else if (len < sizeof(event.path) - 1) {
+    Queue([this, id, path] { OnMkdir(id, path); });
+  }
+}
+
+RunWatcher::EndReadings RunWatcher::ReadAtEnd(const std::set<uint64_t>& ids) const {
+  EndReadings r;
+  const RunProbeReaders& read = readers_;
+  if (read.run_queue_wait_seconds) r.run_queue_wait_seconds = read.run_queue_wait_seconds(ids);
+  if (read.reclaim_stall_seconds) r.reclaim_stall_seconds = read.reclaim_stall_seconds(ids);
+  if (read.preemptions) r.preemptions = read.preemptions(ids);
+  return r;
+}
+
+void RunWatcher::Queue(std::function<void()> task) {
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    queue_.push_back(std::move(task));
+    queued_++;
+  }
+  wake_.notify_all();
+}
+
+void RunWatcher::Flush() {
+  std::unique_lock<std::mutex> lock(queue_mu_);
+  const uint64_t target = queued_;
+  drained_.wait(lock, [&] { return done_ >= target || stop_; });
+}
+
+void RunWatcher::PublishIds(const OpenRun& run) {
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  published_[run.cgroup_id] = run.ids;
+}
+
+void RunWatcher::OnMkdir(uint64_t id, const std::string& path) {
+  for (auto& [key, run] : open_) {
+    if (!run.removed && IsWithin(path, run.start.cgroup_path)) {  // a descendant
+      run.ids.insert(id);
+      by_cgroup_[id] = key;
+      PublishIds(run);
+      return;
+    }
+  }
+  std::optional<Stage> stage = RunStage(path);
+  if (!stage) return;
+  // A run found open at startup before its cgroup was made: watched from here on.
+  std::erase_if(open_, [&](const auto& kv) {
+    return kv.second.cgroup_id == 0 && kv.second.start.cgroup_path == path;
+  });
+  SeeStage(stage->name, stage->pipeline);
+  by_cgroup_[id] = id;
+  OpenRun& run = open_[id] = OpenRun{
+      .start = {.stage = stage->name, .pipeline = stage->pipeline,
+                .source = RunSource::kDiscovered, .cgroup_path = path, .start = absl::Now()},
+      .cgroup_id = id,
+      .ids = {id}};
+  PublishIds(run);
+  Record(run, false);
+}
+
+bool RunWatcher::Record(OpenRun& run, bool now_or_never) {
+  if (run.recorded) return true;
+  const std::string& path = run.start.cgroup_path;
+  absl::StatusOr<std::optional<RunRecord>> launched = ledger_->FindOpenByCgroup(path);
+  if (!launched.ok()) {
+    Warn("cannot look a run up", path, launched.status());
+    return false;
+  }
+  if (*launched) {
+    run.start = (*launched)->start;
+  } else if (now_or_never || absl::Now() - run.start.start >= kGrace) {
+    RunStart& start = run.start;
+    start.id = Basename(path);
+    absl::StatusOr<std::optional<RunRecord>> taken = ledger_->Get(start.id);
+    if (!CheckRunId(start.id).empty() || !taken.ok() || *taken) start.id = NewRunId(start.start);
+    if (absl::Status s = ledger_->BeginRun(start); !s.ok()) {
+      Warn("cannot record a run", start.id, s);
+      return false;
+    }
+    Log::Info("run started", {{"run_id", start.id}, {"pipeline_stage", start.stage},
+                              {"cgroup", path}, {"source", "discovered"}});
+  } else {
+    return false;
+  }
+  run.recorded = true;
+  AddFacts(run, std::exchange(run.buffered, {}));
+  return true;
+}
+
+void RunWatcher::AddFacts(OpenRun& run, const AgentFacts& facts) {
+  if (!run.recorded) {
+    AgentFacts& b = run.buffered;
+    if (facts.oom_kills_userspace) {
+      b.oom_kills_userspace = b.oom_kills_userspace.value_or(0) + *facts.oom_kills_userspace;
+    }
+    b.oom_victims.insert(b.oom_victims.end(), facts.oom_victims.begin(), facts.oom_victims.end());
+    b.anomalies.insert(b.anomalies.end(), facts.anomalies.begin(), facts.anomalies.end());
+    return;
+  }
+  const bool any = facts.oom_kills_userspace || !facts.oom_victims.empty() ||
+                   facts.reclaim_stall_seconds || facts.run_queue_wait_seconds ||
+                   facts.preemptors_observed || facts.anomalies_observed ||
+                   !facts.anomalies.empty();
+  if (!any) return;
+  if (absl::Status s = ledger_->AddAgentFacts(run.start.id, facts); !s.ok()) {
+    Warn("cannot add the agent's facts to a run", run.start.id, s);
+  }
+}
+
+void RunWatcher::OnRmdir(uint64_t id, std::optional<EndReadings> readings) {
+  auto found = by_cgroup_.find(id);
+  if (found == by_cgroup_.end() || found->second != id) return;  // descendants: read at the end
+  OpenRun& run = open_.at(id);
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    published_.erase(id);
+  }
+  // Born and gone before the first event was handled: read now, what is left.
+  if (!readings) readings = ReadAtEnd(run.ids);
+  const bool recorded = Record(run, true);
+  AgentFacts facts;
+  if (options_.oom_observed) facts.oom_kills_userspace = 0;
+  facts.run_queue_wait_seconds = readings->run_queue_wait_seconds;
+  facts.reclaim_stall_seconds = readings->reclaim_stall_seconds;
+  if (readings->preemptions && readers_.stage_of) {
+    for (const auto& [preempting, n] : *readings->preemptions) {
+      facts.preemptors[readers_.stage_of(preempting)] += n;
+    }
+    facts.preemptors_observed = true;
+  }
+  facts.anomalies_observed = true;  // the anomaly engine watched its stage throughout
+  AddFacts(run, facts);
+  for (uint64_t cg : run.ids) by_cgroup_.erase(cg);
+  run.removed = true;
+  if (!recorded) {
+    open_.erase(id);
+  } else if (run.start.source == RunSource::kDiscovered || !LauncherAlive(run.start)) {
+    CloseByAgent(run, true);
+  }
+}
+
+void RunWatcher::CloseByAgent(OpenRun& run, bool saw_end) {
+  RunEnd end{.end = absl::Now(), .closed_by = RunCloser::kAgent};
+  if (options_.oom_observed && saw_end) end.facts.oom_kills_kernel = run.kernel_kills;
+  const std::string id = run.start.id;
+  absl::Status s = ledger_->EndRun(id, end);
+  if (!s.ok() && !absl::IsFailedPrecondition(s)) return Warn("cannot close a run", id, s);
+  if (s.ok()) Log::Info("run ended", {{"run_id", id}, {"closed_by", "agent"}});
+  for (auto& [key, r] : open_) {
+    if (&r == &run) return Count(key);  // closed now, or by its launcher just before
+  }
+}
+
+void RunWatcher::Count(uint64_t key) {
+  const std::string id = open_.at(key).start.id;
+  open_.erase(key);
+  absl::StatusOr<std::optional<RunRecord>> r = ledger_->Get(id);
+  if (!r.ok() || !*r || !(*r)->end) return;
+  const std::string verdict(VerdictName(JudgeRun(**r, options_.runs).kind));
+  const RunStart& s = (*r)->start;
+  SeeStage(s.stage, s.pipeline);
+  counted_.ended[{s.stage, s.pipeline, verdict}]++;
+  std::deque<EndedRun>& q = recent_[s.stage];
+  q.push_front({s.id, s.stage, s.pipeline, verdict, (*r)->end->end});
+  while (q.size() > static_cast<size_t>(options_.runs.info_per_stage)) q.pop_back();
+}
+
+void RunWatcher::SeeStage(const std::string& stage, const std::string& pipeline) {
+  for (VerdictKind k : {VerdictKind::kClean, VerdictKind::kUnobserved, VerdictKind::kDegraded,
+                        VerdictKind::kInterrupted}) {
+    counted_.ended.try_emplace({stage, pipeline, std::string(VerdictName(k))}, 0);
+  }
+}
+
+void RunWatcher::OnOomKill(uint64_t victim_cgroup_id, const OomVictim& victim) {
+  Queue([this, victim_cgroup_id, victim] { AddOomKill(victim_cgroup_id, victim); });
+}
+
+void RunWatcher::AddOomKill(uint64_t victim_cgroup_id, const OomVictim& victim) {
+  auto found = by_cgroup_.find(victim_cgroup_id);
+  if (found == by_cgroup_.end()) return;
+  OpenRun& run = open_.at(found->second);
+  AgentFacts facts;
+  facts.oom_victims.push_back(victim);
+  if (victim.kind == "userspace") {
+    facts.oom_kills_userspace = 1;
+  } else {
+    run.kernel_kills++;
+  }
+  AddFacts(run, facts);
+}
+
+void RunWatcher::OnAnomaly(const std::string& stage, const RunAnomaly& anomaly) {
+  Queue([this, stage, anomaly] { AddAnomaly(stage, anomaly); });
+}
+
+void RunWatcher::AddAnomaly(const std::string& stage, const RunAnomaly& anomaly) {
+  for (auto& [key, run] : open_) {
+    if (run.removed || run.start.stage != stage) continue;
+    AgentFacts facts;
+    facts.anomalies.push_back(anomaly);
+    AddFacts(run, facts);
+  }
+}
+
+void RunWatcher::Tick() {
+  std::vector<uint64_t> removed;
+  for (auto& [key, run] : open_) {
+    if (!run.removed) {
+      Record(run, false);
+    } else {
+      removed.push_back(key);
+    }
+  }
+  for (uint64_t key : removed) {
+    absl::StatusOr<std::optional<RunRecord>> r = ledger_->Get(open_.at(key).start.id);
+    if (!r.ok()) continue;
+    if (!*r || (*r)->end) {
+      Count(key);  // its launcher closed it
+    } else if (!LauncherAlive(open_.at(key).start)) {
+      OpenRun& run = open_.at(key);
+      CloseByAgent(run, run.cgroup_id != 0);  // 0: its cgroup went while no agent watched
+    }
+  }
+}
+
+void RunWatcher::Loop() {
+  std::unique_lock<std::mutex> queue_lock(queue_mu_);
+  absl::Time next_tick = absl::Now() + options_.tick;
+  while (!stop_) {
+    if (queue_.empty()) {
+      wake_.wait_for(queue_lock, absl::ToChronoMilliseconds(next_tick - absl::Now()));
+    }
+    if (stop_) break;
+    std::deque<std::function<void()>> tasks;
+    tasks.swap(queue_);
+    const bool tick = absl::Now() >= next_tick;
+    queue_lock.unlock();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& task : tasks) task();
+      if (tick) Tick();
+    }
+    if (tick) next_tick = absl::Now() + options_.tick;
+    queue_lock.lock();
+    done_ += tasks.size();
+    drained_.notify_all();
+  }
+}
+
+bool RunWatcher::LauncherAlive(const RunStart& start) const {
+  if (!start.launcher_pid || *start.launcher_pid <= 0) return false;
+  // A zombie launcher is dead: its parent has not reaped it yet.
+  std::ifstream stat(absl::StrCat("/proc/", *start.launcher_pid, "/stat"));
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  const size_t paren = line.rfind(')');
+  return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] != 'Z' &&
+         line[paren + 2] != 'X';
+}
+
+RunsSnapshot RunWatcher::Snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  RunsSnapshot out{.ended = counted_.ended};
+  for (const auto& [stage, q] : recent_) out.recent.insert(out.recent.end(), q.begin(), q.end());
+  return out;
+}
+
+void RunWatcher::Warn(const std::string& what, const std::string& id,
+                      const absl::Status& s) const {
+  Log::Warn(what, {{"run", id}, {"err", s.message()}});
+}
+
+}  // namespace stagewatch

@@ -1,0 +1,159 @@
+// The agent's side of runs: every cgroup directly beneath a stage's top that the agent sees
+// born and die is a run. Records those no launcher started (source=discovered), adds what only
+// the agent sees (OOM kills as they happen; run-queue wait, reclaim stalls and preemptors at
+// the end; anomalies of its stage while it lives) to every run's row, and closes runs whose
+// launcher is gone. Counts ended runs by verdict for the metrics.
+#pragma once
+
+#include <sys/types.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "bpf/cgroup.h"
+#include "runs/ledger.h"
+#include "runs/runs_config.h"
+#include "stages/stage_resolver.h"
+
+namespace stagewatch {
+
+// Reads what the probes hold for a run's cgroups (its own and its descendants, by id). A reader
+// left empty, or returning nullopt, means that fact is not observed (its probe is not running).
+// The readers run on the thread that delivers the rmdir, before the probes' entries of the
+// dead cgroup go, so they must take no lock a cgroup event's deliverer may hold: they read
+// the BPF maps only. stage_of names the preempting cgroups later, on the watcher's thread.
+struct RunProbeReaders {
+  std::function<std::optional<double>(const std::set<uint64_t>&)> run_queue_wait_seconds;
+  std::function<std::optional<double>(const std::set<uint64_t>&)> reclaim_stall_seconds;
+  // preempting cgroup id → times it preempted one of `ids`
+  std::function<std::optional<std::map<uint64_t, uint64_t>>(const std::set<uint64_t>&)>
+      preemptions;
+  std::function<std::string(uint64_t)> stage_of;
+};
+
+struct RunWatcherOptions {
+  std::string key_root;  // mount point of the keyed hierarchy: where run cgroup paths live
+  RunsConfig runs;
+  bool oom_observed = false;  // the OOM probe runs: a run without kill events had none
+  absl::Duration tick = absl::Seconds(1);  // how often closes by launchers are looked for
+};
+
+struct EndedRun {
+  std::string id, stage, pipeline, verdict;
+  absl::Time end;
+};
+
+struct RunsSnapshot {
+  // (stage, pipeline, verdict) → ended runs; every stage a run was seen of has all four final
+  // verdicts, zero included, so that increase() sees the first one.
+  std::map<std::tuple<std::string, std::string, std::string>, uint64_t> ended;
+  std::vector<EndedRun> recent;  // each stage's newest runs.info_per_stage, newest first
+};
+
+// Thread-safe: events come from the probes' poll threads and from drains at collect time. The
+// callers only queue them (they may hold the path cache's or a tracker's lock); one thread of
+// the watcher's own does the ledger writes.
+class RunWatcher {
+ public:
+  // Closes runs left open whose cgroup is gone (and whose launcher, if any, is gone), adopts the
+  // open runs whose cgroup lives, and starts the ticker.
+  static absl::StatusOr<std::unique_ptr<RunWatcher>> Start(std::unique_ptr<Ledger> ledger,
+                                                           StageResolver* stages,
+                                                           RunWatcherOptions options,
+                                                           RunProbeReaders readers);
+  ~RunWatcher();
+  RunWatcher(const RunWatcher&) = delete;
+  RunWatcher& operator=(const RunWatcher&) = delete;
+
+  // Call before the path cache applies the event (an rmdir's probe entries are still there).
+  void OnCgroupEvent(const cgroup_event& event);
+  // Waits until every event queued so far is in the ledger (for tests and shutdown).
+  void Flush();
+  void OnOomKill(uint64_t victim_cgroup_id, const OomVictim& victim);
+  void OnAnomaly(const std::string& stage, const RunAnomaly& anomaly);
+
+  RunsSnapshot Snapshot() const;
+
+ private:
+  // A run's cgroup, from its mkdir on. A launcher makes the cgroup a moment before it writes
+  // the run's row, so the row is looked for until kGrace has passed; only then is it recorded as
+  // a discovered run (facts seen meanwhile wait in `buffered`).
+  struct OpenRun {
+    RunStart start;           // id is "" until recorded
+    bool recorded = false;
+    uint64_t cgroup_id = 0;   // 0 for a run found open at startup whose cgroup was gone
+    std::set<uint64_t> ids;   // its cgroup and descendants
+    uint64_t kernel_kills = 0;
+    AgentFacts buffered;
+    bool removed = false;  // its cgroup is gone; waiting for the launcher to close it
+  };
+  static constexpr absl::Duration kGrace = absl::Seconds(1);
+
+  RunWatcher(std::unique_ptr<Ledger> ledger, StageResolver* stages, RunWatcherOptions options,
+             RunProbeReaders readers);
+  absl::Status Recover();
+  // The stage `path` is a run of, or nullopt.
+  std::optional<Stage> RunStage(const std::string& path);
+  // What the probes held for a run's cgroups when its own went, read by the deliverer.
+  struct EndReadings {
+    std::optional<double> run_queue_wait_seconds;
+    std::optional<double> reclaim_stall_seconds;
+    std::optional<std::map<uint64_t, uint64_t>> preemptions;
+  };
+  EndReadings ReadAtEnd(const std::set<uint64_t>& ids) const;
+  void Queue(std::function<void()> task);
+  void OnMkdir(uint64_t id, const std::string& path);
+  void OnRmdir(uint64_t id, std::optional<EndReadings> readings);
+  void AddOomKill(uint64_t victim_cgroup_id, const OomVictim& victim);
+  void AddAnomaly(const std::string& stage, const RunAnomaly& anomaly);
+  // Which ids the deliverers read at rmdir: each run's own cgroup id → its ids.
+  void PublishIds(const OpenRun& run);
+  // Finds the launcher's row, or (once kGrace has passed, or `now_or_never`) records a discovered
+  // run. Returns whether the run is recorded.
+  bool Record(OpenRun& run, bool now_or_never);
+  void AddFacts(OpenRun& run, const AgentFacts& facts);
+  // `saw_end`: the agent watched the run's cgroup go, so a kill it did not see did not happen.
+  void CloseByAgent(OpenRun& run, bool saw_end);
+  // Counts a run that has ended (by anyone) from its ledger row.
+  void Count(uint64_t key);
+  void SeeStage(const std::string& stage, const std::string& pipeline);
+  void Tick();
+  void Loop();  // the watcher's thread: queued tasks, and Tick() every options.tick
+  bool LauncherAlive(const RunStart& start) const;
+  void Warn(const std::string& what, const std::string& id, const absl::Status& s) const;
+
+  const RunWatcherOptions options_;
+  const RunProbeReaders readers_;
+  StageResolver* const stages_;
+  std::unique_ptr<Ledger> ledger_;
+  // Guards the state below; held only by the watcher's thread and Snapshot().
+  mutable std::mutex mu_;
+  std::map<uint64_t, OpenRun> open_;        // by its own cgroup id (or a made-up key)
+  std::map<uint64_t, uint64_t> by_cgroup_;  // cgroup id (its own, descendants) → open_ key
+  uint64_t next_gone_key_ = UINT64_MAX;     // keys of runs whose cgroup went while unwatched
+  RunsSnapshot counted_;
+  std::map<std::string, std::deque<EndedRun>> recent_;  // by stage, newest first
+  // Guards the queue and `published_`; never held while calling out.
+  mutable std::mutex queue_mu_;
+  std::deque<std::function<void()>> queue_;
+  std::map<uint64_t, std::set<uint64_t>> published_;
+  uint64_t queued_ = 0, done_ = 0;
+  std::condition_variable wake_, drained_;
+  bool stop_ = false;
+  std::thread worker_;
+};
+
+}  // namespace stagewatch

@@ -1,0 +1,181 @@
+// The run watcher on a real SQLite ledger, with cgroup events as the probe delivers them and
+// a directory tree standing in for the keyed hierarchy: which cgroups are runs, a launcher's
+// row used rather than a second one, who closes what, and what a restart closes.
+#include "runs/run_watcher.h"
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "gtest/gtest.h"
+#include "runs_test_util.h"
+#include "test_support.h"
+
+namespace stagewatch {
+namespace {
+
+using testing::TempDir;
+
+class RunWatcherTest : public ::testing::Test {
+ protected:
+  RunWatcherTest() : stages_({}, DiscoveryConfig{}), ledger_path_(dir_.file("ledger.db")) {
+    root_ = dir_.file("cgroupfs");
+    mkdir(root_.c_str(), 0755);
+  }
+
+  std::unique_ptr<RunWatcher> Start() {
+    absl::StatusOr<std::unique_ptr<Ledger>> ledger = Ledger::Open(ledger_path_);
+    EXPECT_TRUE(ledger.ok()) << ledger.status();
+    absl::StatusOr<std::unique_ptr<RunWatcher>> w = RunWatcher::Start(
+        *std::move(ledger), &stages_,
+        {.key_root = root_, .oom_observed = true, .tick = absl::Milliseconds(20)}, {});
+    EXPECT_TRUE(w.ok()) << w.status();
+    return w.ok() ? *std::move(w) : nullptr;
+  }
+
+  // Makes the directory and returns the event the probe would deliver for it.
+  cgroup_event Mkdir(const std::string& path) {
+    std::filesystem::create_directories(root_ + path);
+    struct stat st;
+    stat((root_ + path).c_str(), &st);
+    return Event(CGROUP_EVENT_MKDIR, st.st_ino, path);
+  }
+  cgroup_event Rmdir(const cgroup_event& made) {
+    const std::string path(made.path);
+    std::filesystem::remove_all(root_ + path);
+    return Event(CGROUP_EVENT_RMDIR, made.cgroup_id, path);
+  }
+  static cgroup_event Event(int kind, uint64_t id, const std::string& path) {
+    cgroup_event e{};
+    e.cgroup_id = id;
+    e.kind = kind;
+    e.path_len = path.size();
+    std::memcpy(e.path, path.c_str(), path.size() + 1);
+    return e;
+  }
+
+  std::vector<RunRecord> Runs() {
+    absl::StatusOr<std::unique_ptr<Ledger>> ledger = Ledger::OpenForReading(ledger_path_);
+    EXPECT_TRUE(ledger.ok()) << ledger.status();
+    absl::StatusOr<std::vector<RunRecord>> runs = (*ledger)->List({});
+    EXPECT_TRUE(runs.ok()) << runs.status();
+    return runs.ok() ? *runs : std::vector<RunRecord>{};
+  }
+
+  static uint64_t Ended(const RunsSnapshot& s, const std::string& stage,
+                        const std::string& verdict) {
+    auto it = s.ended.find({stage, "", verdict});
+    return it == s.ended.end() ? 99 : it->second;
+  }
+
+  TempDir dir_;
+  StageResolver stages_;
+  std::string ledger_path_;
+  std::string root_;
+};
+
+TEST_F(RunWatcherTest, OnlyACgroupDirectlyBeneathAStagesTopIsARunAndItsKillsCount) {
+  auto watcher = Start();
+  watcher->OnCgroupEvent(Mkdir("/jobs"));
+  watcher->OnCgroupEvent(Mkdir("/jobs/stagewatch"));
+  watcher->OnCgroupEvent(Mkdir("/jobs/stagewatch/train"));         // the stage's top
+  const cgroup_event job = Mkdir("/jobs/stagewatch/train/job_42");  // a run
+  watcher->OnCgroupEvent(job);
+  const cgroup_event step = Mkdir("/jobs/stagewatch/train/job_42/step_0");  // within the run
+  watcher->OnCgroupEvent(step);
+  watcher->OnOomKill(step.cgroup_id, {.pid = 77, .comm = "python3", .kind = "kernel"});
+  watcher->OnOomKill(12345, {.pid = 78, .comm = "other", .kind = "kernel"});  // not a run's
+  watcher->OnCgroupEvent(Rmdir(step));
+  watcher->OnCgroupEvent(Rmdir(job));
+  watcher->Flush();
+
+  std::vector<RunRecord> runs = Runs();
+  ASSERT_EQ(runs.size(), 1u);
+  const RunRecord& r = runs[0];
+  EXPECT_EQ(r.start.id, "job_42");
+  EXPECT_EQ(r.start.stage, "train");
+  EXPECT_EQ(r.start.source, RunSource::kDiscovered);
+  EXPECT_EQ(r.start.cgroup_path, "/jobs/stagewatch/train/job_42");
+  ASSERT_TRUE(r.end);
+  EXPECT_EQ(r.end->closed_by, RunCloser::kAgent);
+  EXPECT_EQ(r.end->facts.oom_kills_kernel, 1u);
+  ASSERT_EQ(r.agent.oom_victims.size(), 1u);
+  EXPECT_EQ(r.agent.oom_victims[0].pid, 77);
+  EXPECT_EQ(r.agent.oom_kills_userspace, 0u);
+  const RunsSnapshot s = watcher->Snapshot();
+  EXPECT_EQ(Ended(s, "train", "interrupted"), 1u);
+  EXPECT_EQ(Ended(s, "train", "clean"), 0u);  // every verdict of a seen stage, zeros too
+  ASSERT_EQ(s.recent.size(), 1u);
+  EXPECT_EQ(s.recent[0].id, "job_42");
+  EXPECT_EQ(s.recent[0].verdict, "interrupted");
+}
+
+TEST_F(RunWatcherTest, ALaunchersRowIsUsedNotDoubledAndALiveLauncherClosesItsOwn) {
+  const std::string path = "/stagewatch/validate/r1";
+  auto watcher = Start();
+  // The launcher's order: the cgroup first, its row a moment later.
+  const cgroup_event run = Mkdir(path);
+  watcher->OnCgroupEvent(run);
+  watcher->Flush();
+  {
+    absl::StatusOr<std::unique_ptr<Ledger>> ledger = Ledger::Open(ledger_path_);
+    ASSERT_TRUE(ledger.ok());
+    RunStart start = testing::Started("r1", "validate", absl::Now());
+    start.cgroup_path = path;
+    start.launcher_pid = getpid();  // alive
+    ASSERT_TRUE((*ledger)->BeginRun(start).ok());
+  }
+  absl::SleepFor(absl::Milliseconds(100));  // a few ticks: the watcher finds the row
+  watcher->OnCgroupEvent(Rmdir(run));
+  watcher->Flush();
+  std::vector<RunRecord> runs = Runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_FALSE(runs[0].end) << "the agent closed a run whose launcher lives";
+  EXPECT_TRUE(runs[0].agent_observed);
+  EXPECT_EQ(Ended(watcher->Snapshot(), "validate", "interrupted"), 0u);
+
+  {
+    absl::StatusOr<std::unique_ptr<Ledger>> ledger = Ledger::Open(ledger_path_);
+    ASSERT_TRUE(ledger.ok());
+    RunEnd end{.end = absl::Now(), .exit_code = 0};
+    ASSERT_TRUE((*ledger)->EndRun("r1", end).ok());
+  }
+  EXPECT_TRUE(testing::WaitUntil(
+      [&] {
+        const RunsSnapshot s = watcher->Snapshot();
+        return !s.recent.empty() && s.recent[0].id == "r1";
+      },
+      5000));
+  runs = Runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].end->closed_by, RunCloser::kLauncher);
+}
+
+TEST_F(RunWatcherTest, AtStartARunLeftOpenWhoseCgroupAndLauncherAreGoneIsClosed) {
+  const pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  waitpid(dead, nullptr, 0);
+  {
+    absl::StatusOr<std::unique_ptr<Ledger>> ledger = Ledger::Open(ledger_path_);
+    ASSERT_TRUE(ledger.ok());
+    RunStart gone = testing::Started("gone", "train", absl::Now() - absl::Minutes(5));
+    gone.launcher_pid = dead;
+    ASSERT_TRUE((*ledger)->BeginRun(gone).ok());
+    RunStart alive = testing::Started("alive", "train", absl::Now());
+    std::filesystem::create_directories(root_ + alive.cgroup_path);  // its cgroup lives
+    ASSERT_TRUE((*ledger)->BeginRun(alive).ok());
+  }
+  auto watcher = Start();
+  std::map<std::string, RunRecord> by_id;
+  for (RunRecord& r : Runs()) by_id[r.start.id] = r;
+  ASSERT_TRUE(by_id["gone"].end);
+  EXPECT_EQ(by_id["gone"].end->closed_by, RunCloser::kAgent);
+  EXPECT_FALSE(by_id["gone"].end->facts.oom_kills_kernel) << "nobody watched: unknown, not 0";
+  EXPECT_FALSE(by_id["alive"].end);
+}
+
+}  // namespace
+}  // namespace stagewatch

@@ -24,6 +24,14 @@ if ! mount -t 9p -o "ro,$opts" hostroot /host; then
   echo "vm: cannot mount the host root over 9p"
   finish
 fi
+# The source and build trees stay visible where the guest mounts its own /tmp, /run and
+# /var/tmp over the host's (a clone under /tmp, as CI may make): held aside, put back after.
+kept=""
+for tree in "$SOURCE" "$BUILD"; do
+  case "$tree" in /tmp/* | /run/* | /var/tmp/*) ;; *) continue ;; esac
+  hold=/kept/$(echo "$tree" | md5sum | cut -c1-12)
+  mkdir -p "$hold" && mount -o bind "/host$tree" "$hold" && kept="$kept $hold=$tree"
+done
 # The guest's own kernel filesystems and scratch space over the read-only host tree.
 mount -t proc proc /host/proc
 mount -t sysfs sysfs /host/sys
@@ -39,6 +47,9 @@ mount -t cgroup2 -o nsdelegate,memory_recursiveprot cgroup2 /host/sys/fs/cgroup
 mount -t bpf bpf /host/sys/fs/bpf
 mount -t tracefs tracefs /host/sys/kernel/tracing
 mount -t debugfs debugfs /host/sys/kernel/debug
+for pair in $kept; do
+  mkdir -p "/host${pair#*=}" && mount -o bind "${pair%%=*}" "/host${pair#*=}"
+done
 if ! mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 results "/host$RESULTS"; then
   echo "vm: cannot mount the results directory over 9p"
   finish

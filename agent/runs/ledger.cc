@@ -586,9 +586,10 @@ absl::StatusOr<std::vector<RunRecord>> Ledger::List(const RunFilter& filter) {
                absl::StrFormat("ORDER BY start_time DESC, id DESC LIMIT %d", filter.limit));
 }
 
-absl::StatusOr<std::optional<RunRecord>> Ledger::FindOpenByCgroup(const std::string& cgroup_path) {
+absl::StatusOr<std::optional<RunRecord>> Ledger::FindNewestByCgroup(
+    const std::string& cgroup_path) {
   absl::StatusOr<std::vector<RunRecord>> rows =
-      Query("cgroup_path = ? AND end_time IS NULL", {cgroup_path}, "ORDER BY start_time DESC LIMIT 1");
+      Query("cgroup_path = ?", {cgroup_path}, "ORDER BY start_time DESC LIMIT 1");
   if (!rows.ok()) return rows.status();
   if (rows->empty()) return std::nullopt;
   return std::move(rows->front());

@@ -58,8 +58,9 @@ class Ledger {
 
   absl::StatusOr<std::optional<RunRecord>> Get(const std::string& id);
   absl::StatusOr<std::vector<RunRecord>> List(const RunFilter& filter);
-  // The open run whose cgroup is at `cgroup_path`, for the agent's cgroup events.
-  absl::StatusOr<std::optional<RunRecord>> FindOpenByCgroup(const std::string& cgroup_path);
+  // The newest run, open or ended, whose cgroup is at `cgroup_path`, for the agent's cgroup
+  // events.
+  absl::StatusOr<std::optional<RunRecord>> FindNewestByCgroup(const std::string& cgroup_path);
 
   static int SchemaVersion();  // the version this build writes
 

@@ -122,7 +122,7 @@ void RunWatcher::OnCgroupEvent(const cgroup_event& event) {
     if (ids) readings = ReadAtEnd(*ids);
     Queue([this, id, readings] { OnRmdir(id, readings); });
   } else if (len < sizeof(event.path) - 1) {
-    Queue([this, id, path] { OnMkdir(id, path); });
+    Queue([this, id, path, seen = absl::Now()] { OnMkdir(id, path, seen); });
   }
 }
 
@@ -155,7 +155,7 @@ void RunWatcher::PublishIds(const OpenRun& run) {
   published_[run.cgroup_id] = run.ids;
 }
 
-void RunWatcher::OnMkdir(uint64_t id, const std::string& path) {
+void RunWatcher::OnMkdir(uint64_t id, const std::string& path, absl::Time seen) {
   for (auto& [key, run] : open_) {
     if (!run.removed && IsWithin(path, run.start.cgroup_path)) {  // a descendant
       run.ids.insert(id);
@@ -174,22 +174,27 @@ void RunWatcher::OnMkdir(uint64_t id, const std::string& path) {
   by_cgroup_[id] = id;
   OpenRun& run = open_[id] = OpenRun{
       .start = {.stage = stage->name, .pipeline = stage->pipeline,
-                .source = RunSource::kDiscovered, .cgroup_path = path, .start = absl::Now()},
+                .source = RunSource::kDiscovered, .cgroup_path = path, .start = seen},
       .cgroup_id = id,
       .ids = {id}};
   PublishIds(run);
   Record(run, false);
 }
 
+bool RunWatcher::OfThisCgroup(const RunRecord& row, absl::Time seen) {
+  if (!row.end) return true;
+  return row.start.source == RunSource::kLauncher && row.end->end >= seen - kLateEvents;
+}
+
 bool RunWatcher::Record(OpenRun& run, bool now_or_never) {
   if (run.recorded) return true;
   const std::string& path = run.start.cgroup_path;
-  absl::StatusOr<std::optional<RunRecord>> launched = ledger_->FindOpenByCgroup(path);
+  absl::StatusOr<std::optional<RunRecord>> launched = ledger_->FindNewestByCgroup(path);
   if (!launched.ok()) {
     Warn("cannot look a run up", path, launched.status());
     return false;
   }
-  if (*launched) {
+  if (*launched && OfThisCgroup(**launched, run.start.start)) {
     run.start = (*launched)->start;
   } else if (now_or_never || absl::Now() - run.start.start >= kGrace) {
     RunStart& start = run.start;

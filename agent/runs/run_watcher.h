@@ -101,6 +101,12 @@ class RunWatcher {
     bool removed = false;  // its cgroup is gone; waiting for the launcher to close it
   };
   static constexpr absl::Duration kGrace = absl::Seconds(1);
+  // Whether the ledger's newest row for a cgroup's path, which the agent saw made at `seen`, is
+  // that cgroup's run: an open row, or one a launcher closed before the agent got to the
+  // cgroup's events (a short run under load). A launcher's path holds its run's unique id, so an
+  // ended launcher row is an earlier cgroup's only if the path was made again by hand later.
+  static bool OfThisCgroup(const RunRecord& row, absl::Time seen);
+  static constexpr absl::Duration kLateEvents = absl::Seconds(10);
 
   RunWatcher(std::unique_ptr<Ledger> ledger, StageResolver* stages, RunWatcherOptions options,
              RunProbeReaders readers);
@@ -115,7 +121,7 @@ class RunWatcher {
   };
   EndReadings ReadAtEnd(const std::set<uint64_t>& ids) const;
   void Queue(std::function<void()> task);
-  void OnMkdir(uint64_t id, const std::string& path);
+  void OnMkdir(uint64_t id, const std::string& path, absl::Time seen);
   void OnRmdir(uint64_t id, std::optional<EndReadings> readings);
   void AddOomKill(uint64_t victim_cgroup_id, const OomVictim& victim);
   void AddAnomaly(const std::string& stage, const RunAnomaly& anomaly);

@@ -145,6 +145,9 @@ TEST_F(RunsE2E, ALauncherRunOomKilledGetsTheAgentsOomFactsAndCountsAsInterrupted
   EXPECT_EQ(Metric(*agent, R"(stagewatch_run_info{pipeline_stage="swoomrun",run_id="oom-1",)"
                            R"(verdict="interrupted"})"),
             1);
+  absl::StatusOr<std::unique_ptr<Ledger>> ledger = Ledger::OpenForReading(ledger_);
+  ASSERT_TRUE(ledger.ok());
+  EXPECT_EQ((*ledger)->List({.stage = "swoomrun"})->size(), 1u) << "the agent doubled the run";
 }
 
 TEST_F(RunsE2E, AnAgentKilledMidRunClosesTheRunWhenItComesBack) {
@@ -184,12 +187,16 @@ TEST_F(RunsE2E, ARunWhoseLauncherDiedIsClosedByTheAgentWhenItsCgroupGoes) {
                          ledger_, "--cgroup.parent", parent.path(), "--", "sleep", "60"});
   const std::string run_path = parent.path() + "/stagewatch/sworphan/orphan-1";
   ASSERT_TRUE(RunWhen(run_path, [](const RunRecord& r) { return !r.end; })) << launcher.log();
+  // The row is written before the command joins the cgroup: wait for the command too.
+  const std::string run_dir = parent.dir() + "/stagewatch/sworphan/orphan-1";
+  std::string procs;
+  ASSERT_TRUE(WaitUntil(
+      [&] { return !(procs = testing::ReadFile(run_dir + "/cgroup.procs")).empty(); }, 15000))
+      << launcher.log();
   ASSERT_EQ(kill(launcher.pid(), SIGKILL), 0);
   EXPECT_EQ(launcher.WaitExit(), 128 + SIGKILL);
 
   // What the launcher would have done: end the command, remove its cgroups (deepest first).
-  const std::string run_dir = parent.dir() + "/stagewatch/sworphan/orphan-1";
-  const std::string procs = testing::ReadFile(run_dir + "/cgroup.procs");
   for (absl::string_view pid : absl::StrSplit(procs, '\n', absl::SkipEmpty())) {
     kill(std::stoi(std::string(pid)), SIGKILL);
   }

@@ -183,10 +183,15 @@ TEST(LedgerTest, ListsNewestFirstByStageAndStartAndFindsOpenRunsByCgroup) {
   EXPECT_THAT(ids({.open_only = true}), ElementsAre("a2", "b1"));
   EXPECT_THAT(ids({.limit = 1}), ElementsAre("a2"));
 
-  auto open = ledger->FindOpenByCgroup("/stagewatch/train/a2");
+  auto open = ledger->FindNewestByCgroup("/stagewatch/train/a2");
   ASSERT_TRUE(open.ok() && *open);
   EXPECT_EQ((*open)->start.id, "a2");
-  EXPECT_FALSE(*ledger->FindOpenByCgroup("/stagewatch/train/a1")) << "a1 has ended";
+  EXPECT_FALSE((*open)->end);
+  auto ended = ledger->FindNewestByCgroup("/stagewatch/train/a1");
+  ASSERT_TRUE(ended.ok() && *ended);
+  EXPECT_EQ((*ended)->start.id, "a1");
+  EXPECT_TRUE((*ended)->end);
+  EXPECT_FALSE(*ledger->FindNewestByCgroup("/stagewatch/train/a3")) << "no such run";
 }
 
 TEST(LedgerTest, LeavesAFileThatIsNotADatabaseUntouched) {

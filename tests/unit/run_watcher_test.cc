@@ -3,6 +3,7 @@
 // row used rather than a second one, who closes what, and what a restart closes.
 #include "runs/run_watcher.h"
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -152,6 +153,56 @@ TEST_F(RunWatcherTest, ALaunchersRowIsUsedNotDoubledAndALiveLauncherClosesItsOwn
   runs = Runs();
   ASSERT_EQ(runs.size(), 1u);
   EXPECT_EQ(runs[0].end->closed_by, RunCloser::kLauncher);
+}
+
+// A short run under load: the launcher has begun and ended its row before the agent handles
+// the cgroup's mkdir and rmdir. The agent's facts go to that row; no discovered second one.
+TEST_F(RunWatcherTest, ALaunchersRowEndedBeforeTheEventsArriveGetsTheFactsNotADouble) {
+  const std::string path = "/stagewatch/validate/r2";
+  auto watcher = Start();
+  const cgroup_event run = Mkdir(path);
+  {
+    absl::StatusOr<std::unique_ptr<Ledger>> ledger = Ledger::Open(ledger_path_);
+    ASSERT_TRUE(ledger.ok());
+    RunStart start = testing::Started("r2", "validate", absl::Now() - absl::Milliseconds(50));
+    start.cgroup_path = path;
+    start.launcher_pid = getpid();
+    ASSERT_TRUE((*ledger)->BeginRun(start).ok());
+    RunEnd end{.end = absl::Now(), .signal = SIGKILL};  // not sent through the launcher
+    ASSERT_TRUE((*ledger)->EndRun("r2", end).ok());
+  }
+  watcher->OnCgroupEvent(run);
+  watcher->OnOomKill(run.cgroup_id, {.pid = 79, .comm = "python3", .kind = "kernel"});
+  watcher->OnCgroupEvent(Rmdir(run));
+  watcher->Flush();
+
+  std::vector<RunRecord> runs = Runs();
+  ASSERT_EQ(runs.size(), 1u) << "a discovered row beside the launcher's";
+  EXPECT_EQ(runs[0].start.id, "r2");
+  EXPECT_EQ(runs[0].end->closed_by, RunCloser::kLauncher);
+  ASSERT_EQ(runs[0].agent.oom_victims.size(), 1u);
+  EXPECT_EQ(runs[0].agent.oom_victims[0].pid, 79);
+  EXPECT_TRUE(testing::WaitUntil(
+      [&] { return Ended(watcher->Snapshot(), "validate", "interrupted") == 1; }, 5000));
+
+  // The same path made again by hand long after: a run of its own.
+  {
+    absl::StatusOr<std::unique_ptr<Ledger>> ledger = Ledger::Open(ledger_path_);
+    ASSERT_TRUE(ledger.ok());
+    RunStart start = testing::Started("r3", "validate", absl::Now() - absl::Minutes(5));
+    start.cgroup_path = "/stagewatch/validate/r3";
+    ASSERT_TRUE((*ledger)->BeginRun(start).ok());
+    ASSERT_TRUE((*ledger)->EndRun("r3", {.end = absl::Now() - absl::Minutes(4)}).ok());
+  }
+  const cgroup_event again = Mkdir("/stagewatch/validate/r3");
+  watcher->OnCgroupEvent(again);
+  watcher->OnCgroupEvent(Rmdir(again));
+  watcher->Flush();
+  runs = Runs();
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ(runs[0].start.source, RunSource::kDiscovered);
+  EXPECT_EQ(runs[0].start.cgroup_path, "/stagewatch/validate/r3");
+  EXPECT_NE(runs[0].start.id, "r3");
 }
 
 TEST_F(RunWatcherTest, AtStartARunLeftOpenWhoseCgroupAndLauncherAreGoneIsClosed) {

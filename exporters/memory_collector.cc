@@ -95,13 +95,13 @@ absl::Status MemoryCollector::CollectCgroupfs(const std::vector<Stage>& stages,
                               "Memory events of the stage's cgroups (memory.events; on cgroup v1 "
                               "failcnt and oom_kill of each limited cgroup), since the agent saw "
                               "the cgroup.");
-  auto mem_wait = CounterFamily("stagewatch_memory_pressure_waiting_seconds_total",
+  auto mem_wait = CounterFamily("stagewatch_pressure_memory_waiting_seconds_total",
                                 "Time some of the stage's tasks stalled on memory (PSI some).");
-  auto mem_stall = CounterFamily("stagewatch_memory_pressure_stalled_seconds_total",
+  auto mem_stall = CounterFamily("stagewatch_pressure_memory_stalled_seconds_total",
                                  "Time all of the stage's tasks stalled on memory (PSI full).");
-  auto io_wait = CounterFamily("stagewatch_io_pressure_waiting_seconds_total",
+  auto io_wait = CounterFamily("stagewatch_pressure_io_waiting_seconds_total",
                                "Time some of the stage's tasks stalled on I/O (PSI some).");
-  auto io_stall = CounterFamily("stagewatch_io_pressure_stalled_seconds_total",
+  auto io_stall = CounterFamily("stagewatch_pressure_io_stalled_seconds_total",
                                 "Time all of the stage's tasks stalled on I/O (PSI full).");
   for (const Stage& stage : stages) {
     if (auto it = sampled.find(stage.name); it != sampled.end()) {

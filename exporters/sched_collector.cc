@@ -100,17 +100,17 @@ absl::Status SchedCollector::CollectCgroupfs(const std::vector<Stage>& stages,
   auto usage = CounterFamily("stagewatch_cgroup_cpu_usage_seconds_total",
                              "CPU time charged to the stage's cgroups by the kernel (cpuacct.usage, "
                              "cpu.stat usage_usec): a cross-check of stagewatch_cpu_seconds_total.");
-  auto periods = CounterFamily("stagewatch_cpu_periods_total",
+  auto periods = CounterFamily("stagewatch_cpu_cfs_periods_total",
                                "CFS bandwidth periods elapsed for the stage's cgroups (cpu.stat).");
-  auto throttled = CounterFamily("stagewatch_cpu_throttled_periods_total",
+  auto throttled = CounterFamily("stagewatch_cpu_cfs_throttled_periods_total",
                                  "CFS bandwidth periods in which the stage was throttled.");
-  auto throttled_s = CounterFamily("stagewatch_cpu_throttled_seconds_total",
+  auto throttled_s = CounterFamily("stagewatch_cpu_cfs_throttled_seconds_total",
                                    "Time the stage's cgroups spent throttled by their CPU limit.");
   auto waiting = CounterFamily(
-      "stagewatch_cpu_pressure_waiting_seconds_total",
+      "stagewatch_pressure_cpu_waiting_seconds_total",
       "Time some of the stage's tasks waited for a CPU (cpu.pressure some).");
   auto stalled = CounterFamily(
-      "stagewatch_cpu_pressure_stalled_seconds_total",
+      "stagewatch_pressure_cpu_stalled_seconds_total",
       "Time all of the stage's non-idle tasks waited for a CPU (cpu.pressure full).");
   for (const Stage& stage : stages) {
     auto it = totals.find(stage.name);

@@ -87,13 +87,13 @@ def stage_drilldown(cfg):
         "Share of wall time some (waiting) or all (stalled) of the stage's tasks were held up "
         "on memory or I/O (cgroup2 memory.pressure, io.pressure).",
         "percentunit", [
-            target(by(I, "sum", q.rate("stagewatch_memory_pressure_waiting_seconds_total")),
+            target(by(I, "sum", q.rate("stagewatch_pressure_memory_waiting_seconds_total")),
                    f"memory some {L}"),
-            target(by(I, "sum", q.rate("stagewatch_memory_pressure_stalled_seconds_total")),
+            target(by(I, "sum", q.rate("stagewatch_pressure_memory_stalled_seconds_total")),
                    f"memory full {L}"),
-            target(by(I, "sum", q.rate("stagewatch_io_pressure_waiting_seconds_total")),
+            target(by(I, "sum", q.rate("stagewatch_pressure_io_waiting_seconds_total")),
                    f"io some {L}"),
-            target(by(I, "sum", q.rate("stagewatch_io_pressure_stalled_seconds_total")),
+            target(by(I, "sum", q.rate("stagewatch_pressure_io_stalled_seconds_total")),
                    f"io full {L}"),
         ], w=8))
     p.append(heatmap(
@@ -177,10 +177,10 @@ def stage_drilldown(cfg):
         "Share of CFS bandwidth periods in which the stage was throttled by its CPU limit, and "
         "the seconds per second it spent throttled (right axis).",
         "percentunit", [
-            target(by(I, "sum", q.rate("stagewatch_cpu_throttled_periods_total")) + " / " +
-                   by(I, "sum", q.rate("stagewatch_cpu_periods_total")),
+            target(by(I, "sum", q.rate("stagewatch_cpu_cfs_throttled_periods_total")) + " / " +
+                   by(I, "sum", q.rate("stagewatch_cpu_cfs_periods_total")),
                    f"throttled periods {L}"),
-            target(by(I, "sum", q.rate("stagewatch_cpu_throttled_seconds_total")),
+            target(by(I, "sum", q.rate("stagewatch_cpu_cfs_throttled_seconds_total")),
                    f"throttled time {L}"),
         ], w=8, overrides=[{
             "matcher": {"id": "byRegexp", "options": "throttled time.*"},
@@ -191,9 +191,9 @@ def stage_drilldown(cfg):
         "Share of wall time some (waiting) or all (stalled) of the stage's tasks were waiting "
         "for a CPU (cgroup2 cpu.pressure).",
         "percentunit", [
-            target(by(I, "sum", q.rate("stagewatch_cpu_pressure_waiting_seconds_total")),
+            target(by(I, "sum", q.rate("stagewatch_pressure_cpu_waiting_seconds_total")),
                    f"some {L}"),
-            target(by(I, "sum", q.rate("stagewatch_cpu_pressure_stalled_seconds_total")),
+            target(by(I, "sum", q.rate("stagewatch_pressure_cpu_stalled_seconds_total")),
                    f"full {L}"),
         ], w=8))
 

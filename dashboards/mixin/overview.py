@@ -130,9 +130,9 @@ def pipeline_overview(cfg):
         "Share of wall time some (waiting) or all (stalled) of each stage's tasks were held up "
         "on memory: reclaim, swap-in, refaults (cgroup2 memory.pressure).",
         "percentunit", [
-            target(by(IS, "sum", q.rate("stagewatch_memory_pressure_waiting_seconds_total")),
+            target(by(IS, "sum", q.rate("stagewatch_pressure_memory_waiting_seconds_total")),
                    "{{pipeline_stage}} some ({{instance}})"),
-            target(by(IS, "sum", q.rate("stagewatch_memory_pressure_stalled_seconds_total")),
+            target(by(IS, "sum", q.rate("stagewatch_pressure_memory_stalled_seconds_total")),
                    "{{pipeline_stage}} full ({{instance}})"),
         ], w=8, links=LINK))
     p.append(timeseries(
@@ -158,9 +158,9 @@ def pipeline_overview(cfg):
         "Share of wall time some (waiting) or all (stalled) of each stage's tasks waited for "
         "I/O (cgroup2 io.pressure).",
         "percentunit", [
-            target(by(IS, "sum", q.rate("stagewatch_io_pressure_waiting_seconds_total")),
+            target(by(IS, "sum", q.rate("stagewatch_pressure_io_waiting_seconds_total")),
                    "{{pipeline_stage}} some ({{instance}})"),
-            target(by(IS, "sum", q.rate("stagewatch_io_pressure_stalled_seconds_total")),
+            target(by(IS, "sum", q.rate("stagewatch_pressure_io_stalled_seconds_total")),
                    "{{pipeline_stage}} full ({{instance}})"),
         ], links=LINK))
 
@@ -235,21 +235,21 @@ def pipeline_overview(cfg):
         "Share of CFS bandwidth periods in which each stage was throttled by its CPU limit "
         "(cpu.stat). Only stages with a CPU limit appear.",
         "percentunit", [target(
-            by(IS, "sum", q.rate("stagewatch_cpu_throttled_periods_total")) + " / " +
-            by(IS, "sum", q.rate("stagewatch_cpu_periods_total")), ST)], w=8, max_=1, links=LINK))
+            by(IS, "sum", q.rate("stagewatch_cpu_cfs_throttled_periods_total")) + " / " +
+            by(IS, "sum", q.rate("stagewatch_cpu_cfs_periods_total")), ST)], w=8, max_=1, links=LINK))
     p.append(timeseries(
         "Throttled time",
         "Seconds per second each stage's cgroups spent throttled by their CPU limit.",
-        "s", [target(by(IS, "sum", q.rate("stagewatch_cpu_throttled_seconds_total")), ST)],
+        "s", [target(by(IS, "sum", q.rate("stagewatch_cpu_cfs_throttled_seconds_total")), ST)],
         w=8, links=LINK))
     p.append(timeseries(
         "CPU pressure (PSI)",
         "Share of wall time some (waiting) or all (stalled) of each stage's tasks were "
         "runnable but waiting for a CPU (cgroup2 cpu.pressure).",
         "percentunit", [
-            target(by(IS, "sum", q.rate("stagewatch_cpu_pressure_waiting_seconds_total")),
+            target(by(IS, "sum", q.rate("stagewatch_pressure_cpu_waiting_seconds_total")),
                    "{{pipeline_stage}} some ({{instance}})"),
-            target(by(IS, "sum", q.rate("stagewatch_cpu_pressure_stalled_seconds_total")),
+            target(by(IS, "sum", q.rate("stagewatch_pressure_cpu_stalled_seconds_total")),
                    "{{pipeline_stage}} full ({{instance}})"),
         ], w=8, links=LINK))
     p.append(timeseries(

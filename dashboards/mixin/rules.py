@@ -122,15 +122,15 @@ def recording(cfg):
             f"{LEVEL}:stagewatch_cpu_seconds:rate5m",
             f"rate(stagewatch_cpu_seconds_total{{{s}}}[5m])"),
         rec("Share of CFS bandwidth periods in which the stage was throttled by its CPU limit.",
-            f"{LEVEL}:stagewatch_cpu_throttled_periods_per_periods:ratio_rate5m",
-            f"rate(stagewatch_cpu_throttled_periods_total{{{s}}}[5m])\n"
-            f"/ rate(stagewatch_cpu_periods_total{{{s}}}[5m])"),
+            f"{LEVEL}:stagewatch_cpu_cfs_throttled_periods_per_periods:ratio_rate5m",
+            f"rate(stagewatch_cpu_cfs_throttled_periods_total{{{s}}}[5m])\n"
+            f"/ rate(stagewatch_cpu_cfs_periods_total{{{s}}}[5m])"),
         rec("Page faults per second, by fault_type.",
             f"{LEVEL}_fault_type:stagewatch_page_faults:rate5m",
             f"rate(stagewatch_page_faults_total{{{s}}}[5m])"),
         rec("Share of wall time all of the stage's tasks were stalled on memory (PSI \"full\").",
-            f"{LEVEL}:stagewatch_memory_pressure_stalled_seconds:rate5m",
-            f"rate(stagewatch_memory_pressure_stalled_seconds_total{{{s}}}[5m])"),
+            f"{LEVEL}:stagewatch_pressure_memory_stalled_seconds:rate5m",
+            f"rate(stagewatch_pressure_memory_stalled_seconds_total{{{s}}}[5m])"),
     ]
 
 
@@ -262,7 +262,7 @@ def memory_pressure(cfg):
     return [
         alert(
             cfg, "StagewatchMemoryPressureHigh",
-            f"rate(stagewatch_memory_pressure_stalled_seconds_total{{{cfg.selector}}}"
+            f"rate(stagewatch_pressure_memory_stalled_seconds_total{{{cfg.selector}}}"
             f"[{c['window']}]) > {number(c['ratio'])}",
             c["for"], "warning",
             "Stage {{ $labels.pipeline_stage }} on {{ $labels.instance }} is stalled on memory "
@@ -284,7 +284,7 @@ def memory_pressure(cfg):
             "{{ $labels.instance }}",
             fold(f"""
             The agent's pressure_spike detector reports that all tasks of {STAGE_ON} are stalled
-            on memory (PSI "full") for more than its threshold (default 10% over 30 s){{{{ with printf "rate(stagewatch_memory_pressure_stalled_seconds_total{{instance=%q,job=%q,pipeline_stage=%q}}[5m])" $labels.instance $labels.job $labels.pipeline_stage | query }}}};
+            on memory (PSI "full") for more than its threshold (default 10% over 30 s){{{{ with printf "rate(stagewatch_pressure_memory_stalled_seconds_total{{instance=%q,job=%q,pipeline_stage=%q}}[5m])" $labels.instance $labels.job $labels.pipeline_stage | query }}}};
             {{{{ . | first | value | humanizePercentage }}}} of the time over the last 5
             minutes{{{{ end }}}}. The stage is thrashing: reclaim and swap-in take its run time."""),
             trigger="anomaly"),
@@ -344,8 +344,8 @@ def cpu_throttling(cfg):
     s, w = cfg.selector, c["window"]
     return alert(
         cfg, "StagewatchCPUThrottlingHigh",
-        f"increase(stagewatch_cpu_throttled_periods_total{{{s}}}[{w}])\n"
-        f"/ increase(stagewatch_cpu_periods_total{{{s}}}[{w}])\n"
+        f"increase(stagewatch_cpu_cfs_throttled_periods_total{{{s}}}[{w}])\n"
+        f"/ increase(stagewatch_cpu_cfs_periods_total{{{s}}}[{w}])\n"
         f"> {number(c['ratio'])}",
         c["for"], "info",
         "Stage {{ $labels.pipeline_stage }} on {{ $labels.instance }} is CPU-throttled in "

@@ -124,7 +124,7 @@ TEST(MemoryE2E, AStageNearItsLimitShowsUsageLimitNearLimitTimePeakEventsAndTasks
 
   const std::string pressure = testing::ReadFile(train.dir("pressure") + "/memory.pressure");
   const double some_s = std::stoull(pressure.substr(pressure.find("total=") + 6)) * 1e-6;
-  EXPECT_NEAR(ValueOr(m, "stagewatch_memory_pressure_waiting_seconds_total" + t, -1), some_s,
+  EXPECT_NEAR(ValueOr(m, "stagewatch_pressure_memory_waiting_seconds_total" + t, -1), some_s,
               0.01 * some_s + 0.001);
 
   auto [rc, lint] = testing::RunWithInput("promtool check metrics", *agent.Get("/metrics"));

@@ -67,11 +67,11 @@ TEST(SchedE2E, AStarvedStageShowsLatencyPreemptionAndThrottling) {
         std::optional<std::string> body = agent.Get("/metrics");
         if (!body) return false;
         m = ParseExposition(*body);
-        return ValueOr(m, "stagewatch_cpu_throttled_periods_total" + v_label, 0) == nr_throttled &&
+        return ValueOr(m, "stagewatch_cpu_cfs_throttled_periods_total" + v_label, 0) == nr_throttled &&
                ValueOr(m, "stagewatch_cpu_seconds_total" + v_label, 0) > 0.9 * usage_s;
       },
       15000))
-      << "throttled periods " << ValueOr(m, "stagewatch_cpu_throttled_periods_total" + v_label, -1)
+      << "throttled periods " << ValueOr(m, "stagewatch_cpu_cfs_throttled_periods_total" + v_label, -1)
       << " (cpu.stat " << nr_throttled << "), cpu seconds "
       << ValueOr(m, "stagewatch_cpu_seconds_total" + v_label, -1) << " (usage " << usage_s << ")\n"
       << agent.log();
@@ -86,16 +86,16 @@ TEST(SchedE2E, AStarvedStageShowsLatencyPreemptionAndThrottling) {
               "run-queue wait %.3f s over %.0f runs, preempted by train %.0f times, "
               "cpu pressure some %.3f s\n",
               oncpu_s, cgroup_usage_s, nr_throttled, throttled_s, latency_sum, latency_count,
-              preempted_by_train, ValueOr(m, "stagewatch_cpu_pressure_waiting_seconds_total" + v_label, 0));
+              preempted_by_train, ValueOr(m, "stagewatch_pressure_cpu_waiting_seconds_total" + v_label, 0));
 
   EXPECT_NEAR(cgroup_usage_s, usage_s, 0.001);
   EXPECT_NEAR(oncpu_s, usage_s, 0.05 * usage_s);
-  EXPECT_NEAR(ValueOr(m, "stagewatch_cpu_throttled_seconds_total" + v_label, 0), throttled_s, 0.001);
-  EXPECT_GT(ValueOr(m, "stagewatch_cpu_periods_total" + v_label, 0), nr_throttled - 1);
+  EXPECT_NEAR(ValueOr(m, "stagewatch_cpu_cfs_throttled_seconds_total" + v_label, 0), throttled_s, 0.001);
+  EXPECT_GT(ValueOr(m, "stagewatch_cpu_cfs_periods_total" + v_label, 0), nr_throttled - 1);
   EXPECT_GT(latency_count, 10);
   EXPECT_GT(latency_sum, 0.1);  // it waited behind train for a good part of 2 s
   EXPECT_GT(preempted_by_train, 10);
-  EXPECT_NEAR(ValueOr(m, "stagewatch_cpu_pressure_waiting_seconds_total" + v_label, 0), psi_some_s,
+  EXPECT_NEAR(ValueOr(m, "stagewatch_pressure_cpu_waiting_seconds_total" + v_label, 0), psi_some_s,
               0.01 * psi_some_s + 0.001);
   EXPECT_GT(psi_some_s, 0.1);
 

@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "cgroup/layout.h"
 #include "config_validate.h"
+#include "runs/agent_presence.h"
 #include "runs/ledger.h"
 #include "runs/run_cgroup.h"
 #include "runs/run_facts.h"
@@ -74,6 +75,21 @@ int WaitForCommand(pid_t child, const sigset_t& signals, std::set<int>& requeste
     for (pid_t pid; (pid = waitpid(-1, &status, WNOHANG)) > 0;) {
       if (pid == child) return status;
     }
+  }
+}
+
+// The run's row for the verdict printed at the end. An agent watching the ledger adds what only
+// it sees (OOM victims, run-queue wait, preemptors) when the run's cgroup goes, a moment after
+// the launcher removed it: wait for that, within o.agent_facts_wait.
+absl::StatusOr<std::optional<RunRecord>> RowWithAgentEndFacts(Ledger& ledger,
+                                                              const std::string& id,
+                                                              const LaunchOptions& o) {
+  const bool agent = AgentPresence::Announced(o.ledger_path);
+  const absl::Time deadline = absl::Now() + o.agent_facts_wait;
+  for (;;) {
+    absl::StatusOr<std::optional<RunRecord>> r = ledger.Get(id);
+    if (!agent || !r.ok() || !*r || (*r)->agent.saw_end || absl::Now() >= deadline) return r;
+    absl::SleepFor(absl::Milliseconds(20));
   }
 }
 
@@ -175,7 +191,8 @@ absl::StatusOr<int> LaunchRun(const LaunchOptions& o, std::ostream& log) {
   if (absl::Status s = (*cgroup)->Remove(); !s.ok()) log << "stagewatch: " << s.message() << "\n";
   if (absl::Status s = (*ledger)->EndRun(id, end); !s.ok()) {
     log << "stagewatch: the run's end is not recorded: " << s.message() << "\n";
-  } else if (absl::StatusOr<std::optional<RunRecord>> r = (*ledger)->Get(id); r.ok() && *r) {
+  } else if (absl::StatusOr<std::optional<RunRecord>> r = RowWithAgentEndFacts(**ledger, id, o);
+             r.ok() && *r) {
     const std::string ledger_flag =
         o.ledger_path == o.runs.ledger_path ? "" : absl::StrCat(" --ledger.path ", o.ledger_path);
     log << absl::StrFormat("stagewatch: run %s %s\n  details: stagewatch runs show%s %s\n", id,

@@ -144,7 +144,8 @@ constexpr char kColumns[] =
     "memory_peak_bytes, memory_failcnt, memory_mean_bytes, memory_p95_bytes, near_limit_seconds, "
     "oom_kills_kernel, cpu_seconds, cpu_throttled_seconds, cpu_p95_cores, "
     "memory_pressure_seconds, cpu_pressure_seconds, agent_observed, oom_kills_userspace, "
-    "oom_victims, reclaim_stall_seconds, run_queue_wait_seconds, preemptors, anomalies";
+    "oom_victims, reclaim_stall_seconds, run_queue_wait_seconds, preemptors, anomalies, "
+    "agent_saw_end, cpu_throttled_wall_seconds";
 
 json VictimsJson(const std::vector<OomVictim>& victims) {
   json out = json::array();
@@ -235,6 +236,9 @@ RunRecord DecodeRow(const Statement& s) {
     a.anomalies.push_back({v.value("name", ""), TimeOr(v.value("at", ""), st.start),
                            v.value("detail", "")});
   }
+  a.saw_end = s.ColInt(c++) != 0;
+  const std::optional<double> throttled_wall = s.OptReal(c++);
+  if (r.end) r.end->facts.cpu_throttled_wall_seconds = throttled_wall;
   return r;
 }
 
@@ -442,7 +446,8 @@ absl::Status Ledger::EndRun(const std::string& id, const RunEnd& end) {
               "memory_failcnt = ?, memory_mean_bytes = ?, memory_p95_bytes = ?, "
               "near_limit_seconds = ?, oom_kills_kernel = ?, cpu_seconds = ?, "
               "cpu_throttled_seconds = ?, cpu_p95_cores = ?, memory_pressure_seconds = ?, "
-              "cpu_pressure_seconds = ? WHERE id = ? AND end_time IS NULL");
+              "cpu_pressure_seconds = ?, cpu_throttled_wall_seconds = ? "
+              "WHERE id = ? AND end_time IS NULL");
   s.Text(FormatRfc3339(end.end))
       .Text(end.closed_by == RunCloser::kAgent ? "agent" : "launcher")
       .Int(end.exit_code).Int(end.signal).Int(end.signal_requested ? 1 : 0)
@@ -450,6 +455,7 @@ absl::Status Ledger::EndRun(const std::string& id, const RunEnd& end) {
       .Uint(f.memory_mean_bytes).Uint(f.memory_p95_bytes).Real(f.near_limit_seconds)
       .Uint(f.oom_kills_kernel).Real(f.cpu_seconds).Real(f.cpu_throttled_seconds)
       .Real(f.cpu_p95_cores).Real(f.memory_pressure_seconds).Real(f.cpu_pressure_seconds)
+      .Real(f.cpu_throttled_wall_seconds)
       .Text(id);
   s.Step();
   if (absl::Status st = s.status(absl::StrFormat("cannot end run \"%s\"", id)); !st.ok()) return st;
@@ -475,19 +481,21 @@ absl::Status Ledger::AddAgentFacts(const std::string& id, const AgentFacts& add)
   a.preemptors_observed |= add.preemptors_observed || !add.preemptors.empty();
   a.anomalies.insert(a.anomalies.end(), add.anomalies.begin(), add.anomalies.end());
   a.anomalies_observed |= add.anomalies_observed || !add.anomalies.empty();
+  a.saw_end |= add.saw_end;
 
   json preemptors = json::object();
   for (const auto& [stage, n] : a.preemptors) preemptors[stage] = n;
   Statement s(db_,
               "UPDATE runs SET agent_observed = 1, oom_kills_userspace = ?, oom_victims = ?, "
               "reclaim_stall_seconds = ?, run_queue_wait_seconds = ?, preemptors = ?, "
-              "anomalies = ? WHERE id = ?");
+              "anomalies = ?, agent_saw_end = ? WHERE id = ?");
   s.Uint(a.oom_kills_userspace).Text(VictimsJson(a.oom_victims).dump())
       .Real(a.reclaim_stall_seconds).Real(a.run_queue_wait_seconds)
       .OptText(a.preemptors_observed ? std::optional<std::string>(preemptors.dump()) : std::nullopt)
       .OptText(a.anomalies_observed
                    ? std::optional<std::string>(AnomaliesJson(a.anomalies).dump())
                    : std::nullopt)
+      .Int(a.saw_end ? 1 : 0)
       .Text(id);
   s.Step();
   if (absl::Status st = s.status(absl::StrFormat("cannot add agent facts to run \"%s\"", id));

@@ -64,6 +64,13 @@ CREATE TABLE run_samples (
 );
 CREATE INDEX run_samples_by_run ON run_samples (run_id, at_ms);
 )sql",
+      // 3: the agent watched the run's cgroup go and added its end facts (the launcher waits
+      // for them before it prints the verdict); the wall time CPU throttling held the run back
+      // (cpu_throttled_seconds sums the run's CPUs).
+      R"sql(
+ALTER TABLE runs ADD COLUMN agent_saw_end INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN cpu_throttled_wall_seconds REAL;
+)sql",
   };
   return kMigrations;
 }

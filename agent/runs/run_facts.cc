@@ -1,10 +1,30 @@
 #include "runs/run_facts.h"
 
+#include <algorithm>
+#include <fstream>
+
 #include "cgroup/cpu_stats.h"
+#include "cgroup/layout.h"
 #include "cgroup/memory_stats.h"
 #include "cgroup/psi.h"
 
 namespace stagewatch {
+namespace {
+
+// The CFS period of the run's cgroup: v1 cpu.cfs_period_us, v2 the second field of cpu.max.
+std::optional<double> CfsPeriodSeconds(const CgroupLayout& layout) {
+  const bool v2 = layout.key == CGROUP_KEY_DEFAULT;
+  const std::string dir = ControllerDir(layout, "cpu", "/");
+  if (dir.empty()) return std::nullopt;
+  std::ifstream in(dir + (v2 ? "/cpu.max" : "/cpu.cfs_period_us"));
+  std::string quota;
+  uint64_t period_us = 0;
+  if (v2 && !(in >> quota)) return std::nullopt;
+  if (!(in >> period_us) || period_us == 0) return std::nullopt;
+  return double(period_us) / 1e6;
+}
+
+}  // namespace
 
 CgroupFacts ReadCgroupFacts(const CgroupLayout& layout, std::vector<std::string>& problems) {
   CgroupFacts f;
@@ -24,6 +44,11 @@ CgroupFacts ReadCgroupFacts(const CgroupLayout& layout, std::vector<std::string>
   if (absl::StatusOr<CpuCgroupStats> c = ReadCpuStats(layout, "/"); c.ok()) {
     if (c->usage_ns) f.cpu_seconds = double(*c->usage_ns) / 1e9;
     if (c->throttled_ns) f.cpu_throttled_seconds = double(*c->throttled_ns) / 1e9;
+    const std::optional<double> period = CfsPeriodSeconds(layout);
+    if (f.cpu_throttled_seconds && c->nr_throttled && period) {
+      f.cpu_throttled_wall_seconds =
+          std::min(*f.cpu_throttled_seconds, double(*c->nr_throttled) * *period);
+    }
   } else {
     problems.push_back(std::string(c.status().message()));
   }

@@ -50,7 +50,8 @@ struct CgroupFacts {
   std::optional<double> near_limit_seconds;    // sampled
   std::optional<uint64_t> oom_kills_kernel;    // v1 memory.oom_control, v2 memory.events
   std::optional<double> cpu_seconds;
-  std::optional<double> cpu_throttled_seconds;
+  std::optional<double> cpu_throttled_seconds;       // summed over the run's CPUs, as cpu.stat
+  std::optional<double> cpu_throttled_wall_seconds;  // wall time held back: at most a period per throttling
   std::optional<double> cpu_p95_cores;           // sampled CPU use per interval
   std::optional<double> memory_pressure_seconds;  // PSI "some" total
   std::optional<double> cpu_pressure_seconds;     // PSI "some" total
@@ -80,6 +81,7 @@ struct AgentFacts {
   bool preemptors_observed = false;
   std::vector<RunAnomaly> anomalies;
   bool anomalies_observed = false;
+  bool saw_end = false;  // the agent watched the run's cgroup go and added these at its end
 };
 
 enum class RunCloser { kLauncher, kAgent };

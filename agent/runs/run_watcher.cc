@@ -44,6 +44,13 @@ absl::StatusOr<std::unique_ptr<RunWatcher>> RunWatcher::Start(std::unique_ptr<Le
   std::unique_ptr<RunWatcher> w(
       new RunWatcher(std::move(ledger), stages, std::move(options), std::move(readers)));
   if (absl::Status s = w->Recover(); !s.ok()) return s;
+  absl::StatusOr<AgentPresence> presence = AgentPresence::Announce(w->ledger_->path());
+  if (presence.ok()) {
+    w->presence_ = *std::move(presence);
+  } else {
+    Log::Warn("launchers will not wait for the agent's facts of a run's end",
+              {{"err", presence.status().message()}});
+  }
   w->worker_ = std::thread([raw = w.get()] { raw->Loop(); });
   return w;
 }
@@ -257,6 +264,7 @@ void RunWatcher::OnRmdir(uint64_t id, std::optional<EndReadings> readings) {
     facts.preemptors_observed = true;
   }
   facts.anomalies_observed = true;  // the anomaly engine watched its stage throughout
+  facts.saw_end = true;
   AddFacts(run, facts);
   for (uint64_t cg : run.ids) by_cgroup_.erase(cg);
   run.removed = true;

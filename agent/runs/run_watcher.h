@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "bpf/cgroup.h"
+#include "runs/agent_presence.h"
 #include "runs/ledger.h"
 #include "runs/runs_config.h"
 #include "stages/stage_resolver.h"
@@ -145,6 +146,7 @@ class RunWatcher {
   const RunProbeReaders readers_;
   StageResolver* const stages_;
   std::unique_ptr<Ledger> ledger_;
+  std::optional<AgentPresence> presence_;  // tells launchers an agent adds its end facts
   // Guards the state below; held only by the watcher's thread and Snapshot().
   mutable std::mutex mu_;
   std::map<uint64_t, OpenRun> open_;        // by its own cgroup id (or a made-up key)

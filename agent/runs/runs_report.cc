@@ -161,6 +161,7 @@ json RunToJson(const RunRecord& r, const RunsConfig& config) {
       {"cpu_seconds", Opt(f.cpu_seconds)},
       {"cpu_p95_cores", Opt(f.cpu_p95_cores)},
       {"cpu_throttled_seconds", Opt(f.cpu_throttled_seconds)},
+      {"cpu_throttled_wall_seconds", Opt(f.cpu_throttled_wall_seconds)},
       {"run_queue_wait_seconds", Opt(r.agent.run_queue_wait_seconds)},
       {"preemptors", preemptors},
       {"anomalies", anomalies},

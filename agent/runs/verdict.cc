@@ -43,6 +43,14 @@ void AddInterruptions(const RunRecord& run, std::vector<VerdictReason>& out) {
   }
 }
 
+// The wall time throttling held the run back. cpu.stat's throttled time sums the run's CPUs, so
+// on several CPUs it can exceed the wall time; a throttling lasts one CFS period at most.
+std::optional<double> ThrottledWallSeconds(const CgroupFacts& f, double wall) {
+  if (f.cpu_throttled_wall_seconds) return f.cpu_throttled_wall_seconds;
+  if (!f.cpu_throttled_seconds) return std::nullopt;
+  return std::min(*f.cpu_throttled_seconds, wall);
+}
+
 void AddDegradations(const RunRecord& run, const RunsConfig& config, double wall,
                      std::vector<VerdictReason>& out) {
   if (wall <= 0) return;
@@ -58,7 +66,7 @@ void AddDegradations(const RunRecord& run, const RunsConfig& config, double wall
     std::optional<double> seconds;
   };
   const Cause causes[] = {
-      {"cpu_throttling", "CPU throttled", f.cpu_throttled_seconds},
+      {"cpu_throttling", "CPU throttled", ThrottledWallSeconds(f, wall)},
       {"cpu_pressure", "stalled on CPU (pressure)", f.cpu_pressure_seconds},
       {"memory_pressure", "stalled on memory (pressure)", f.memory_pressure_seconds},
       {"reclaim_stalls", "stalled in memory reclaim", run.agent.reclaim_stall_seconds},

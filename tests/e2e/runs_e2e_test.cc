@@ -150,6 +150,25 @@ TEST_F(RunsE2E, ALauncherRunOomKilledGetsTheAgentsOomFactsAndCountsAsInterrupted
   EXPECT_EQ((*ledger)->List({.stage = "swoomrun"})->size(), 1u) << "the agent doubled the run";
 }
 
+TEST_F(RunsE2E, TheLaunchersVerdictWaitsForTheAgentsFactsOfTheEnd) {
+  TestCgroup parent("runs-e2e-wait", {"cpu", "cpuacct", "pressure"});
+  auto agent = StartAgent();
+  AgentProcess launcher({"run", "--stage", "swverdictwait", "--run-id", "wait-1", "--ledger.path",
+                         ledger_, "--cgroup.parent", parent.path(), "--", "sleep", "0.2"});
+  ASSERT_EQ(launcher.WaitExit(30000), 0) << launcher.log();
+  const std::string printed = launcher.log();
+  EXPECT_EQ(printed.find("unobserved"), std::string::npos) << printed;
+  EXPECT_TRUE(printed.find("run wait-1 clean") != std::string::npos ||
+              printed.find("run wait-1 degraded") != std::string::npos)
+      << printed;
+  absl::StatusOr<std::unique_ptr<Ledger>> ledger = Ledger::OpenForReading(ledger_);
+  ASSERT_TRUE(ledger.ok());
+  absl::StatusOr<std::optional<RunRecord>> run = (*ledger)->Get("wait-1");
+  ASSERT_TRUE(run.ok() && *run);
+  EXPECT_TRUE((*run)->agent.saw_end);
+  EXPECT_EQ((*run)->end->closed_by, RunCloser::kLauncher);
+}
+
 TEST_F(RunsE2E, AnAgentKilledMidRunClosesTheRunWhenItComesBack) {
   TestCgroup top("stagewatch/swrestart");
   const std::string job_dir = top.dir() + "/job_7";

@@ -133,6 +133,22 @@ TEST(VerdictTest, EachCauseDegradesAtItsShareOfWallTimeAndNamesIt) {
   }
 }
 
+// cpu.stat's throttled time sums CPUs: the share of wall time comes from the wall figure, and
+// without one it is never more than the wall time.
+TEST(VerdictTest, ThrottlingOnSeveralCpusIsAShareOfWallTimeNotMore) {
+  RunRecord r = Watched(10);
+  r.end->facts.cpu_throttled_seconds = 18;  // two CPUs, throttled 90% of the time each
+  r.end->facts.cpu_throttled_wall_seconds = 9;
+  Verdict v = JudgeRun(r, RunsConfig{});
+  ASSERT_EQ(v.reasons.size(), 1u);
+  EXPECT_DOUBLE_EQ(*v.reasons[0].share, 0.9);
+  EXPECT_THAT(v.reasons[0].text, HasSubstr("9.0 s (90% of 10.0 s wall time)"));
+  r.end->facts.cpu_throttled_wall_seconds.reset();  // a ledger row from before the wall figure
+  v = JudgeRun(r, RunsConfig{});
+  ASSERT_EQ(v.reasons.size(), 1u);
+  EXPECT_DOUBLE_EQ(*v.reasons[0].share, 1.0);
+}
+
 TEST(VerdictTest, RunQueueWaitCountsOnlyBeyondNormal) {
   RunsConfig config;
   config.normal_run_queue_wait_fraction = 0.05;

@@ -24,7 +24,7 @@ struct LaunchOptions {
   std::string discovery_directory = "stagewatch";
   double near_limit_fraction = 0.9;
   absl::Duration sample_interval = absl::Seconds(1);
-  absl::Duration agent_facts_wait = absl::Seconds(2);  // for the verdict printed at the end
+  absl::Duration agent_facts_wait = absl::Seconds(5);  // for the verdict printed at the end
   RunsConfig runs;  // for the verdict printed at the end
 };
 

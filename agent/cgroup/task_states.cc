@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -127,8 +128,10 @@ absl::StatusOr<char> ParseStatState(std::string_view stat_line) {
 
 size_t TaskStateReader::DefaultOpenFiles() {
   rlimit limit{};
-  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return 4096;
-  return static_cast<size_t>(limit.rlim_cur / 2);
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) {
+    return kMaxOpenFiles;
+  }
+  return std::min<size_t>(limit.rlim_cur / 2, kMaxOpenFiles);
 }
 
 TaskStateReader::TaskStateReader(std::string proc_root, size_t max_open_files)

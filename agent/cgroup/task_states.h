@@ -34,7 +34,11 @@ absl::StatusOr<char> ParseStatState(std::string_view stat_line);
 // Not thread-safe: one reader per collector.
 class TaskStateReader {
  public:
-  // Half the soft RLIMIT_NOFILE, so the rest of the agent keeps the other half.
+  // Each kept file also holds a page of kernel memory (its seq_file buffer), charged to the
+  // agent: 4,096 files are 16 MiB.
+  static constexpr size_t kMaxOpenFiles = 4096;
+  // Half the soft RLIMIT_NOFILE, so the rest of the agent keeps the other half, and at most
+  // kMaxOpenFiles.
   static size_t DefaultOpenFiles();
 
   explicit TaskStateReader(std::string proc_root = "/proc",

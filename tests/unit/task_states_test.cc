@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -254,12 +255,19 @@ TEST(TaskStateReaderTest, KeepsNoMoreFilesThanAllowedAndClosesUnlistedOnes) {
   EXPECT_EQ(reader.open_files(), 1u);
 }
 
-TEST(TaskStateReaderTest, DefaultBoundIsHalfTheFileLimit) {
+TEST(TaskStateReaderTest, DefaultBoundIsHalfTheFileLimitUpToAFixedMost) {
   rlimit limit{};
   ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &limit), 0);
-  if (limit.rlim_cur != RLIM_INFINITY) {
-    EXPECT_EQ(TaskStateReader::DefaultOpenFiles(), limit.rlim_cur / 2);
+  const rlimit saved = limit;
+  for (rlim_t soft : {rlim_t{1024}, rlim_t{20000}}) {
+    if (soft > limit.rlim_max) continue;
+    limit.rlim_cur = soft;
+    ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &limit), 0);
+    EXPECT_EQ(TaskStateReader::DefaultOpenFiles(),
+              std::min<size_t>(soft / 2, TaskStateReader::kMaxOpenFiles))
+        << "soft limit " << soft;
   }
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
 }
 
 }  // namespace

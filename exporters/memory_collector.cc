@@ -145,7 +145,7 @@ void MemoryCollector::CollectTasks(const std::vector<Stage>& stages,
   std::map<std::string, TaskStateCounts> counts;
   for (const NamedCgroup& c : s_.namer->Live()) {
     if (c.stage.name == kUnattributedStage) continue;  // the rest of the host: not ours to list
-    absl::StatusOr<TaskStateCounts> t = ReadTaskStates(s_.layout.key_root + c.path);
+    absl::StatusOr<TaskStateCounts> t = task_states_.Read(s_.layout.key_root + c.path);
     if (!t.ok()) continue;
     TaskStateCounts& sum = counts[c.stage.name];
     sum.runnable += t->runnable;
@@ -154,6 +154,7 @@ void MemoryCollector::CollectTasks(const std::vector<Stage>& stages,
     sum.stopped += t->stopped;
     sum.zombie += t->zombie;
   }
+  task_states_.EndPass();
   std::map<std::string, SchedStageTotals> sched;
   if (s_.sched) sched = s_.sched->Totals();
 

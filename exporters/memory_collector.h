@@ -5,6 +5,7 @@
 
 #include "cgroup/cgroup_namer.h"
 #include "cgroup/layout.h"
+#include "cgroup/task_states.h"
 #include "exporters/collector.h"
 #include "memory/memory_sampler.h"
 #include "memory/memory_tracker.h"
@@ -36,6 +37,7 @@ class MemoryCollector : public Collector {
 
   MemoryCollectorSources s_;
   StageCounters pressure_;  // memory some, memory full, io some, io full (µs)
+  TaskStateReader task_states_;
 };
 
 }  // namespace stagewatch::exporters

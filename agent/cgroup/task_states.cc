@@ -1,7 +1,16 @@
 #include "cgroup/task_states.h"
 
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
@@ -41,11 +50,30 @@ uint64_t* CounterFor(char state, TaskStateCounts& counts) {
   }
 }
 
+// Reads the whole file `path` into `out` (reusing its buffer). Errors name the file and the
+// errno text; a missing file is NotFound.
+absl::Status ReadInto(const std::string& path, std::string* out) {
+  out->clear();
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return absl::ErrnoToStatus(errno, absl::StrCat("cannot open ", path));
+  absl::Cleanup closer = [fd] { close(fd); };
+  char buf[4096];
+  while (true) {
+    const ssize_t n = read(fd, buf, sizeof(buf));
+    if (n == 0) return absl::OkStatus();
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return absl::ErrnoToStatus(errno, absl::StrCat("cannot read ", path));
+    }
+    out->append(buf, static_cast<size_t>(n));
+  }
+}
+
 // The thread ids of a task list file: one decimal per line.
-absl::StatusOr<std::vector<std::string>> ParseTaskList(std::string_view contents,
-                                                       std::string_view file) {
-  std::vector<std::string> tids;
-  if (contents.empty()) return tids;  // an empty cgroup
+absl::Status ParseTaskList(std::string_view contents, std::string_view file,
+                           std::vector<uint64_t>* tids) {
+  tids->clear();
+  if (contents.empty()) return absl::OkStatus();  // an empty cgroup
   if (absl::Status complete = CheckCgroupFileComplete(contents, file); !complete.ok()) {
     return complete;
   }
@@ -55,24 +83,26 @@ absl::StatusOr<std::vector<std::string>> ParseTaskList(std::string_view contents
     const std::string_view line = rest.substr(0, end);
     rest.remove_prefix(end + 1);
     ++number;
-    if (!AllDigits(line)) {
+    uint64_t tid = 0;
+    if (!ParseDigits(line, tid)) {
       return absl::InvalidArgumentError(absl::StrCat(ToAbsl(file), ": line ", number, " \"",
                                                      absl::CEscape(ToAbsl(line)),
                                                      "\": not a thread id"));
     }
-    tids.emplace_back(line);
+    tids->push_back(tid);
   }
-  return tids;
+  return absl::OkStatus();
 }
 
-// The first task list file that exists in `cgroup_dir`, read and parsed.
-absl::StatusOr<std::vector<std::string>> ReadTaskList(const std::string& cgroup_dir) {
+// The first task list file that exists in `cgroup_dir`, read into `contents` and parsed.
+absl::Status ReadTaskList(const std::string& cgroup_dir, std::string* contents,
+                          std::vector<uint64_t>* tids) {
   for (std::string_view name : kTaskLists) {
     const std::string file = absl::StrCat(cgroup_dir, "/", ToAbsl(name));
-    absl::StatusOr<std::string> contents = ReadCgroupFile(file);
-    if (absl::IsNotFound(contents.status())) continue;
-    if (!contents.ok()) return contents.status();
-    return ParseTaskList(*contents, file);
+    absl::Status read = ReadInto(file, contents);
+    if (absl::IsNotFound(read)) continue;
+    if (!read.ok()) return read;
+    return ParseTaskList(*contents, file, tids);
   }
   return absl::NotFoundError(absl::StrCat(
       cgroup_dir, ": no tasks, cgroup.threads or cgroup.procs file (not a cgroup directory?)"));
@@ -96,29 +126,105 @@ absl::StatusOr<char> ParseStatState(std::string_view stat_line) {
   return after[1];
 }
 
-absl::StatusOr<TaskStateCounts> ReadTaskStates(const std::string& cgroup_dir,
-                                               const std::string& proc_root) {
-  absl::StatusOr<std::vector<std::string>> tids = ReadTaskList(cgroup_dir);
-  if (!tids.ok()) return tids.status();
+size_t TaskStateReader::DefaultOpenFiles() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) {
+    return kMaxOpenFiles;
+  }
+  return std::min<size_t>(limit.rlim_cur / 2, kMaxOpenFiles);
+}
+
+TaskStateReader::TaskStateReader(std::string proc_root, size_t max_open_files)
+    : proc_root_(std::move(proc_root)), max_open_files_(max_open_files) {}
+
+TaskStateReader::~TaskStateReader() {
+  for (const auto& [tid, stat] : open_) close(stat.fd);
+  if (proc_fd_ >= 0) close(proc_fd_);
+}
+
+std::string TaskStateReader::StatPath(uint64_t tid) const {
+  return absl::StrCat(proc_root_, "/", tid, "/stat");
+}
+
+absl::StatusOr<char> TaskStateReader::StateFromFile(int fd, uint64_t tid) const {
+  // The state follows "tid (comm)" and comm is at most 64 bytes, so the start of the line
+  // is enough: nothing after comm can be a ')'. Reading at offset 0 writes the file afresh.
+  char line[512];
+  ssize_t n = -1;
+  do {
+    n = pread(fd, line, sizeof(line), 0);
+  } while (n < 0 && errno == EINTR);
+  // ESRCH (NotFound): the thread this file was opened for is gone.
+  if (n < 0) return absl::ErrnoToStatus(errno, absl::StrCat("cannot read ", StatPath(tid)));
+  absl::StatusOr<char> state = ParseStatState(std::string_view(line, static_cast<size_t>(n)));
+  if (!state.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(StatPath(tid), ": ", state.status().message()));
+  }
+  return state;
+}
+
+absl::StatusOr<char> TaskStateReader::ReadState(uint64_t tid) {
+  if (auto cached = open_.find(tid); cached != open_.end()) {
+    cached->second.pass = pass_;
+    absl::StatusOr<char> state = StateFromFile(cached->second.fd, tid);
+    if (!absl::IsNotFound(state.status())) return state;
+    // The thread that had this number has exited; a new one may have it now.
+    close(cached->second.fd);
+    open_.erase(cached);
+  }
+  if (proc_fd_ < 0) {
+    proc_fd_ = open(proc_root_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (proc_fd_ < 0) return absl::ErrnoToStatus(errno, absl::StrCat("cannot open ", proc_root_));
+  }
+  char relative[32];
+  snprintf(relative, sizeof(relative), "%" PRIu64 "/stat", tid);
+  const int fd = openat(proc_fd_, relative, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return absl::ErrnoToStatus(errno, absl::StrCat("cannot open ", StatPath(tid)));
+  absl::StatusOr<char> state = StateFromFile(fd, tid);
+  if (state.ok() && open_.size() < max_open_files_) {
+    open_[tid] = {fd, pass_};
+  } else {
+    close(fd);
+  }
+  return state;
+}
+
+absl::StatusOr<TaskStateCounts> TaskStateReader::Read(const std::string& cgroup_dir) {
+  if (absl::Status listed = ReadTaskList(cgroup_dir, &list_, &tids_); !listed.ok()) {
+    return listed;
+  }
   TaskStateCounts counts;
-  for (const std::string& tid : *tids) {
-    const std::string file = absl::StrCat(proc_root, "/", tid, "/stat");
-    absl::StatusOr<std::string> line = ReadCgroupFile(file);
+  for (uint64_t tid : tids_) {
+    absl::StatusOr<char> state = ReadState(tid);
     // The thread exited after the list was read (ENOENT on open, ESRCH on read).
-    if (absl::IsNotFound(line.status())) continue;
-    if (!line.ok()) return line.status();
-    absl::StatusOr<char> state = ParseStatState(*line);
-    if (!state.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(file, ": ", state.status().message()));
-    }
+    if (absl::IsNotFound(state.status())) continue;
+    if (!state.ok()) return state.status();
     uint64_t* counter = CounterFor(*state, counts);
     if (counter == nullptr) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(file, ": unknown task state '", absl::CEscape(std::string(1, *state)), "'"));
+      return absl::InvalidArgumentError(absl::StrCat(StatPath(tid), ": unknown task state '",
+                                                     absl::CEscape(std::string(1, *state)), "'"));
     }
     ++*counter;
   }
   return counts;
+}
+
+void TaskStateReader::EndPass() {
+  for (auto it = open_.begin(); it != open_.end();) {
+    if (it->second.pass == pass_) {
+      ++it;
+      continue;
+    }
+    close(it->second.fd);
+    open_.erase(it++);
+  }
+  ++pass_;
+}
+
+absl::StatusOr<TaskStateCounts> ReadTaskStates(const std::string& cgroup_dir,
+                                               const std::string& proc_root) {
+  TaskStateReader reader(proc_root, /*max_open_files=*/0);
+  return reader.Read(cgroup_dir);
 }
 
 }  // namespace stagewatch

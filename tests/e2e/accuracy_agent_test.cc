@@ -2,17 +2,22 @@
 // against the kernel's fdinfo of the agent's own program fds, its caches and bounds against
 // what the test put beyond them, and Alertmanager figures with nothing to page.
 #include <dirent.h>
+#include <signal.h>
 #include <ftw.h>
 #include <unistd.h>
 
 #include <bpf/libbpf.h>
 
+#include <atomic>
 #include <chrono>
+#include <thread>
 #include <cstdio>
+#include <ctime>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "accuracy_support.h"
+#include "httplib.h"
 
 namespace stagewatch::accuracy {
 namespace {
@@ -46,6 +51,32 @@ ProgramTotals AgentPrograms(pid_t pid) {
   return t;
 }
 
+// Where the agent pages: accepts every batch and counts them, with the time of the first.
+class AlertReceiver {
+ public:
+  AlertReceiver() {
+    server_.Post("/api/v2/alerts", [this](const httplib::Request&, httplib::Response&) {
+      if (batches_++ == 0) first_unix_ = static_cast<double>(std::time(nullptr));
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~AlertReceiver() {
+    server_.stop();
+    thread_.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  int batches() const { return batches_; }
+  double first_unix() const { return first_unix_; }
+
+ private:
+  httplib::Server server_;
+  int port_ = 0;
+  std::thread thread_;
+  std::atomic<int> batches_ = 0;
+  std::atomic<double> first_unix_ = 0;
+};
+
 double SumOf(const testing::Scrape& m, const std::string& family) {
   double sum = 0;
   for (const auto& [series, value] : m) {
@@ -72,11 +103,12 @@ TEST(AccuracyE2E, AgentSelfMetricsMatchTheKernel) {
   TestCgroup limited(top, "run-1");
   limited.SetMemoryLimit(64 << 20);
   TestCgroup first(discovery + "/one");
-  const int closed_port = testing::FreePort();
+  AlertReceiver receiver;
+  const std::string closed = "http://127.0.0.1:" + std::to_string(testing::FreePort());
   Agent agent("discovery:\n  directory: " + discovery + "\n  max_stages: 1\nstages:\n  - name: " +
                   stage + "\n    cgroup_paths: [\"/**/" + stage + "\"]\nmemory:\n  sample_interval: 100ms\n"
-                  "  max_limit_domains: 1\nalerting:\n  alertmanagers: [\"http://127.0.0.1:" +
-                  std::to_string(closed_port) + "\"]\n",
+                  "  max_limit_domains: 1\nalerting:\n  alertmanagers: [\"" + receiver.url() + "\", \"" +
+                  closed + "\"]\n  timeout: 1s\n",
               {"--bpf.stats"});
   const auto started = std::chrono::steady_clock::now();
   ASSERT_TRUE(agent.Ready()) << agent.log();
@@ -164,11 +196,42 @@ TEST(AccuracyE2E, AgentSelfMetricsMatchTheKernel) {
   }
   EXPECT_GE(collectors, 4);
 
-  // Alertmanager: nothing to page, so nothing sent, queued or dropped.
+  // Alertmanager: nothing paged yet, so nothing sent, queued or dropped.
   EXPECT_EQ(SumOf(m, "stagewatch_alertmanager_requests_total"), 0);
-  EXPECT_EQ(SumOf(m, "stagewatch_alertmanager_alerts_dropped_total"), 0);
   EXPECT_EQ(SumOf(m, "stagewatch_alertmanager_queue_length"), 0);
   EXPECT_EQ(SumOf(m, "stagewatch_alertmanager_last_success_timestamp_seconds"), 0);
+  // An OOM kill pages both: the receiver counts what it accepted, nothing listens on the other.
+  limited.SetMemoryLimit(16 << 20);
+  ASSERT_EQ(testing::WaitForChild(limited.Spawn("sw-acc-hog", testing::HogMemoryForever)), SIGKILL);
+  auto requests = [&](const testing::Scrape& s, const std::string& url, const std::string& result) {
+    return ValueOr(s, "stagewatch_alertmanager_requests_total{alertmanager=\"" + url +
+                          "\",result=\"" + result + "\"}", -1);
+  };
+  int received_before = 0, received_after = 0;
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] {
+        received_before = receiver.batches();
+        m = agent.Scrape();
+        received_after = receiver.batches();
+        return received_before > 0 && requests(m, closed, "failure") > 0 &&
+               SumOf(m, "stagewatch_alertmanager_queue_length") == 0;
+      },
+      10000))
+      << agent.log();
+  const double ok = requests(m, receiver.url(), "success");
+  std::printf("pages: receiver accepted %d..%d, /metrics success %.0f, failures to the closed "
+              "port %.0f\n", received_before, received_after, ok, requests(m, closed, "failure"));
+  EXPECT_GE(ok, received_before);
+  EXPECT_LE(ok, received_after);
+  EXPECT_EQ(requests(m, receiver.url(), "failure"), 0);
+  EXPECT_EQ(requests(m, closed, "success"), 0);
+  EXPECT_EQ(SumOf(m, "stagewatch_alertmanager_alerts_dropped_total"), 0);
+  const double last = ValueOr(m, "stagewatch_alertmanager_last_success_timestamp_seconds{alertmanager=\"" +
+                                     receiver.url() + "\"}", -1);
+  EXPECT_GE(last, receiver.first_unix() - 1);
+  EXPECT_LE(last, std::time(nullptr) + 1);
+  EXPECT_EQ(ValueOr(m, "stagewatch_alertmanager_last_success_timestamp_seconds{alertmanager=\"" +
+                           closed + "\"}", -1), 0);
 }
 
 // cgroup.cache_max_entries below the host's cgroups: the rest are counted as left out.

@@ -20,11 +20,6 @@ using testing::ValueOr;
 
 constexpr uint64_t kMiB = 1 << 20;
 
-std::string StageConfig(const std::string& stage, const std::string& more = "") {
-  return "discovery:\n  enabled: false\nstages:\n  - name: " + stage +
-         "\n    cgroup_paths: [\"/**/" + stage + "\"]\nmemory:\n  sample_interval: 100ms\n" + more;
-}
-
 uint64_t FileValue(const std::string& path) { return std::stoull(testing::ReadFile(path)); }
 
 // The stage's memory events as the kernel counts them: every key of v2 memory.events, or v1's

@@ -56,9 +56,8 @@ TEST(AccuracyE2E, OomKillsByKindCgroupCountsAnomalyAndMismatchSign) {
   STAGEWATCH_REQUIRE_PRIVILEGES();
   const std::string stage = StageName("oom");
   TestCgroup top(stage);
-  Agent agent("discovery:\n  enabled: false\nstages:\n  - name: " + stage +
-              "\n    cgroup_paths: [\"/**/" + stage + "\"]\noom:\n  userspace_killers: [" + kKiller +
-              "]\n  userspace_killer_paths: [\"" + SelfExe() + "\"]\n");
+  Agent agent(StageConfig(stage, std::string("oom:\n  userspace_killers: [") + kKiller +
+                                     "]\n  userspace_killer_paths: [\"" + SelfExe() + "\"]\n"));
   ASSERT_TRUE(agent.Ready()) << agent.log();
   auto metric = [&](const testing::Scrape& s, const std::string& family,
                     const std::string& labels = "") {

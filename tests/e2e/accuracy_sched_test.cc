@@ -22,11 +22,6 @@ namespace {
 using testing::TestCgroup;
 using testing::ValueOr;
 
-std::string StageConfig(const std::string& stage, const std::string& more = "") {
-  return "discovery:\n  enabled: false\nstages:\n  - name: " + stage +
-         "\n    cgroup_paths: [\"/**/" + stage + "\"]\nmemory:\n  sample_interval: 100ms\n" + more;
-}
-
 // O_DIRECT writes, each synced, to a file on the root disk: every one waits for the device.
 void WriteDirect(const std::string& path, int blocks) {
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT | O_DSYNC, 0600);

@@ -23,6 +23,13 @@ inline std::string Series(const std::string& family, const std::string& stage,
          (more_labels.empty() ? "" : "," + more_labels) + "}";
 }
 
+// A configuration with the one stage `stage`, matched by its cgroup's name (discovery off, so
+// that stages other tests make on the host stay out), sampled every 100 ms; then `more`.
+inline std::string StageConfig(const std::string& stage, const std::string& more = "") {
+  return "discovery:\n  enabled: false\nstages:\n  - name: " + stage +
+         "\n    cgroup_paths: [\"/**/" + stage + "\"]\nmemory:\n  sample_interval: 100ms\n" + more;
+}
+
 // The agent on `yaml` (unlinked when it goes), listening on an ephemeral loopback port.
 class Agent {
  public:

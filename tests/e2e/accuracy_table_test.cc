@@ -95,10 +95,9 @@ TEST(AccuracyTable, EveryExportedFamilyHasARowAndADocsEntryAndEveryRowATestThatR
   testing::TestCgroup cgroup(stage);
   cgroup.Spawn("sw-acc-table", [] { pause(); });
   const std::string ledger = "/tmp/sw-accuracy-ledger-" + std::to_string(getpid()) + ".db";
-  Agent agent("discovery:\n  enabled: false\nstages:\n  - name: " + stage +
-                  "\n    cgroup_paths: [\"/**/" + stage + "\"]\nruns:\n  ledger_path: " + ledger +
-                  "\nalerting:\n  alertmanagers: [\"http://127.0.0.1:" +
-                  std::to_string(testing::FreePort()) + "\"]\n",
+  Agent agent(StageConfig(stage, "runs:\n  ledger_path: " + ledger +
+                                     "\nalerting:\n  alertmanagers: [\"http://127.0.0.1:" +
+                                     std::to_string(testing::FreePort()) + "\"]\n"),
               {"--bpf.stats"});
   ASSERT_TRUE(agent.Ready()) << agent.log();
   const std::set<std::string> exported = TypedFamilies(agent.Text());

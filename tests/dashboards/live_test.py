@@ -6,8 +6,10 @@ pipeline stages (`train` and `validate`) do real work in cgroups beneath this pr
 cgroup -- CPU hogs sharing one CPU, a CPU-throttled stage, major page faults, and a memory climb
 that ends in an OOM kill -- and then evaluates every panel query and annotation query of every
 dashboard through Prometheus's HTTP API, with the template variables substituted. It fails if
-any query is rejected by Prometheus or returns no series with a value, or if the OOM kill's
-StagewatchOOMKill alert does not fire with the severity each configuration gives it.
+any query is rejected by Prometheus or returns no series with a value, if a panel about events
+(OOM kills, anomalies, pages: EVENT_FAMILIES) shows only zeros though the scenario caused them,
+if a rules file does not load, if Prometheus never scrapes the kill and its anomaly, or if the
+OOM kill's StagewatchOOMKill alert does not fire with the severity each configuration gives it.
 
 Prometheus scrapes the agent under two job names: `stagewatch`, for the committed dashboards
 and rules (the defaults of alerts/config.yaml), and `research-nodes`, for the dashboards and
@@ -61,12 +63,18 @@ CLIMB_PERIOD_S = 0.25
 CPU_QUOTA_US = {"train": 50000, "validate": 20000}
 FAULT_FILE_BYTES = 48 * MIB
 
-# Metric families whose exporter may not be in the binary under test yet. A query that reads
-# only these is reported as SKIPPED (not failed) while the agent's own /metrics lacks every
-# family with the prefix; once the agent exports them, their queries must return data.
-PENDING_PREFIXES = {
-    "stagewatch_alertmanager_": "the Alertmanager client is not wired into this agent binary",
-}
+# Panels about events: in this scenario (an OOM kill, the anomalies it and the climb raise, the
+# pages they send) each query that reads one of these families must show a non-zero value at
+# some step, not only the zero every stage starts at.
+EVENT_FAMILIES = (
+    "stagewatch_oom_kills_total",
+    "stagewatch_oom_kills_cgroup_total",
+    "stagewatch_oom_last_kill_timestamp_seconds",
+    "stagewatch_anomaly_active",
+    "stagewatch_anomalies_total",
+    "stagewatch_alertmanager_requests_total",
+    "stagewatch_alertmanager_last_success_timestamp_seconds",
+)
 
 # Grafana's built-in variables, as substituted for the live queries (a scrape interval of 1 s).
 RATE_INTERVAL = "15s"
@@ -443,17 +451,15 @@ class FakeAlertmanager:
         self.proc.stdout.close()
 
 
-def rules_file_usable(promtool, path):
+def check_rules_file(promtool, path):
+    """Raises unless promtool accepts the rules file: the test needs its alerts."""
     if not os.path.exists(path):
-        return False
+        raise RuntimeError(f"rules file {path} does not exist")
     if not os.access(promtool, os.X_OK):
-        log(f"WARNING: not loading {path}: no promtool to check it")
-        return False
+        raise RuntimeError(f"cannot check {path}: {promtool} is not an executable")
     r = subprocess.run([promtool, "check", "rules", path], capture_output=True, text=True)
     if r.returncode != 0:
-        log(f"WARNING: not loading {path}: promtool check rules failed:\n{r.stdout}{r.stderr}")
-        return False
-    return True
+        raise RuntimeError(f"promtool check rules {path} failed:\n{r.stdout}{r.stderr}")
 
 
 def start_prometheus(binary, workdir, target, rule_files, site_job):
@@ -545,12 +551,11 @@ def substitute(expr, values):
 METRIC_NAME = re.compile(r"\b(stagewatch_[a-zA-Z0-9_:]*)")
 
 
-def evaluate(prom_url, dashboards_dir, job, other_job, instance, start, end, exported_names,
-             tag):
+def evaluate(prom_url, dashboards_dir, job, other_job, instance, start, end, tag):
     """Every query of every dashboard in dashboards_dir, with $job = job. The job variable
     must list job and not other_job (the dashboards' selector keeps the other one out)."""
     span = max(1, int(math.ceil(end - start)))
-    rows, failures, skipped = [], [], []
+    rows, failures = [], []
     for name in sorted(os.listdir(dashboards_dir)):
         if not name.endswith(".json"):
             continue
@@ -608,23 +613,23 @@ def evaluate(prom_url, dashboards_dir, job, other_job, instance, start, end, exp
                 failures.append(f"{label}: Prometheus rejected {q!r}: {r.get('error')}")
                 rows.append((label, "ERR", "invalid"))
                 continue
-            series = 0
+            series = nonzero = 0
             for s in r["data"]["result"]:
-                if any(math.isfinite(float(v)) for _, v in s.get("values", [])):
+                points = [float(v) for _, v in s.get("values", [])]
+                if any(math.isfinite(v) for v in points):
                     series += 1
+                if any(math.isfinite(v) and v != 0 for v in points):
+                    nonzero += 1
             mode = "instant" if is_instant else "range"
+            events = sorted(set(METRIC_NAME.findall(expr)) & set(EVENT_FAMILIES))
             if series == 0:
-                names = set(METRIC_NAME.findall(expr))
-                pending = [(p, why) for p, why in PENDING_PREFIXES.items()
-                           if names and all(n.startswith(p) for n in names)
-                           and not any(e.startswith(p) for e in exported_names)]
-                if pending:
-                    skipped.append(f"{label}: {pending[0][1]}")
-                    rows.append((label, 0, f"{mode}, SKIPPED"))
-                    continue
                 failures.append(f"{label}: no series with a value for {q!r}")
+            elif events and nonzero == 0:
+                failures.append(f"{label}: only zeros for {q!r}, though the scenario caused "
+                                f"{', '.join(events)}")
+                mode += ", all zero"
             rows.append((label, series, mode))
-    return rows, failures, skipped
+    return rows, failures
 
 
 # ---- the test ------------------------------------------------------------------------------
@@ -742,8 +747,9 @@ def main():
         site_dir, site_cfg = generate_site(args.site_config, workdir)
         site_job = site_cfg.sample["job"]
         log(f"generated the rules and dashboards of {args.site_config} (job {site_job})")
-        rule_files = [r for r in (args.rules, os.path.join(site_dir, "stagewatch.rules.yml"))
-                      if rules_file_usable(args.promtool, r)]
+        rule_files = [args.rules, os.path.join(site_dir, "stagewatch.rules.yml")]
+        for r in rule_files:
+            check_rules_file(args.promtool, r)
         prom, prom_url = start_prometheus(args.prometheus, workdir, address, rule_files,
                                           site_job)
         log(f"prometheus pid {prom.proc.pid} at {prom_url}, rules: {rule_files or 'none'}")
@@ -764,9 +770,10 @@ def main():
                   f'stagewatch_anomaly_active{{{sel},rule="oom_kill"}} == 1']
         while time.time() < deadline and not all(instant(prom_url, c) for c in checks):
             time.sleep(0.5)
-        for c in checks:
-            if not instant(prom_url, c):
-                log(f"WARNING: Prometheus has no result yet for {c}")
+        missing = [c for c in checks if not instant(prom_url, c)]
+        if missing:
+            raise RuntimeError("Prometheus never scraped what the scenario caused: no result "
+                               f"within 20 s for {', '.join(missing)}")
         time.sleep(3)  # a few more scrapes after the kill
         end = time.time()
 
@@ -778,21 +785,18 @@ def main():
         for line in agent.log_text().splitlines():
             if 'msg="anomaly' in line:
                 log("agent: " + line)
-        exported, scrape = exported_families(address)
+        _, scrape = exported_families(address)
         if args.dump_scrape:
             write(args.dump_scrape, scrape)
         # Every OOM kill is critical by default; the site's severity depends on its stages.
         rows, failures = oom_pages(prom_url, {
             JOB: "critical", site_job: "critical" if site_cfg.is_critical("train") else "warning"})
-        skipped = []
         for tag, dashboards, job, other in (
                 ("defaults", args.dashboards, JOB, site_job),
                 ("site", os.path.join(site_dir, "dashboards"), site_job, JOB)):
-            r, f, k = evaluate(prom_url, dashboards, job, other, address, start - 2, end,
-                               exported, tag)
+            r, f = evaluate(prom_url, dashboards, job, other, address, start - 2, end, tag)
             rows += r
             failures += f
-            skipped += k
 
         width = max(len(r[0]) for r in rows) if rows else 10
         print(f"\n{'query (dashboard: panel [refId])':<{width}}  {'series':>6}  mode")
@@ -800,9 +804,7 @@ def main():
         for label, n, mode in rows:
             print(f"{label:<{width}}  {n!s:>6}  {mode}")
         print(f"\n{len(rows)} queries evaluated over {end - start:.0f} s of data, "
-              f"{len(failures)} failed, {len(skipped)} skipped")
-        for s in skipped:
-            log(f"SKIPPED {s}")
+              f"{len(failures)} failed")
         for f in failures:
             log(f"FAIL {f}")
         failed = bool(failures) or not rows

@@ -159,7 +159,7 @@ TEST(DetectorQualityTest, MemoryClimbDetectsSuddenClimbs) {
       },
       kOnset);
   Report("memory_climb", "step +2 GiB/10 s on steady, noise 32 MiB", step);
-  ExpectDetected(step, 15);
+  ExpectDetected(step, 3);  // measured max 1 s
 
   const Delays noisy = ClimbDelays(
       [&](Rng& r) {
@@ -169,7 +169,7 @@ TEST(DetectorQualityTest, MemoryClimbDetectsSuddenClimbs) {
       },
       kOnset);
   Report("memory_climb", "step +2 GiB/10 s on steady, noise 128 MiB", noisy);
-  ExpectDetected(noisy, 15);
+  ExpectDetected(noisy, 8);  // measured max 6 s
 
   const Delays leak = ClimbDelays(
       [&](Rng& r) {
@@ -179,7 +179,7 @@ TEST(DetectorQualityTest, MemoryClimbDetectsSuddenClimbs) {
       },
       kOnset);
   Report("memory_climb", "sudden leak 20 MiB/s on steady, noise 32 MiB", leak);
-  ExpectDetected(leak, 20);
+  ExpectDetected(leak, 19);  // measured max 16 s
 
   // Five minutes after a start-up: the ramp from zero must not have taught the baseline that
   // gigabytes in seconds are normal.
@@ -191,7 +191,7 @@ TEST(DetectorQualityTest, MemoryClimbDetectsSuddenClimbs) {
       },
       300);
   Report("memory_climb", "step +2 GiB/10 s, 5 min after 0->6 GiB start", after_start);
-  ExpectDetected(after_start, 15);
+  ExpectDetected(after_start, 3);  // measured max 1 s
 
   // The same leak as limit_eta's fastest case: the climb sees it before the 120 s fit turns.
   const Delays slower = ClimbDelays(
@@ -202,7 +202,7 @@ TEST(DetectorQualityTest, MemoryClimbDetectsSuddenClimbs) {
       },
       kOnset);
   Report("memory_climb", "sudden leak 16 MiB/s on steady, noise 32 MiB", slower);
-  ExpectDetected(slower, 25);
+  ExpectDetected(slower, 25);  // measured max 21 s
 
   const Delays on_loop = ClimbDelays(
       [&](Rng& r) {
@@ -212,7 +212,7 @@ TEST(DetectorQualityTest, MemoryClimbDetectsSuddenClimbs) {
       },
       kOnset);
   Report("memory_climb", "step +8 GiB/10 s on sawtooth 2 GiB/60 s", on_loop);
-  ExpectDetected(on_loop, 15);
+  ExpectDetected(on_loop, 11);  // measured max 9 s
 
   // Not an assertion: a climb smaller than a training loop's own swings is hidden in them.
   const Delays hidden = ClimbDelays(
@@ -283,7 +283,7 @@ TEST(DetectorQualityTest, LimitEtaOnALoopSlowerThanItsWindow) {
 // slope is noisy), and how far the estimate is from the true ETA once the window holds only
 // the leak.
 void CheckLeak(const char* name, double level, size_t at, double rate, double noise, double early_s,
-               double late_s) {
+               double late_s, double p95_error) {
   const auto true_usage = [&](size_t i) {
     return i < at ? level : level + rate * static_cast<double>(i - at + 1);
   };
@@ -336,17 +336,21 @@ void CheckLeak(const char* name, double level, size_t at, double rate, double no
     EXPECT_GE(d.Min(), -early_s);
   }
   EXPECT_GE(within, checked * 995 / 1000);
-  EXPECT_LE(errors[errors.size() * 95 / 100], 0.1);
+  EXPECT_LE(errors[errors.size() * 95 / 100], p95_error);
   EXPECT_EQ(activations, kSeeds);  // one alarm per leak: no flapping
 }
 
 TEST(DetectorQualityTest, LimitEtaForecastsLeaks) {
-  CheckLeak("slow leak 2 MiB/s from 2 GiB, noise 32 MiB", 2 * kGiB, 0, 2 * kMiB, 32 * kMiB, 90, 60);
+  // Bounds a margin over what was measured: delays from -75 to +8 s, p95 error 8.8%.
+  CheckLeak("slow leak 2 MiB/s from 2 GiB, noise 32 MiB", 2 * kGiB, 0, 2 * kMiB, 32 * kMiB, 85, 11,
+            0.1);
+  // Measured -27 to +16 s, p95 error 5.2%.
   CheckLeak("leak 4 MiB/s from steady 5 GiB, noise 32 MiB", 5 * kGiB, kOnset, 4 * kMiB, 32 * kMiB,
-            90, 60);
+            35, 19, 0.07);
   // True ETA is 192 s when it starts: late by the time the 120 s fit needs to turn.
+  // Measured +40 to +42 s, p95 error 2.0%.
   CheckLeak("leak 16 MiB/s from steady 5 GiB, noise 32 MiB", 5 * kGiB, kOnset, 16 * kMiB, 32 * kMiB,
-            0, 45);
+            0, 45, 0.03);
 }
 
 // ---- pressure spike --------------------------------------------------------------------------
@@ -390,8 +394,8 @@ TEST(DetectorQualityTest, PressureSpikeDetectsSustainedStalls) {
     double stalled;
     double bound_s;
   } cases[] = {
-      {"30% stalled for 3 min on quiet", 0.30, 30},
-      {"15% stalled for 3 min on quiet", 0.15, 40},
+      {"30% stalled for 3 min on quiet", 0.30, 27},  // measured max 24 s
+      {"15% stalled for 3 min on quiet", 0.15, 37},  // measured max 34 s
   };
   for (const auto& c : cases) {
     Delays d;
@@ -454,9 +458,9 @@ TEST(DetectorQualityTest, FaultStormDetectsStorms) {
     double storm;  // faults/s
     double bound_s;
   } cases[] = {
-      {"storm 1500/s on quiet 20/s", kQuietFaults, 1500, 10},
-      {"storm 400/s on quiet 20/s", kQuietFaults, 400, 20},
-      {"storm 1500/s on busy 150/s", kBusyFaults, 1500, 10},
+      {"storm 1500/s on quiet 20/s", kQuietFaults, 1500, 8},  // measured max 6 s
+      {"storm 400/s on quiet 20/s", kQuietFaults, 400, 19},   // measured max 16 s
+      {"storm 1500/s on busy 150/s", kBusyFaults, 1500, 6},   // measured max 4 s
   };
   for (const auto& c : cases) {
     Delays d;
@@ -488,7 +492,7 @@ TEST(DetectorQualityTest, FaultStormDetectsStorms) {
         RisingEdges(s.size(), [&](size_t i) { return detector.Update(At(s, i)).active; }), 600);
   }
   Report("fault_storm", "storm 1500/s 10 min after a 5000/s start-up", after_start);
-  ExpectDetected(after_start, 10);
+  ExpectDetected(after_start, 8);  // measured max 6 s
 }
 
 // ---- CPU starvation --------------------------------------------------------------------------
@@ -533,9 +537,9 @@ TEST(DetectorQualityTest, CpuStarvationDetectsSustainedLatency) {
     double starved;  // median p99 while starved, seconds
     double bound_s;
   } cases[] = {
-      {"p99 ~120 ms for 3 min on quiet", kQuietLatency, 0.12, 20},
-      {"p99 ~60 ms for 3 min on quiet", kQuietLatency, 0.06, 30},
-      {"p99 ~120 ms for 3 min on busy", kBusyLatency, 0.12, 20},
+      {"p99 ~120 ms for 3 min on quiet", kQuietLatency, 0.12, 19},  // measured max 16 s
+      {"p99 ~60 ms for 3 min on quiet", kQuietLatency, 0.06, 30},   // measured max 26 s
+      {"p99 ~120 ms for 3 min on busy", kBusyLatency, 0.12, 18},    // measured max 15 s
   };
   for (const auto& c : cases) {
     Delays d;

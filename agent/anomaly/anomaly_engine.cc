@@ -1,7 +1,10 @@
 #include "anomaly/anomaly_engine.h"
 
+#include <algorithm>
 #include <cmath>
 
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
 #include "bpf/histogram.h"
 
 namespace stagewatch {
@@ -44,8 +47,6 @@ AnomalyEngine::PerStage& AnomalyEngine::StageState(const Stage& stage) {
   auto it = stages_.find(stage.name);
   if (it == stages_.end()) {
     it = stages_.emplace(stage.name, PerStage{.stage = stage,
-                                              .climb = MemoryClimbDetector(config_.memory_climb),
-                                              .eta = LimitEtaDetector(config_.limit_eta),
                                               .pressure = PressureSpikeDetector(config_.pressure_spike),
                                               .faults = RateBaselineDetector(config_.fault_storm),
                                               .starvation = RateBaselineDetector(config_.cpu_starvation)})
@@ -68,18 +69,51 @@ void AnomalyEngine::Report(const std::vector<AnomalyChange>& changes) {
   for (const AnomalyChange& c : changes) on_change_(c);
 }
 
-void AnomalyEngine::OnMemory(const Stage& stage, absl::Time t, double working_set,
-                             double limited_working_set, std::optional<double> limit,
+DetectorState AnomalyEngine::AnyDomain(const PerStage& s, AnomalyRule rule) {
+  for (const auto& [id, d] : s.domains) {
+    const DetectorState& state =
+        rule == AnomalyRule::kMemoryClimb ? d.climb.state() : d.eta.state();
+    if (!state.active) continue;
+    // Which cgroup of the stage it is: a run's own beneath the stage, often.
+    if (d.path.empty()) return state;
+    return {true, absl::StrCat("cgroup ", d.path, ": ", state.summary)};
+  }
+  return {};
+}
+
+void AnomalyEngine::OnMemory(const Stage& stage, absl::Time t,
+                             const std::vector<MemoryDomainSample>& domains,
                              std::optional<double> psi_full_seconds) {
   std::vector<AnomalyChange> changes;
   {
     absl::MutexLock lock(&mu_);
     PerStage& s = StageState(stage);
+    absl::flat_hash_set<uint64_t> present;
+    for (const MemoryDomainSample& d : domains) present.insert(d.id);
+    std::erase_if(s.domains, [&present](const auto& e) { return !present.contains(e.first); });
+    for (const MemoryDomainSample& d : domains) {
+      if (!d.fresh) continue;
+      auto it = s.domains.find(d.id);
+      if (it == s.domains.end()) {
+        it = s.domains
+                 .emplace(d.id, DomainDetectors{.path = d.path,
+                                                .climb = MemoryClimbDetector(config_.memory_climb),
+                                                .eta = LimitEtaDetector(config_.limit_eta)})
+                 .first;
+      }
+      it->second.climb.Update({t, d.working_set});
+      it->second.eta.Update({t, d.working_set}, d.limit);
+    }
     Note(s, AnomalyRule::kMemoryClimb, config_.memory_climb.enabled,
-         s.climb.Update({t, working_set}), t, &changes);
-    Note(s, AnomalyRule::kLimitEta, config_.limit_eta.enabled,
-         s.eta.Update({t, limited_working_set}, limit), t, &changes);
-    s.view.limit_eta_seconds = s.eta.EtaSeconds();
+         AnyDomain(s, AnomalyRule::kMemoryClimb), t, &changes);
+    Note(s, AnomalyRule::kLimitEta, config_.limit_eta.enabled, AnyDomain(s, AnomalyRule::kLimitEta),
+         t, &changes);
+    s.view.limit_eta_seconds.reset();
+    for (const auto& [id, d] : s.domains) {
+      if (std::optional<double> eta = d.eta.EtaSeconds()) {
+        s.view.limit_eta_seconds = std::min(*eta, s.view.limit_eta_seconds.value_or(*eta));
+      }
+    }
     if (psi_full_seconds) {
       Note(s, AnomalyRule::kPressureSpike, config_.pressure_spike.enabled,
            s.pressure.Update({t, *psi_full_seconds}), t, &changes);

@@ -26,10 +26,20 @@ struct AnomalyChange {
   absl::Time at;
 };
 
+// One limit domain of a stage in a memory sample: a top cgroup, or a cgroup beneath it with a
+// limit of its own. Each domain has its own climb and limit-ETA detectors.
+struct MemoryDomainSample {
+  uint64_t id = 0;    // the cgroup id
+  std::string path;   // named in the anomaly's summary; empty: not named
+  bool fresh = true;  // false: not read this time, its detectors wait for the next sample
+  double working_set = 0;       // bytes
+  std::optional<double> limit;  // bytes; none when the domain has no limit
+};
+
 struct StageAnomalies {
   std::array<bool, kAnomalyRules> active{};
   std::array<uint64_t, kAnomalyRules> fired{};  // times each became active
-  std::optional<double> limit_eta_seconds;
+  std::optional<double> limit_eta_seconds;  // the smallest of the stage's domains
 };
 
 // Thread-safe. Feed each series in time order; `on_change` runs on the feeding thread,
@@ -38,15 +48,16 @@ class AnomalyEngine {
  public:
   AnomalyEngine(AnomalyConfig config, std::function<void(const AnomalyChange&)> on_change);
 
-  // Working set and limit in bytes; memory PSI "full" total in seconds, when known.
+  // Every limit domain the stage has now; memory PSI "full" total in seconds, when known. A
+  // domain missing from `domains` is gone, and its detectors with it. The stage's climb and
+  // limit-ETA anomalies are active while any of its domains' are.
+  void OnMemory(const Stage& stage, absl::Time t, const std::vector<MemoryDomainSample>& domains,
+                std::optional<double> psi_full_seconds);
+  // A stage of one domain: working set and limit in bytes.
   void OnMemory(const Stage& stage, absl::Time t, double working_set,
                 std::optional<double> limit, std::optional<double> psi_full_seconds) {
-    OnMemory(stage, t, working_set, working_set, limit, psi_full_seconds);
+    OnMemory(stage, t, {{.working_set = working_set, .limit = limit}}, psi_full_seconds);
   }
-  // With the limit on another cgroup of the stage than its top: the climb watches the stage's
-  // working set, the limit ETA that cgroup's (`limited_working_set`) against its `limit`.
-  void OnMemory(const Stage& stage, absl::Time t, double working_set, double limited_working_set,
-                std::optional<double> limit, std::optional<double> psi_full_seconds);
   void OnMajorFaults(const Stage& stage, absl::Time t, uint64_t total);
   // Cumulative run-queue latency slots (bpf/histogram.h): p99 over runq_window is derived.
   void OnRunqLatency(const Stage& stage, absl::Time t, const std::vector<uint64_t>& slots,
@@ -59,10 +70,14 @@ class AnomalyEngine {
   const AnomalyConfig& config() const { return config_; }
 
  private:
-  struct PerStage {
-    Stage stage;
+  struct DomainDetectors {
+    std::string path;
     MemoryClimbDetector climb;
     LimitEtaDetector eta;
+  };
+  struct PerStage {
+    Stage stage;
+    std::map<uint64_t, DomainDetectors> domains;  // by cgroup id
     PressureSpikeDetector pressure;
     RateBaselineDetector faults;
     RateBaselineDetector starvation;
@@ -75,6 +90,8 @@ class AnomalyEngine {
   // Records the detector's state and queues a change when it flipped.
   void Note(PerStage& s, AnomalyRule rule, bool enabled, const DetectorState& state,
             absl::Time t, std::vector<AnomalyChange>* changes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The stage's state of a memory rule: active while a domain's is, with that domain's summary.
+  static DetectorState AnyDomain(const PerStage& s, AnomalyRule rule);
   void Report(const std::vector<AnomalyChange>& changes);
 
   const AnomalyConfig config_;

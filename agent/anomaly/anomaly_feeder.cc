@@ -11,12 +11,19 @@ void AnomalyFeeder::Feed(absl::Time now, const std::map<std::string, StageMemory
   };
 
   for (const auto& [name, m] : sampled) {
-    if (m.sampled_at != now) continue;  // the stage has no cgroup any more
-    // The ETA follows the cgroup closest to its limit, wherever in the stage it is.
-    engine_->OnMemory(named(name), now, m.working_set_bytes,
-                      m.limit_working_set_bytes.value_or(m.working_set_bytes),
-                      m.limit_bytes ? std::optional<double>(*m.limit_bytes) : std::nullopt,
-                      m.psi_full_seconds);
+    // Not sampled now: its tops could not be read, or it has no cgroup any more (no domains,
+    // so the engine drops their detectors).
+    const bool fresh = m.sampled_at == now;
+    std::vector<MemoryDomainSample> domains;
+    for (const DomainMemory& d : m.domains) {
+      domains.push_back({.id = d.id,
+                         .path = d.path,
+                         .fresh = fresh && d.sampled,
+                         .working_set = static_cast<double>(d.working_set_bytes),
+                         .limit = d.limit_bytes ? std::optional<double>(*d.limit_bytes)
+                                                : std::nullopt});
+    }
+    engine_->OnMemory(named(name), now, domains, fresh ? m.psi_full_seconds : std::nullopt);
   }
   if (memory_) {
     memory_->Collect();

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "absl/container/flat_hash_set.h"
 #include "cgroup/psi.h"
 
 namespace stagewatch {
@@ -38,56 +37,122 @@ void MemorySampler::Start(Observer observer) {
   });
 }
 
-// The stage tops first (always tracked: their hierarchical usage is the stage's), then every
-// other cgroup of a stage with a limit of its own, up to memory.max_limit_domains in all.
-std::vector<std::pair<uint64_t, MemorySampler::Domain>> MemorySampler::ReadDomains() {
-  std::vector<std::pair<uint64_t, Domain>> domains;
-  auto add = [&](const NamedCgroup& c, bool top) {
-    absl::StatusOr<MemoryCgroupStats> m = reader_.stats(c.path);
-    if (!m.ok()) {
-      // Removed since the walk, or a file that does not parse: this domain sits the sample
-      // out, the others go on.
-      skips_++;
-      return;
-    }
-    std::optional<uint64_t> limit = LowerLimit(m->limit_bytes, m->high_bytes);
-    domains.push_back({c.id, Domain{c.stage.name, top, std::move(*m), limit}});
-  };
-  absl::flat_hash_set<uint64_t> tops;
-  for (const NamedCgroup& top : namer_->StageTops()) {
-    tops.insert(top.id);
-    add(top, true);
+const std::vector<NamedCgroup>& MemorySampler::Tops(const std::vector<NamedCgroup>& live) {
+  const bool same = std::equal(live.begin(), live.end(), tops_live_.begin(), tops_live_.end(),
+                               [](const NamedCgroup& a, const NamedCgroup& b) {
+                                 return a.id == b.id && a.path == b.path &&
+                                        a.stage.name == b.stage.name;
+                               });
+  if (!same) {
+    tops_ = namer_->StageTops();
+    tops_live_ = live;
   }
-  const size_t max = static_cast<size_t>(config_.max_limit_domains);
-  size_t room = max > tops.size() ? max - tops.size() : 0;
-  for (const NamedCgroup& c : namer_->Live()) {
-    if (c.stage.name == kUnattributedStage || tops.contains(c.id)) continue;
+  return tops_;
+}
+
+void MemorySampler::FindLimited(const std::vector<NamedCgroup>& live,
+                                const absl::flat_hash_set<uint64_t>& tops) {
+  // The first sample checks every cgroup; after it, a cgroup not seen before is new.
+  const bool first = samples_ == 0;
+  absl::flat_hash_set<uint64_t> alive;
+  alive.reserve(live.size());
+  for (const NamedCgroup& c : live) {
+    alive.insert(c.id);
+    if (!first && !seen_.contains(c.id)) new_checks_[c.id] = kNewCgroupChecks;
+  }
+  absl::erase_if(limited_, [&alive](uint64_t id) { return !alive.contains(id); });
+  absl::erase_if(new_checks_, [&alive](const auto& e) { return !alive.contains(e.first); });
+  for (const NamedCgroup& c : live) {
+    bool due = first || InRound(c.id);
+    if (auto fresh = new_checks_.find(c.id); fresh != new_checks_.end()) {
+      due = true;
+      if (--fresh->second == 0) new_checks_.erase(fresh);
+    }
+    // A domain's limit comes with its stats, every sample; unattributed cgroups are no stage's.
+    if (!due || c.stage.name == kUnattributedStage || tops.contains(c.id) ||
+        limited_.contains(c.id)) {
+      continue;
+    }
     absl::StatusOr<std::optional<uint64_t>> limit = reader_.limit(c.path);
     if (!limit.ok()) {
       skips_++;
       continue;
     }
-    if (!limit->has_value()) continue;
+    if (limit->has_value()) limited_.insert(c.id);
+  }
+  absl::erase_if(no_psi_, [&alive](uint64_t id) { return !alive.contains(id); });
+  seen_ = std::move(alive);
+}
+
+// The stage tops first (always tracked: their hierarchical usage is the stage's), then every
+// other cgroup of a stage known to have a limit of its own, up to memory.max_limit_domains.
+std::vector<MemorySampler::Domain> MemorySampler::ReadDomains(
+    const std::vector<NamedCgroup>& live, const std::vector<NamedCgroup>& tops) {
+  absl::flat_hash_set<uint64_t> top_ids;
+  for (const NamedCgroup& top : tops) top_ids.insert(top.id);
+  FindLimited(live, top_ids);
+
+  auto read = [&](const NamedCgroup& c, bool top) {
+    Domain d{.cgroup = c, .top = top};
+    if (absl::StatusOr<MemoryCgroupStats> m = reader_.stats(c.path); m.ok()) {
+      d.limit = LowerLimit(m->limit_bytes, m->high_bytes);
+      d.stats = std::move(*m);
+    } else {
+      // Removed since the refresh, or a file that does not parse: this domain sits the
+      // sample out, the others go on.
+      skips_++;
+    }
+    return d;
+  };
+  std::vector<Domain> domains;
+  for (const NamedCgroup& top : tops) domains.push_back(read(top, true));
+  // Oldest cgroup (lowest id) first, so that past the bound the same ones stay watched.
+  std::vector<const NamedCgroup*> limited;
+  for (const NamedCgroup& c : live) {
+    if (limited_.contains(c.id) && !top_ids.contains(c.id)) limited.push_back(&c);
+  }
+  std::sort(limited.begin(), limited.end(),
+            [](const NamedCgroup* a, const NamedCgroup* b) { return a->id < b->id; });
+  const size_t max = static_cast<size_t>(config_.max_limit_domains);
+  size_t room = max > tops.size() ? max - tops.size() : 0;
+  for (const NamedCgroup* c : limited) {
     if (room == 0) {
       overflows_++;
       continue;
     }
     room--;
-    add(c, false);
+    Domain d = read(*c, false);
+    if (d.stats && !d.limit) {
+      limited_.erase(c->id);  // its limit was lifted: no longer a domain
+      continue;
+    }
+    domains.push_back(std::move(d));
   }
   return domains;
 }
 
+std::map<std::string, std::optional<double>> MemorySampler::ReadStagePsi(
+    const std::vector<NamedCgroup>& tops) {
+  std::map<std::string, std::optional<double>> psi;
+  for (const NamedCgroup& top : tops) {
+    if (no_psi_.contains(top.id) && !InRound(top.id)) continue;
+    absl::StatusOr<PsiTotals> p = ReadPsi(layout_, top.path, "memory");
+    if (absl::IsNotFound(p.status())) no_psi_.insert(top.id);
+    if (!p.ok()) continue;
+    no_psi_.erase(top.id);
+    psi[top.stage.name] = psi[top.stage.name].value_or(0) + p->full_us.value_or(0) * 1e-6;
+  }
+  return psi;
+}
+
 void MemorySampler::SampleOnce(absl::Time now) {
   namer_->Refresh();
-  const std::vector<std::pair<uint64_t, Domain>> domains = ReadDomains();
+  const std::vector<NamedCgroup> live = namer_->Live();
+  const std::vector<NamedCgroup>& tops = Tops(live);
+  const std::vector<Domain> domains = ReadDomains(live, tops);
   // PSI is read outside the lock, from the tops (it is hierarchical).
-  std::map<std::string, std::optional<double>> psi;
-  for (const NamedCgroup& top : namer_->StageTops()) {
-    if (absl::StatusOr<PsiTotals> p = ReadPsi(layout_, top.path, "memory"); p.ok()) {
-      psi[top.stage.name] = psi[top.stage.name].value_or(0) + p->full_us.value_or(0) * 1e-6;
-    }
-  }
+  const std::map<std::string, std::optional<double>> psi = ReadStagePsi(tops);
+  samples_++;
   Fold(now, domains);
   absl::MutexLock lock(&mu_);
   for (auto& [stage, m] : stages_) {
@@ -96,24 +161,30 @@ void MemorySampler::SampleOnce(absl::Time now) {
   }
 }
 
-void MemorySampler::Fold(absl::Time now, const std::vector<std::pair<uint64_t, Domain>>& domains) {
+void MemorySampler::Fold(absl::Time now, const std::vector<Domain>& domains) {
   struct Sum {
     uint64_t usage = 0, working_set = 0, swap = 0, kernel_peak = 0;
     bool has_swap = false, near = false;
     int tops = 0;
-    size_t domains = 0;
+    size_t read = 0;
     const Domain* closest = nullptr;  // highest usage / limit
     double closest_fraction = -1;
+    std::vector<DomainMemory> domains;
   };
   std::map<std::string, Sum> sums;
   std::vector<CgroupCounterSample> event_samples;
   // v2 memory.events are hierarchical: the tops' count each event once. v1 keeps failcnt and
   // oom_kill per cgroup: every domain's own count is added.
   const bool hierarchical_events = layout_.key == CGROUP_KEY_DEFAULT;
-  for (const auto& [id, d] : domains) {
-    Sum& s = sums[d.stage];
-    const MemoryCgroupStats& m = d.stats;
-    s.domains++;
+  for (const Domain& d : domains) {
+    Sum& s = sums[d.cgroup.stage.name];
+    s.domains.push_back({.id = d.cgroup.id, .path = d.cgroup.path, .top = d.top,
+                         .sampled = d.stats.has_value(), .limit_bytes = d.limit});
+    if (!d.stats) continue;
+    const MemoryCgroupStats& m = *d.stats;
+    s.domains.back().usage_bytes = m.usage_bytes;
+    s.domains.back().working_set_bytes = m.working_set_bytes;
+    s.read++;
     if (d.top) {
       s.usage += m.usage_bytes;
       s.working_set += m.working_set_bytes;
@@ -137,7 +208,7 @@ void MemorySampler::Fold(absl::Time now, const std::vector<std::pair<uint64_t, D
         auto it = m.events.find(e);
         values.push_back(it == m.events.end() ? 0 : it->second);
       }
-      event_samples.push_back({id, d.stage, std::move(values)});
+      event_samples.push_back({d.cgroup.id, d.cgroup.stage.name, std::move(values)});
     }
   }
 
@@ -148,9 +219,18 @@ void MemorySampler::Fold(absl::Time now, const std::vector<std::pair<uint64_t, D
   const auto event_totals = events_.Totals();
   // A forgotten stage's peak and near-limit time start again if it comes back.
   std::erase_if(stages_, [&known](const auto& entry) { return !known.contains(entry.first); });
-  for (const auto& [stage, s] : sums) {
-    if (s.tops == 0) continue;  // its top vanished mid-sample: keep the last sample
+  for (auto& [stage, m] : stages_) {
+    if (!sums.contains(stage)) m.domains.clear();  // no cgroup left: its domains are gone
+  }
+  for (auto& [stage, s] : sums) {
+    if (s.tops == 0) {  // its top vanished mid-sample: keep the last sample
+      if (auto it = stages_.find(stage); it != stages_.end()) {
+        it->second.domains = std::move(s.domains);
+      }
+      continue;
+    }
     StageMemory& m = stages_[stage];
+    m.domains = std::move(s.domains);
     // The interval since the last sample counts as near the limit if that sample was.
     if (m.near_limit && m.sampled_at != absl::InfinitePast()) {
       m.near_limit_seconds += absl::ToDoubleSeconds(now - m.sampled_at);
@@ -161,14 +241,12 @@ void MemorySampler::Fold(absl::Time now, const std::vector<std::pair<uint64_t, D
     m.swap_bytes = s.has_swap ? std::optional<uint64_t>(s.swap) : std::nullopt;
     m.limit_bytes = std::nullopt;
     m.headroom_bytes = std::nullopt;
-    m.limit_working_set_bytes = std::nullopt;
     if (s.closest) {
-      const uint64_t limit = *s.closest->limit, usage = s.closest->stats.usage_bytes;
+      const uint64_t limit = *s.closest->limit, usage = s.closest->stats->usage_bytes;
       m.limit_bytes = limit;
       m.headroom_bytes = usage < limit ? limit - usage : 0;
-      m.limit_working_set_bytes = s.closest->stats.working_set_bytes;
     }
-    m.limit_domains = s.domains;
+    m.limit_domains = s.read;
     // A single cgroup's own high-water mark also catches spikes between samples.
     m.peak_bytes = std::max({m.peak_bytes, s.usage, s.tops == 1 ? s.kernel_peak : 0});
     if (auto it = event_totals.find(stage); it != event_totals.end()) m.events = it->second;

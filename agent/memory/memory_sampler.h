@@ -4,7 +4,12 @@
 // A stage's limit lives on whichever of its cgroups has one (often a run's cgroup beneath an
 // unlimited stage top). Each such cgroup, and each top, is a limit domain, watched on its own;
 // per stage the snapshot shows the domain closest to its limit, time any domain was near its
-// limit, and events summed so that each is counted once.
+// limit, and events summed so that each is counted once, and lists every domain for the
+// detectors, which follow each on its own.
+//
+// Which cgroups have a limit is learnt as they are born (the cgroup events put them in the
+// namer's live set), not by reading every cgroup's limit file every sample: the per-sample
+// cost follows the domains, not the whole tree.
 #pragma once
 
 #include <array>
@@ -17,6 +22,8 @@
 #include <thread>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
@@ -33,6 +40,17 @@ namespace stagewatch {
 inline constexpr std::array<const char*, 7> kMemoryEvents = {
     "low", "high", "max", "oom", "oom_kill", "oom_group_kill", "failcnt"};
 
+// One limit domain in a sample.
+struct DomainMemory {
+  uint64_t id = 0;    // its cgroup id
+  std::string path;   // in the memory hierarchy
+  bool top = false;   // a stage top (else a cgroup beneath with a limit of its own)
+  bool sampled = false;  // false: its files could not be read this sample, it sat it out
+  uint64_t usage_bytes = 0;
+  uint64_t working_set_bytes = 0;
+  std::optional<uint64_t> limit_bytes;  // the lower of the hard and the soft limit
+};
+
 struct StageMemory {
   uint64_t usage_bytes = 0;        // of the stage's top cgroups
   uint64_t working_set_bytes = 0;
@@ -41,12 +59,13 @@ struct StageMemory {
   // From the domain closest to its limit (highest usage / limit); none when no domain of the
   // stage has a limit.
   std::optional<uint64_t> limit_bytes;
-  std::optional<uint64_t> headroom_bytes;        // limit - usage of that domain, floored at 0
-  std::optional<uint64_t> limit_working_set_bytes;  // that domain's working set (for the ETA)
+  std::optional<uint64_t> headroom_bytes;  // limit - usage of that domain, floored at 0
   bool near_limit = false;         // some domain is at or above near_limit_fraction now
   double near_limit_seconds = 0;   // time any domain was near its limit
   uint64_t peak_bytes = 0;         // since the agent started (and the kernel's own peak)
-  size_t limit_domains = 0;        // tops plus limited descendants, tracked this sample
+  size_t limit_domains = 0;        // tops plus limited descendants, read this sample
+  // Every domain tracked this sample, read or not; empty once the stage has no cgroup.
+  std::vector<DomainMemory> domains;
   std::vector<uint64_t> events = std::vector<uint64_t>(kMemoryEvents.size(), 0);
   absl::Time sampled_at = absl::InfinitePast();
 };
@@ -56,10 +75,21 @@ struct MemoryReader {
   // Everything about one cgroup (its path in the memory hierarchy).
   std::function<absl::StatusOr<MemoryCgroupStats>(const std::string&)> stats;
   // Only its own limit: memory.limit_in_bytes on v1, the lower of memory.max and memory.high
-  // on v2; nullopt when unlimited.
+  // on v2; nullopt when unlimited. Asked of cgroups that are not domains, only on the clock
+  // below (kNewCgroupChecks, kLimitRecheckSamples).
   std::function<absl::StatusOr<std::optional<uint64_t>>(const std::string&)> limit;
 };
 MemoryReader CgroupfsMemoryReader(const CgroupLayout& layout);
+
+// Launchers (systemd, Slurm, runc, `stagewatch run`) write a cgroup's limit just after its
+// mkdir, before its first task moves in: a new cgroup's limit is checked in each of its first
+// few samples, so a limit written then is a domain from the sample after.
+inline constexpr int kNewCgroupChecks = 5;
+// A limit written later on a living cgroup (`systemctl set-property`, by hand) is found by a
+// slower round: each cgroup's limit is checked once every this many samples (within a minute
+// at the default 1 s interval), spread so that one sample checks 1/60 of the cgroups. A top
+// without memory PSI is asked for it on the same round.
+inline constexpr uint64_t kLimitRecheckSamples = 60;
 
 class MemorySampler {
  public:
@@ -73,7 +103,7 @@ class MemorySampler {
   // Samples every config.sample_interval on a thread of its own.
   void Start(Observer observer = nullptr);
 
-  // One sample, now (the thread calls this; tests call it directly).
+  // One sample, now (the thread calls this; tests call it directly, from one thread at a time).
   void SampleOnce(absl::Time now);
 
   std::map<std::string, StageMemory> Snapshot() const;
@@ -85,19 +115,41 @@ class MemorySampler {
 
  private:
   struct Domain {
-    std::string stage;
+    NamedCgroup cgroup;
     bool top = false;
-    MemoryCgroupStats stats;
+    std::optional<MemoryCgroupStats> stats;  // none: could not be read, sits the sample out
     std::optional<uint64_t> limit;  // the lower of the hard and the soft limit
   };
-  std::vector<std::pair<uint64_t, Domain>> ReadDomains();
-  void Fold(absl::Time now, const std::vector<std::pair<uint64_t, Domain>>& domains);
+  // The namer's stage tops, asked again only when the live cgroups or their stages changed:
+  // finding them is a pass over every live cgroup with a map of their paths.
+  const std::vector<NamedCgroup>& Tops(const std::vector<NamedCgroup>& live);
+  // Whether `id` is due in this sample's share of the slower round.
+  bool InRound(uint64_t id) const {
+    return id % kLimitRecheckSamples == samples_ % kLimitRecheckSamples;
+  }
+  // Checks the limits of the cgroups due a check (new ones, and this sample's share of the
+  // round), and forgets what was known of cgroups that are gone.
+  void FindLimited(const std::vector<NamedCgroup>& live, const absl::flat_hash_set<uint64_t>& tops);
+  std::vector<Domain> ReadDomains(const std::vector<NamedCgroup>& live,
+                                  const std::vector<NamedCgroup>& tops);
+  // Memory PSI "full" seconds per stage, from its tops.
+  std::map<std::string, std::optional<double>> ReadStagePsi(const std::vector<NamedCgroup>& tops);
+  void Fold(absl::Time now, const std::vector<Domain>& domains);
 
   CgroupNamer* const namer_;
   const CgroupLayout layout_;
   const MemoryConfig config_;
   const MemoryReader reader_;
   std::atomic<uint64_t> overflows_{0}, skips_{0};
+  // Only SampleOnce touches these.
+  uint64_t samples_ = 0;
+  absl::flat_hash_set<uint64_t> seen_;             // live cgroups as of the last sample
+  absl::flat_hash_map<uint64_t, int> new_checks_;  // new cgroups: limit checks left
+  absl::flat_hash_set<uint64_t> limited_;          // cgroups beneath a top with a limit
+  // Tops without a memory.pressure file (on a hybrid host, a path only the v1 memory hierarchy
+  // has): asked again on the slower round, not every sample.
+  absl::flat_hash_set<uint64_t> no_psi_;
+  std::vector<NamedCgroup> tops_live_, tops_;  // Tops(): the live cgroups it was found for
   mutable absl::Mutex mu_;
   std::map<std::string, StageMemory> stages_ ABSL_GUARDED_BY(mu_);
   StageCounters events_ ABSL_GUARDED_BY(mu_);  // kMemoryEvents per domain

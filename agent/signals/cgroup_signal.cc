@@ -13,11 +13,9 @@ namespace stagewatch {
 namespace {
 
 std::vector<ProbeStatus> TryProbes(const ProbeTrial& t) {
-  auto probe = CgroupProbe::Start(
+  return StatusesOf(CgroupProbe::Start(
       {.enabled = t.lifecycle_events, .key = t.key, .features = t.features},
-      [](const cgroup_event&) {}, nullptr);
-  return probe.ok() ? (*probe)->statuses()
-                    : CgroupProbe::NotStarted(std::string(probe.status().message()));
+      [](const cgroup_event&) {}, nullptr));
 }
 
 void Start(const SignalContext& ctx) {

@@ -11,9 +11,7 @@ namespace stagewatch {
 namespace {
 
 std::vector<ProbeStatus> TryProbes(const ProbeTrial& t) {
-  auto probe = MemoryProbe::Start({.key = t.key, .features = t.features});
-  return probe.ok() ? (*probe)->statuses()
-                    : MemoryProbe::NotStarted(std::string(probe.status().message()));
+  return StatusesOf(MemoryProbe::Start({.key = t.key, .features = t.features}));
 }
 
 void Start(const SignalContext& ctx) {

@@ -14,9 +14,8 @@ namespace stagewatch {
 namespace {
 
 std::vector<ProbeStatus> TryProbes(const ProbeTrial& t) {
-  auto probe = OomProbe::Start({.key = t.key, .features = t.features}, [](const oom_event&) {});
-  return probe.ok() ? (*probe)->statuses()
-                    : OomProbe::NotStarted(std::string(probe.status().message()));
+  return StatusesOf(
+      OomProbe::Start({.key = t.key, .features = t.features}, [](const oom_event&) {}));
 }
 
 void Start(const SignalContext& ctx) {

@@ -59,6 +59,14 @@ std::unique_ptr<Probe> Adopt(absl::StatusOr<std::unique_ptr<Probe>> started,
   return *std::move(started);
 }
 
+// What a probe module started for `stagewatch features` says of its probes (it stops when
+// `started` goes), or why it could not start.
+template <typename Probe>
+std::vector<ProbeStatus> StatusesOf(const absl::StatusOr<std::unique_ptr<Probe>>& started) {
+  if (!started.ok()) return Probe::NotStarted(std::string(started.status().message()));
+  return (*started)->statuses();
+}
+
 // A ring buffer the agent drains on a thread of its own.
 struct RingPoller {
   const char* probe;

@@ -100,7 +100,8 @@ struct Config {
   std::map<std::string, bool> collectors;  // every known collector, on or off
 };
 
-// Names of the collectors a configuration may switch (`collectors:` and --collector.<name>).
+// Names of the collectors a configuration may switch (`collectors:` and --collector.<name>):
+// the signals of agent/signals/ whose Signal::collector_flag is set.
 const std::vector<std::string>& KnownCollectors();
 
 // Parses YAML text. `source_name` prefixes every error ("file:line:col: message"); all errors

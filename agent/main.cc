@@ -15,6 +15,7 @@
 #include "config_validate.h"
 #include "exporters/web_config.h"
 #include "log.h"
+#include "signals/signal.h"
 #include "version.h"
 
 namespace {
@@ -108,7 +109,7 @@ int main(int argc, char** argv) {
   app.add_flag("--bpf.stats", bpf_stats,
                "Count the run time of BPF programs while the agent runs (BPF_ENABLE_STATS; "
                "needs CAP_SYS_ADMIN), without setting kernel.bpf_stats_enabled");
-  for (const std::string& name : stagewatch::KnownCollectors()) {
+  for (const std::string& name : stagewatch::CollectorFlagNames()) {
     overrides.collector_values[name] = true;
     overrides.collector_flags[name] = app.add_flag(
         "--collector." + name + ",!--no-collector." + name, overrides.collector_values[name],

@@ -10,13 +10,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "anomaly/anomaly_engine.h"
-#include "app/agent_runs.h"
 #include "bounded_file.h"
 #include "capabilities.h"
 #include "anomaly/anomaly_feeder.h"
-#include "cgroup/cgroup_events.h"
 #include "cgroup/cgroup_namer.h"
 #include "cgroup/layout.h"
 #include "cgroup/path_cache.h"
@@ -27,25 +24,19 @@
 #include "exporters/collector.h"
 #include "exporters/http_server.h"
 #include "exporters/metric_builders.h"
-#include "exporters/oom_collector.h"
 #include "exporters/process_collector.h"
-#include "exporters/runs_collector.h"
 #include "exporters/runs_pages.h"
-#include "exporters/memory_collector.h"
-#include "exporters/sched_collector.h"
 #include "exporters/web_config.h"
 #include "log.h"
 #include "oom/oom_tracker.h"
-#include "probes/cgroup_probe.h"
 #include "probes/libbpf_log.h"
 #include "memory/memory_sampler.h"
-#include "memory/memory_tracker.h"
-#include "probes/memory_probe.h"
 #include "probes/program_stats.h"
-#include "probes/oom_probe.h"
-#include "probes/sched_probe.h"
+#include "memory/memory_tracker.h"
+#include "runs/run_watcher.h"
 #include "runs/runs_source.h"
 #include "sched/sched_tracker.h"
+#include "signals/signal.h"
 #include "stages/stage_resolver.h"
 #include "version.h"
 
@@ -80,28 +71,6 @@ void LogAnomaly(const AnomalyChange& c) {
     Log::Info("anomaly", {{"pipeline_stage", c.stage.name}, {"rule", AnomalyRuleName(c.rule)},
                           {"state", "resolved"}});
   }
-}
-
-// What each probe module says of its probes and programs, asked at every scrape.
-struct ProbeReport {
-  std::function<std::vector<ProbeStatus>()> statuses;
-  std::function<std::vector<ProgramStats>()> programs;
-};
-
-// Keeps a started probe module, or the reason it could not start, in `reports`.
-template <typename Probe>
-std::unique_ptr<Probe> Adopt(absl::StatusOr<std::unique_ptr<Probe>> started,
-                             std::vector<ProbeReport>* reports) {
-  if (!started.ok()) {
-    reports->push_back(
-        {[why = std::string(started.status().message())] { return Probe::NotStarted(why); },
-         [] { return std::vector<ProgramStats>(); }});
-    return nullptr;
-  }
-  const Probe* probe = started->get();
-  reports->push_back({[probe] { return probe->statuses(); },
-                      [probe] { return probe->program_stats(); }});
-  return *std::move(started);
 }
 
 void LogProbe(const ProbeStatus& p) {
@@ -217,29 +186,25 @@ int RunAgent(const AgentOptions& options) {
                          .max_entries = static_cast<size_t>(config.cgroup.cache_max_entries)});
   StageResolver stages(config.stages, config.discovery);
   OomTracker oom(&paths, &stages, layout->key);
-  std::vector<ProbeReport> probe_reports;
   std::atomic<RunWatcher*> runs = nullptr;  // set once the probes it reads are up
-
-  // Attached before the start walk, so that no cgroup made meanwhile is missed.
-  std::unique_ptr<CgroupProbe> cgroup_probe = Adopt(
-      CgroupProbe::Start(
-          {.enabled = config.cgroup.lifecycle_events, .key = layout->key, .features = features},
-          [&paths, &runs](const cgroup_event& e) {
-            if (RunWatcher* w = runs.load()) w->OnCgroupEvent(e);  // before its entries go
-            ApplyCgroupEvent(e, &paths);
-          },
-          [&paths] {
-            Log::Warn("cgroup events lost; walking the hierarchy again", {});
-            paths.Resync();
-          }),
-      &probe_reports);
-  if (cgroup_probe) paths.UseEvents([probe = cgroup_probe.get()] { probe->Drain(); });
+  exporters::CollectorRegistry registry;
+  RunningSignals running;
+  SignalContext signals{.config = config, .layout = *layout, .features = features,
+                        .paths = &paths, .stages = &stages, .oom = &oom, .runs = &runs,
+                        .running = &running};
+  auto start_signals = [&config, &signals](bool first) {
+    for (const Signal& s : Signals()) {
+      if (s.starts_first != first) continue;
+      if (s.collector_flag && !config.collectors.at(std::string(s.name))) continue;
+      s.start(signals);
+    }
+  };
+  start_signals(/*first=*/true);  // the cgroup probe, before the start walk
   Log::Info("cgroup naming", {{"source", paths.uses_events() ? "lifecycle_events" : "walks"}});
 
   // Served from here on (/-/healthy answers while probes attach); /-/ready waits for the
   // probes and the first snapshot.
   std::atomic<bool> ready = false;
-  exporters::CollectorRegistry registry;
   // The run pages open the ledger at their first request; until it is readable they say why
   // (503) and the agent runs on.
   LedgerRunsSource runs_source(config.runs.ledger_path);  // --ledger.path sets it
@@ -272,58 +237,14 @@ int RunAgent(const AgentOptions& options) {
   });
   auto sampler = std::make_unique<MemorySampler>(&namer, *layout, config.memory);
 
-  std::unique_ptr<OomProbe> oom_probe;
-  if (config.collectors.at("oom")) {
-    // Kills the kernel counted before the agent started are the baseline, not news.
-    (void)oom.RefreshKernelCounts();
-    auto started = OomProbe::Start(
-        {.key = layout->key, .userspace_killers = config.oom.userspace_killers,
-         .userspace_killer_paths = config.oom.userspace_killer_paths,
-         .userspace_killer_max_uid = config.oom.userspace_killer_max_uid,
-         .features = features},
-        [&oom, &anomalies, &runs](const oom_event& e) {
-          auto [stage, summary] = oom.OnEvent(e);
-          anomalies.OnOomKill(stage, absl::Now(), summary);
-          if (RunWatcher* w = runs.load()) w->OnOomKill(e.victim_cgroup_id, OomVictimOf(e));
-        });
-    oom_probe = Adopt(std::move(started), &probe_reports);
-    registry.Add(std::make_unique<exporters::OomCollector>(&oom, &stages));
-  }
-
-  std::unique_ptr<SchedProbe> sched_probe;
-  std::unique_ptr<SchedTracker> sched;
-  if (config.collectors.at("sched")) {
-    sched_probe = Adopt(SchedProbe::Start({.key = layout->key, .features = features}),
-                        &probe_reports);
-    if (sched_probe) sched = std::make_unique<SchedTracker>(sched_probe.get(), &namer);
-    // Without the probe, the cgroupfs half (throttling, usage, PSI) still runs.
-    registry.Add(std::make_unique<exporters::SchedCollector>(sched.get(), sched_probe.get(),
-                                                             &namer, *layout));
-  }
-
-  std::unique_ptr<MemoryProbe> memory_probe;
-  std::unique_ptr<MemoryTracker> memory;
-  if (config.collectors.at("memory")) {
-    memory_probe = Adopt(MemoryProbe::Start({.key = layout->key, .features = features}),
-                         &probe_reports);
-    if (memory_probe) memory = std::make_unique<MemoryTracker>(memory_probe.get(), &namer);
-    // Registered after "sched", whose collection refreshes the tasks running right now.
-    registry.Add(std::make_unique<exporters::MemoryCollector>(exporters::MemoryCollectorSources{
-        .tracker = memory.get(), .probe = memory_probe.get(), .sampler = sampler.get(),
-        .sched = sched.get(), .namer = &namer, .layout = *layout}));
-  }
-
-  std::unique_ptr<RunWatcher> run_watcher = StartRunWatcher(
-      config, *layout, &stages, MakeRunProbeReaders(sched_probe.get(), memory_probe.get(), &namer),
-      oom_probe != nullptr);
-  if (run_watcher) {
-    runs = run_watcher.get();
-    registry.Add(std::make_unique<exporters::RunsCollector>(
-        [w = run_watcher.get()] { return w->Snapshot(); }));
-  }
+  signals.namer = &namer;
+  signals.anomalies = &anomalies;
+  signals.sampler = sampler.get();
+  signals.collectors = &registry;
+  start_signals(/*first=*/false);
 
   // The sampler's clock drives near-limit time, peaks and the anomaly detectors.
-  AnomalyFeeder feeder(&anomalies, &stages, memory.get(), sched.get());
+  AnomalyFeeder feeder(&anomalies, &stages, running.memory.get(), running.sched.get());
   sampler->Start(
       [&feeder, &ready](absl::Time now, const std::map<std::string, StageMemory>& sampled) {
         feeder.Feed(now, sampled);
@@ -331,30 +252,31 @@ int RunAgent(const AgentOptions& options) {
       });
   registry.Add(std::make_unique<exporters::AnomalyCollector>(&anomalies, &stages));
 
-  for (const ProbeReport& report : probe_reports) {
+  for (const ProbeReport& report : running.probe_reports) {
     for (const ProbeStatus& p : report.statuses()) LogProbe(p);
   }
   registry.Add(std::make_unique<exporters::AgentCollector>(exporters::AgentHealthSources{
       .probes =
-          [&probe_reports] {
+          [&running] {
             std::vector<ProbeStatus> all;
-            for (const ProbeReport& report : probe_reports) {
+            for (const ProbeReport& report : running.probe_reports) {
               for (ProbeStatus& p : report.statuses()) all.push_back(std::move(p));
             }
             return all;
           },
       .programs =
-          [&probe_reports] {
+          [&running] {
             std::vector<ProgramStats> all;
-            for (const ProbeReport& report : probe_reports) {
+            for (const ProbeReport& report : running.probe_reports) {
               for (ProgramStats& p : report.programs()) all.push_back(std::move(p));
             }
             return all;
           },
       .unknown_cgroup_events =
           [&] {
-            return oom.unknown_cgroups() + (sched ? sched->unknown_cgroups() : 0) +
-                   (memory ? memory->unknown_cgroups() : 0);
+            return oom.unknown_cgroups() +
+                   (running.sched ? running.sched->unknown_cgroups() : 0) +
+                   (running.memory ? running.memory->unknown_cgroups() : 0);
           },
       .path_cache = &paths,
       .stages = &stages}));
@@ -372,17 +294,18 @@ int RunAgent(const AgentOptions& options) {
   Log::Info("capabilities dropped", {{"effective", EffectiveCapabilityNames()}});
 
   std::atomic<bool> stopping = false;
-  auto poll_loop = [&stopping](auto* probe, const char* name) {
-    while (probe && !stopping.load()) {
-      int rc = probe->Poll(kPollTimeoutMs);
-      if (rc < 0 && rc != -EINTR) {
-        Log::Error("polling a ring buffer failed", {{"probe", name}, {"err", strerror(-rc)}});
-        break;
+  std::vector<std::thread> pollers;
+  for (const RingPoller& p : running.pollers) {
+    pollers.emplace_back([&stopping, p] {
+      while (!stopping.load()) {
+        int rc = p.poll(kPollTimeoutMs);
+        if (rc < 0 && rc != -EINTR) {
+          Log::Error("polling a ring buffer failed", {{"probe", p.probe}, {"err", strerror(-rc)}});
+          break;
+        }
       }
-    }
-  };
-  std::thread poller([&] { poll_loop(oom_probe.get(), "oom"); });
-  std::thread cgroup_poller([&] { poll_loop(cgroup_probe.get(), "cgroup"); });
+    });
+  }
 
   Log::Info("listening", {{"address", (*http)->address()},
                           {"telemetry_path", config.web.telemetry_path}});
@@ -392,17 +315,10 @@ int RunAgent(const AgentOptions& options) {
 
   http->reset();  // stop serving before the collectors' sources go away
   stopping = true;
-  poller.join();
-  cgroup_poller.join();
+  for (std::thread& t : pollers) t.join();
   sampler.reset();  // the last caller of the watcher (through the anomaly engine)
   runs = nullptr;
-  run_watcher.reset();
-  oom_probe.reset();  // detaches the BPF programs
-  sched.reset();
-  sched_probe.reset();
-  memory.reset();
-  memory_probe.reset();
-  cgroup_probe.reset();
+  running.Stop();  // detaches the BPF programs
   Log::Info("stopped");
   return 0;
 }

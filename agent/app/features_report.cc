@@ -8,12 +8,9 @@
 #include "cgroup/layout.h"
 #include "log.h"
 #include "probes/features.h"
-#include "probes/cgroup_probe.h"
 #include "probes/libbpf_log.h"
-#include "probes/memory_probe.h"
-#include "probes/oom_probe.h"
 #include "probes/program_stats.h"
-#include "probes/sched_probe.h"
+#include "signals/signal.h"
 
 namespace stagewatch {
 namespace {
@@ -33,33 +30,17 @@ std::string JsonString(std::string_view s) {
   return out + "\"";
 }
 
-// Each probe module started for real (then stopped), or the reason it cannot be.
-std::vector<ProbeStatus> TryProbes(const KernelFeatures& f, const std::string& btf_path,
-                                   cgroup_key_hierarchy key, bool lifecycle_events) {
+// Each signal's probes started for real (then stopped), or the reason they cannot be.
+std::vector<ProbeStatus> TryProbes(const ProbeTrial& trial, const std::string& btf_path) {
+  const absl::Status can_load = CheckCanLoadBpf(trial.features, btf_path);
   std::vector<ProbeStatus> all;
-  auto append = [&all](std::vector<ProbeStatus> some) {
+  for (const Signal& signal : Signals()) {
+    if (!signal.try_probes) continue;
+    std::vector<ProbeStatus> some = can_load.ok()
+                                        ? signal.try_probes(trial)
+                                        : signal.not_started(std::string(can_load.message()));
     all.insert(all.end(), some.begin(), some.end());
-  };
-  if (absl::Status s = CheckCanLoadBpf(f, btf_path); !s.ok()) {
-    const std::string why(s.message());
-    append(OomProbe::NotStarted(why));
-    append(SchedProbe::NotStarted(why));
-    append(MemoryProbe::NotStarted(why));
-    append(CgroupProbe::NotStarted(why));
-    return all;
   }
-  auto oom = OomProbe::Start({.key = key, .features = f}, [](const oom_event&) {});
-  append(oom.ok() ? (*oom)->statuses() : OomProbe::NotStarted(std::string(oom.status().message())));
-  auto sched = SchedProbe::Start({.key = key, .features = f});
-  append(sched.ok() ? (*sched)->statuses()
-                    : SchedProbe::NotStarted(std::string(sched.status().message())));
-  auto memory = MemoryProbe::Start({.key = key, .features = f});
-  append(memory.ok() ? (*memory)->statuses()
-                     : MemoryProbe::NotStarted(std::string(memory.status().message())));
-  auto cgroup = CgroupProbe::Start({.enabled = lifecycle_events, .key = key, .features = f},
-                                   [](const cgroup_event&) {}, nullptr);
-  append(cgroup.ok() ? (*cgroup)->statuses()
-                     : CgroupProbe::NotStarted(std::string(cgroup.status().message())));
   return all;
 }
 
@@ -72,8 +53,10 @@ int RunFeaturesReport(const FeaturesReportOptions& options, std::ostream& out) {
   const KernelFeatures f = ProbeKernelFeatures(btf_path);
   absl::StatusOr<CgroupLayout> layout = DetectHostCgroupLayout();
   const std::vector<ProbeStatus> probes =
-      TryProbes(ApplyAttachPolicy(f, options.attach), btf_path,
-                layout.ok() ? layout->key : CGROUP_KEY_DEFAULT, options.lifecycle_events);
+      TryProbes({.features = ApplyAttachPolicy(f, options.attach),
+                 .key = layout.ok() ? layout->key : CGROUP_KEY_DEFAULT,
+                 .lifecycle_events = options.lifecycle_events},
+                btf_path);
   // The agent learns cgroups from the cgroup probe's events where it attaches, else by walks.
   bool events = false;
   for (const ProbeStatus& p : probes) events |= p.name == "cgroup" && p.attached;

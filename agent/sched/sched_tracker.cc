@@ -47,20 +47,19 @@ void SchedTracker::Collect() {
   }
   cgroups_.Update(samples);
 
-  std::vector<CgroupCounterSample> pair_samples;
+  std::vector<CgroupCounterSampleOf<StagePair>> pair_samples;
   for (const auto& [pair, n] : pairs) {
     std::optional<Stage> preempted = naming_.StageFor(pair.first);
     std::optional<Stage> preempting = naming_.StageFor(pair.second);
     if (preempted && preempting) {
-      pair_samples.push_back({PairKey(pair), preempted->name + "\t" + preempting->name, {n}});
+      pair_samples.push_back({PairKey(pair), {preempted->name, preempting->name}, {n}});
     }
   }
   pairs_.Update(pair_samples);
   const absl::flat_hash_set<std::string> known = naming_.stages()->KnownStageNames();
   cgroups_.KeepStages(known);
-  pairs_.KeepStages([&known](const std::string& pair) {
-    const size_t tab = pair.find('\t');
-    return known.contains(pair.substr(0, tab)) && known.contains(pair.substr(tab + 1));
+  pairs_.KeepStages([&known](const StagePair& pair) {
+    return known.contains(pair.first) && known.contains(pair.second);
   });
 
   running_.clear();
@@ -101,10 +100,7 @@ std::map<std::string, SchedStageTotals> SchedTracker::Totals() const {
 std::map<StagePair, uint64_t> SchedTracker::Preemptions() const {
   absl::MutexLock lock(&mu_);
   std::map<StagePair, uint64_t> out;
-  for (const auto& [stages, v] : pairs_.Totals()) {
-    const size_t tab = stages.find('\t');
-    out[{stages.substr(0, tab), stages.substr(tab + 1)}] += v[0];
-  }
+  for (const auto& [pair, v] : pairs_.Totals()) out[pair] += v[0];
   return out;
 }
 

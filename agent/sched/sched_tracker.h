@@ -29,8 +29,6 @@ struct SchedStageTotals {
   uint64_t running_now = 0;  // CPUs running one of the stage's tasks at collect time
 };
 
-using StagePair = std::pair<std::string, std::string>;  // (preempted, preempting)
-
 class SchedTracker {
  public:
   SchedTracker(SchedProbe* probe, CgroupNamer* namer);
@@ -50,9 +48,8 @@ class SchedTracker {
   mutable absl::Mutex mu_;
   CollectionNaming naming_ ABSL_GUARDED_BY(mu_);
   StageCounters cgroups_ ABSL_GUARDED_BY(mu_);
-  // Pairs are folded by StageCounters too, under a key of their own and a "preempted\tpreempting"
-  // stage name (tabs cannot occur in stage names).
-  StageCounters pairs_ ABSL_GUARDED_BY(mu_){1};
+  // Pairs are folded like stages, each under a key of its own (PairKey) for its cgroup pair.
+  StageCountersOf<StagePair> pairs_ ABSL_GUARDED_BY(mu_){1};
   std::map<std::pair<uint64_t, uint64_t>, uint64_t> pair_keys_ ABSL_GUARDED_BY(mu_);
   uint64_t next_pair_key_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<std::string, uint64_t> running_ ABSL_GUARDED_BY(mu_);

@@ -15,18 +15,21 @@ std::vector<uint64_t> Normalised(const std::vector<uint64_t>& values, size_t wid
 
 }  // namespace
 
-StageCounters::StageCounters(size_t width, bool count_from_first_snapshot)
+template <typename Key>
+StageCountersOf<Key>::StageCountersOf(size_t width, bool count_from_first_snapshot)
     : width_(width), skip_baseline_(!count_from_first_snapshot) {}
 
-void StageCounters::Retire(const Live& cgroup) {
+template <typename Key>
+void StageCountersOf<Key>::Retire(const Live& cgroup) {
   std::vector<uint64_t>& retired = retired_[cgroup.stage];
   retired.resize(width_, 0);
   for (size_t i = 0; i < width_; ++i) retired[i] += cgroup.last[i] - cgroup.baseline[i];
 }
 
-void StageCounters::Update(const std::vector<CgroupCounterSample>& live) {
+template <typename Key>
+void StageCountersOf<Key>::Update(const std::vector<CgroupCounterSampleOf<Key>>& live) {
   absl::flat_hash_set<uint64_t> seen;
-  for (const CgroupCounterSample& sample : live) {
+  for (const CgroupCounterSampleOf<Key>& sample : live) {
     if (!seen.insert(sample.cgroup_id).second) continue;  // duplicate id: first one wins
     retired_.try_emplace(sample.stage, width_, 0);        // stages stay once seen
     std::vector<uint64_t> values = Normalised(sample.values, width_);
@@ -73,17 +76,22 @@ void StageCounters::Update(const std::vector<CgroupCounterSample>& live) {
   skip_baseline_ = true;
 }
 
-void StageCounters::KeepStages(const std::function<bool(const std::string&)>& keep) {
+template <typename Key>
+void StageCountersOf<Key>::KeepStages(const std::function<bool(const Key&)>& keep) {
   std::erase_if(retired_, [&](const auto& entry) { return !keep(entry.first); });
   absl::erase_if(live_, [&](const auto& entry) { return !keep(entry.second.stage); });
 }
 
-void StageCounters::KeepStages(const absl::flat_hash_set<std::string>& known) {
+template <typename Key>
+void StageCountersOf<Key>::KeepStages(const absl::flat_hash_set<std::string>& known)
+  requires std::same_as<Key, std::string>
+{
   KeepStages([&known](const std::string& stage) { return known.contains(stage); });
 }
 
-std::map<std::string, std::vector<uint64_t>> StageCounters::Totals() const {
-  std::map<std::string, std::vector<uint64_t>> totals = retired_;
+template <typename Key>
+std::map<Key, std::vector<uint64_t>> StageCountersOf<Key>::Totals() const {
+  std::map<Key, std::vector<uint64_t>> totals = retired_;
   for (const auto& [id, cgroup] : live_) {
     std::vector<uint64_t>& total = totals[cgroup.stage];
     total.resize(width_, 0);
@@ -91,5 +99,8 @@ std::map<std::string, std::vector<uint64_t>> StageCounters::Totals() const {
   }
   return totals;
 }
+
+template class StageCountersOf<std::string>;
+template class StageCountersOf<StagePair>;
 
 }  // namespace stagewatch

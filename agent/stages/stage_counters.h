@@ -7,10 +7,12 @@
 // retired and counted again from zero.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -18,35 +20,41 @@
 
 namespace stagewatch {
 
-struct CgroupCounterSample {
+// What counts are folded under: a stage's name, or a (preempted, preempting) pair of them.
+using StagePair = std::pair<std::string, std::string>;
+
+template <typename Key>
+struct CgroupCounterSampleOf {
   uint64_t cgroup_id = 0;
-  std::string stage;
+  Key stage;
   std::vector<uint64_t> values;  // cumulative, `width` entries
 };
 
-class StageCounters {
+template <typename Key>
+class StageCountersOf {
  public:
   // `width`: values per cgroup. With `count_from_first_snapshot`, what cgroups in the very
   // first snapshot had already counted is subtracted, so totals start at zero when the
   // agent starts (used for kernel counters that predate the agent).
-  explicit StageCounters(size_t width, bool count_from_first_snapshot = false);
+  explicit StageCountersOf(size_t width, bool count_from_first_snapshot = false);
 
   // Not thread-safe; callers serialise.
-  void Update(const std::vector<CgroupCounterSample>& live);
+  void Update(const std::vector<CgroupCounterSampleOf<Key>>& live);
 
   // stage → totals (`width` values). Stages stay once seen.
-  std::map<std::string, std::vector<uint64_t>> Totals() const;
+  std::map<Key, std::vector<uint64_t>> Totals() const;
 
   // Drops every stage `keep` refuses, totals and cgroups: forgotten stages, which count from
   // zero if they come back.
-  void KeepStages(const std::function<bool(const std::string&)>& keep);
-  void KeepStages(const absl::flat_hash_set<std::string>& known);
+  void KeepStages(const std::function<bool(const Key&)>& keep);
+  void KeepStages(const absl::flat_hash_set<std::string>& known)
+    requires std::same_as<Key, std::string>;
 
   size_t live_cgroups() const { return live_.size(); }
 
  private:
   struct Live {
-    std::string stage;
+    Key stage;
     std::vector<uint64_t> last;      // last raw values seen
     std::vector<uint64_t> baseline;  // subtracted (first-snapshot baseline)
   };
@@ -55,7 +63,13 @@ class StageCounters {
   const size_t width_;
   bool skip_baseline_;
   absl::flat_hash_map<uint64_t, Live> live_;
-  std::map<std::string, std::vector<uint64_t>> retired_;
+  std::map<Key, std::vector<uint64_t>> retired_;
 };
+
+extern template class StageCountersOf<std::string>;
+extern template class StageCountersOf<StagePair>;
+
+using CgroupCounterSample = CgroupCounterSampleOf<std::string>;
+using StageCounters = StageCountersOf<std::string>;
 
 }  // namespace stagewatch

@@ -156,5 +156,19 @@ TEST(StageCountersTest, TotalsNeverDecreaseUnderChurn) {
   }
 }
 
+// Preemptions are folded per (preempted, preempting) pair of stages: a name with a tab, or
+// any other character, stays part of the stage it belongs to.
+TEST(StageCountersTest, StagePairsAreFoldedAndForgottenAsPairs) {
+  using PairTotals = std::map<StagePair, std::vector<uint64_t>>;
+  StageCountersOf<StagePair> pairs(1);
+  pairs.Update({{1, {"a\tb", "c"}, {4}}, {2, {"a", "b\tc"}, {5}}, {3, {"a", "c"}, {1}}});
+  pairs.Update({{2, {"a", "b\tc"}, {7}}, {3, {"a", "c"}, {2}}});  // pair key 1 retired at 4
+  EXPECT_EQ(pairs.Totals(),
+            (PairTotals{{{"a\tb", "c"}, {4}}, {{"a", "b\tc"}, {7}}, {{"a", "c"}, {2}}}));
+  pairs.KeepStages([](const StagePair& p) { return p.second == "c"; });
+  EXPECT_EQ(pairs.Totals(), (PairTotals{{{"a\tb", "c"}, {4}}, {{"a", "c"}, {2}}}));
+  EXPECT_EQ(pairs.live_cgroups(), 1u);
+}
+
 }  // namespace
 }  // namespace stagewatch

@@ -1,0 +1,51 @@
+// cgroup: the cgroup_mkdir/cgroup_rmdir events that name cgroups as they are made, so that no
+// walk is needed. Switched by cgroup.lifecycle_events; it adds no collector of its own.
+#include "cgroup/cgroup_events.h"
+#include "cgroup/layout.h"
+#include "cgroup/path_cache.h"
+#include "config.h"
+#include "log.h"
+#include "probes/cgroup_probe.h"
+#include "runs/run_watcher.h"
+#include "signals/modules.h"
+
+namespace stagewatch {
+namespace {
+
+std::vector<ProbeStatus> TryProbes(const ProbeTrial& t) {
+  return StatusesOf(CgroupProbe::Start(
+      {.enabled = t.lifecycle_events, .key = t.key, .features = t.features},
+      [](const cgroup_event&) {}, nullptr));
+}
+
+void Start(const SignalContext& ctx) {
+  RunningSignals& r = *ctx.running;
+  r.cgroup_probe = Adopt(
+      CgroupProbe::Start({.enabled = ctx.config.cgroup.lifecycle_events, .key = ctx.layout.key,
+                          .features = ctx.features},
+                         [paths = ctx.paths, runs = ctx.runs](const cgroup_event& e) {
+                           if (RunWatcher* w = runs->load()) w->OnCgroupEvent(e);  // first
+                           ApplyCgroupEvent(e, paths);
+                         },
+                         [paths = ctx.paths] {
+                           Log::Warn("cgroup events lost; walking the hierarchy again", {});
+                           paths->Resync();
+                         }),
+      &r.probe_reports);
+  if (!r.cgroup_probe) return;
+  CgroupProbe* probe = r.cgroup_probe.get();
+  ctx.paths->UseEvents([probe] { probe->Drain(); });
+  r.pollers.push_back({"cgroup", [probe](int timeout_ms) { return probe->Poll(timeout_ms); }});
+}
+
+}  // namespace
+
+Signal CgroupSignal() {
+  return {.name = "cgroup",
+          .starts_first = true,  // attached before the start walk: no cgroup made meanwhile is missed
+          .try_probes = TryProbes,
+          .not_started = CgroupProbe::NotStarted,
+          .start = Start};
+}
+
+}  // namespace stagewatch

@@ -1,0 +1,41 @@
+// memory: reclaim stalls and page faults from the memory probe; usage, limits and near-limit
+// time from the sampler's snapshot.
+#include "cgroup/layout.h"
+#include "exporters/collector.h"
+#include "exporters/memory_collector.h"
+#include "memory/memory_tracker.h"
+#include "probes/memory_probe.h"
+#include "signals/modules.h"
+
+namespace stagewatch {
+namespace {
+
+std::vector<ProbeStatus> TryProbes(const ProbeTrial& t) {
+  return StatusesOf(MemoryProbe::Start({.key = t.key, .features = t.features}));
+}
+
+void Start(const SignalContext& ctx) {
+  RunningSignals& r = *ctx.running;
+  r.memory_probe = Adopt(MemoryProbe::Start({.key = ctx.layout.key, .features = ctx.features}),
+                         &r.probe_reports);
+  if (r.memory_probe) {
+    r.memory = std::make_unique<MemoryTracker>(r.memory_probe.get(), ctx.namer);
+  }
+  // Listed after "sched", whose collection refreshes the tasks running right now.
+  ctx.collectors->Add(std::make_unique<exporters::MemoryCollector>(exporters::MemoryCollectorSources{
+      .tracker = r.memory.get(), .probe = r.memory_probe.get(), .sampler = ctx.sampler,
+      .sched = r.sched.get(), .namer = ctx.namer, .layout = ctx.layout}));
+}
+
+}  // namespace
+
+Signal MemorySignal() {
+  return {.name = "memory",
+          .collector_flag = true,
+          .try_probes = TryProbes,
+          .not_started = MemoryProbe::NotStarted,
+          .start = Start,
+          .collector = "memory"};
+}
+
+}  // namespace stagewatch

@@ -1,0 +1,57 @@
+// oom: the kernel's and user-space killers' OOM kills, attributed to stages and runs.
+#include "absl/time/clock.h"
+#include "anomaly/anomaly_engine.h"
+#include "app/agent_runs.h"
+#include "cgroup/layout.h"
+#include "config.h"
+#include "exporters/collector.h"
+#include "exporters/oom_collector.h"
+#include "oom/oom_tracker.h"
+#include "probes/oom_probe.h"
+#include "signals/modules.h"
+
+namespace stagewatch {
+namespace {
+
+std::vector<ProbeStatus> TryProbes(const ProbeTrial& t) {
+  return StatusesOf(
+      OomProbe::Start({.key = t.key, .features = t.features}, [](const oom_event&) {}));
+}
+
+void Start(const SignalContext& ctx) {
+  RunningSignals& r = *ctx.running;
+  const OomConfig& oom = ctx.config.oom;
+  // Kills the kernel counted before the agent started are the baseline, not news.
+  (void)ctx.oom->RefreshKernelCounts();
+  r.oom_probe = Adopt(
+      OomProbe::Start({.key = ctx.layout.key, .userspace_killers = oom.userspace_killers,
+                       .userspace_killer_paths = oom.userspace_killer_paths,
+                       .userspace_killer_max_uid = oom.userspace_killer_max_uid,
+                       .features = ctx.features},
+                      [tracker = ctx.oom, anomalies = ctx.anomalies,
+                       runs = ctx.runs](const oom_event& e) {
+                        auto [stage, summary] = tracker->OnEvent(e);
+                        anomalies->OnOomKill(stage, absl::Now(), summary);
+                        if (RunWatcher* w = runs->load()) {
+                          w->OnOomKill(e.victim_cgroup_id, OomVictimOf(e));
+                        }
+                      }),
+      &r.probe_reports);
+  if (OomProbe* probe = r.oom_probe.get()) {
+    r.pollers.push_back({"oom", [probe](int timeout_ms) { return probe->Poll(timeout_ms); }});
+  }
+  ctx.collectors->Add(std::make_unique<exporters::OomCollector>(ctx.oom, ctx.stages));
+}
+
+}  // namespace
+
+Signal OomSignal() {
+  return {.name = "oom",
+          .collector_flag = true,
+          .try_probes = TryProbes,
+          .not_started = OomProbe::NotStarted,
+          .start = Start,
+          .collector = "oom"};
+}
+
+}  // namespace stagewatch

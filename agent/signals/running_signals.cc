@@ -1,0 +1,25 @@
+#include "memory/memory_tracker.h"
+#include "probes/cgroup_probe.h"
+#include "probes/memory_probe.h"
+#include "probes/oom_probe.h"
+#include "probes/sched_probe.h"
+#include "runs/run_watcher.h"
+#include "sched/sched_tracker.h"
+#include "signals/signal.h"
+
+namespace stagewatch {
+
+RunningSignals::RunningSignals() = default;
+RunningSignals::~RunningSignals() { Stop(); }
+
+void RunningSignals::Stop() {
+  run_watcher.reset();
+  oom_probe.reset();  // detaches the BPF programs
+  sched.reset();
+  sched_probe.reset();
+  memory.reset();
+  memory_probe.reset();
+  cgroup_probe.reset();
+}
+
+}  // namespace stagewatch

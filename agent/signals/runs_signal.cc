@@ -1,0 +1,30 @@
+// runs: each run's cgroup seen born and die, its facts read from the sched and memory probes
+// and its OOM kills, recorded in the ledger. Switched by runs.ledger_path opening; it has no
+// probe of its own, so it comes after oom, sched and memory.
+#include "app/agent_runs.h"
+#include "exporters/collector.h"
+#include "exporters/runs_collector.h"
+#include "signals/modules.h"
+
+namespace stagewatch {
+namespace {
+
+void Start(const SignalContext& ctx) {
+  RunningSignals& r = *ctx.running;
+  r.run_watcher = StartRunWatcher(
+      ctx.config, ctx.layout, ctx.stages,
+      MakeRunProbeReaders(r.sched_probe.get(), r.memory_probe.get(), ctx.namer),
+      r.oom_probe != nullptr);
+  if (!r.run_watcher) return;
+  *ctx.runs = r.run_watcher.get();
+  ctx.collectors->Add(std::make_unique<exporters::RunsCollector>(
+      [w = r.run_watcher.get()] { return w->Snapshot(); }));
+}
+
+}  // namespace
+
+Signal RunsSignal() {
+  return {.name = "runs", .start = Start, .collector = "runs"};
+}
+
+}  // namespace stagewatch

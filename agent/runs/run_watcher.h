@@ -24,8 +24,8 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "bpf/cgroup.h"
+#include "config/runs_config.h"
 #include "runs/ledger.h"
-#include "runs/runs_config.h"
 #include "stages/stage_resolver.h"
 
 namespace stagewatch {

@@ -23,7 +23,7 @@ namespace {
 
 using namespace config_internal;  // NOLINT: the Check* helpers exist only for this file
 
-using Check = std::function<std::string(std::string_view)>;
+using Check = std::function<absl::Status(std::string_view)>;
 
 // A value, where to blame it, and its dotted name for messages ("web.listen_address").
 struct Value {
@@ -52,6 +52,7 @@ class ConfigParser {
   struct Field {
     std::string key;
     std::function<void(const Value&)> handle;
+    bool listed = true;  // false: a removed key, handled only to say so, never suggested
   };
 
   // Dispatches each key of a map to its field; reports unknown and repeated keys.
@@ -64,7 +65,9 @@ class ConfigParser {
       return;
     }
     std::vector<std::string> allowed, seen;
-    for (const Field& field : fields) allowed.push_back(field.key);
+    for (const Field& field : fields) {
+      if (field.listed) allowed.push_back(field.key);
+    }
     for (auto it = map.node.begin(); it != map.node.end(); ++it) {
       const YAML::Node key = it->first;
       const YAML::Node value = it->second;
@@ -97,8 +100,8 @@ class ConfigParser {
   void ReadChecked(const Value& v, std::string& out, const Check& check) {
     std::string text;
     if (!ReadString(v, text)) return;
-    if (const std::string problem = check(text); !problem.empty()) {
-      diag_.Add(v.mark, problem);
+    if (const absl::Status problem = check(text); !problem.ok()) {
+      diag_.Add(v.mark, std::string(problem.message()));
       return;
     }
     out = text;
@@ -149,8 +152,8 @@ class ConfigParser {
     for (const YAML::Node& item : v.node) {
       if (!item.IsScalar()) {
         diag_.Add(item.Mark(), absl::StrFormat("each entry of %s must be a string", v.name));
-      } else if (const std::string problem = check(item.Scalar()); !problem.empty()) {
-        diag_.Add(item.Mark(), problem);
+      } else if (const absl::Status problem = check(item.Scalar()); !problem.ok()) {
+        diag_.Add(item.Mark(), std::string(problem.message()));
       } else {
         out.push_back(item.Scalar());
       }
@@ -191,7 +194,7 @@ class ConfigParser {
 
   void ParseCgroup(const Value& section, CgroupConfig& cgroup) {
     ParseMap(section, " in cgroup", {
-        {"root", [&](const Value& v) { ReadChecked(v, cgroup.root, CheckCgroupRoot); }},
+        {.key = "root", .handle = [&](const Value& v) { RejectCgroupRoot(v); }, .listed = false},
         {"rescan_min_interval",
          [&](const Value& v) { ReadDuration(v, cgroup.rescan_min_interval); }},
         {"cache_max_entries", [&](const Value& v) {
@@ -199,6 +202,15 @@ class ConfigParser {
          }},
         {"lifecycle_events", [&](const Value& v) { ReadBool(v, cgroup.lifecycle_events); }},
     });
+  }
+
+  // The agent used to accept cgroup.root but never read it: every reader takes the mount
+  // points from /proc/self/mountinfo, so a configured root could only disagree with them.
+  void RejectCgroupRoot(const Value& v) {
+    diag_.Add(v.mark, "cgroup.root is not supported: stagewatch finds every cgroup filesystem in "
+                      "/proc/self/mountinfo, wherever it is mounted; delete the key (in a "
+                      "container, mount the host's /sys/fs/cgroup into it, as "
+                      "deploy/kubernetes/daemonset.yaml does)");
   }
 
   void ParseDiscovery(const Value& section, DiscoveryConfig& discovery) {
@@ -274,15 +286,15 @@ class ConfigParser {
 
   bool ReadStageName(const Value& v, std::string& out, const std::vector<StageConfig>& earlier) {
     if (!ReadString(v, out)) return false;
-    std::string problem = CheckStageName(out);
+    absl::Status problem = CheckStageName(out);
     for (const StageConfig& other : earlier) {
-      if (problem.empty() && other.name == out) {
-        problem = absl::StrFormat("duplicate stage name \"%s\"; the stage at line %d has it "
-                                  "already", out, other.line);
+      if (problem.ok() && other.name == out) {
+        problem = absl::InvalidArgumentError(absl::StrFormat(
+            "duplicate stage name \"%s\"; the stage at line %d has it already", out, other.line));
       }
     }
-    if (problem.empty()) return true;
-    diag_.Add(v.mark, problem);
+    if (problem.ok()) return true;
+    diag_.Add(v.mark, std::string(problem.message()));
     return false;
   }
 
@@ -421,11 +433,11 @@ class ConfigParser {
   void ParseRuns(const Value& section, RunsConfig& r) {
     ParseMap(section, " in runs", {
         {"ledger_path", [&](const Value& v) {
-           ReadChecked(v, r.ledger_path, [](std::string_view path) -> std::string {
+           ReadChecked(v, r.ledger_path, [](std::string_view path) {
              return !path.empty() && path[0] == '/' && path.back() != '/'
-                        ? ""
-                        : "runs.ledger_path must be an absolute file path, e.g. "
-                          "/var/lib/stagewatch/ledger.db";
+                        ? absl::OkStatus()
+                        : absl::InvalidArgumentError("runs.ledger_path must be an absolute file "
+                                                     "path, e.g. /var/lib/stagewatch/ledger.db");
            });
          }},
         {"degraded_fraction", [&](const Value& v) { ReadFraction(v, r.degraded_fraction); }},

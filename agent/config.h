@@ -8,8 +8,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "anomaly/anomaly_config.h"
-#include "runs/runs_config.h"
+#include "config/anomaly_config.h"
+#include "config/runs_config.h"
 
 namespace stagewatch {
 
@@ -43,8 +43,9 @@ struct LogConfig {
   std::string format = "logfmt";  // logfmt | json
 };
 
+// Where cgroupfs is mounted is no setting: every reader takes the mount points the kernel
+// lists in /proc/self/mountinfo (cgroup/layout.h).
 struct CgroupConfig {
-  std::string root = "/sys/fs/cgroup";                    // where cgroupfs is mounted
   absl::Duration rescan_min_interval = absl::Milliseconds(200);  // rate limit on cache misses
   int cache_max_entries = 65536;
   // Learn cgroups from the kernel's cgroup_mkdir/cgroup_rmdir tracepoints (walks only at

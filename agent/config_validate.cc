@@ -8,16 +8,16 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "glob.h"
 #include "http_url.h"
 #include "listen_address.h"
 #include "log.h"
-#include "stages/glob.h"
 
 namespace stagewatch::config_internal {
 namespace {
 
-constexpr size_t kCommLength = 15;
-constexpr size_t kMaxTelemetryPathLength = 256;  // TASK_COMM_LEN - 1: the kernel truncates longer names
+constexpr size_t kCommLength = 15;  // TASK_COMM_LEN - 1: the kernel truncates longer names
+constexpr size_t kMaxTelemetryPathLength = 256;
 
 size_t EditDistance(std::string_view a, std::string_view b) {
   std::vector<size_t> row(b.size() + 1);
@@ -34,11 +34,13 @@ size_t EditDistance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
-std::string GlobProblem(std::string_view glob, std::string_view stage) {
+absl::Status Invalid(std::string message) { return absl::InvalidArgumentError(message); }
+
+absl::Status CheckGlob(std::string_view glob, std::string_view stage) {
   const absl::Status status = ValidateGlob(glob);
-  if (status.ok()) return "";
+  if (status.ok()) return status;
   // The status message quotes the glob already.
-  return absl::StrFormat("invalid glob in %s: %s", stage, status.message());
+  return Invalid(absl::StrFormat("invalid glob in %s: %s", stage, status.message()));
 }
 
 }  // namespace
@@ -61,118 +63,108 @@ std::string UnknownNameMessage(std::string_view noun, std::string_view name,
   return message;
 }
 
-std::string CheckListenAddress(std::string_view address) {
-  absl::StatusOr<ListenAddress> parsed = ParseListenAddress(address);
-  return parsed.ok() ? "" : std::string(parsed.status().message());
+absl::Status CheckListenAddress(std::string_view address) {
+  return ParseListenAddress(address).status();
 }
 
-std::string CheckTelemetryPath(std::string_view path) {
+absl::Status CheckTelemetryPath(std::string_view path) {
   if (path.size() > kMaxTelemetryPathLength) {
-    return absl::StrFormat("telemetry path is %d characters long; at most %d are allowed, e.g. "
-                           "\"/metrics\"", path.size(), kMaxTelemetryPathLength);
+    return Invalid(absl::StrFormat(
+        "telemetry path is %d characters long; at most %d are allowed, e.g. \"/metrics\"",
+        path.size(), kMaxTelemetryPathLength));
   }
   if (path.empty() || path[0] != '/' || path == "/") {
-    return absl::StrFormat("telemetry path \"%s\" must start with \"/\" and must not be \"/\" "
-                           "(the landing page), e.g. \"/metrics\"", path);
+    return Invalid(absl::StrFormat("telemetry path \"%s\" must start with \"/\" and must not be "
+                                   "\"/\" (the landing page), e.g. \"/metrics\"", path));
   }
   // Matched literally against the request path, which never holds these characters.
   const bool plain = std::all_of(path.begin(), path.end(), [](char c) {
     return absl::ascii_isgraph(static_cast<unsigned char>(c)) && c != '?' && c != '#' && c != '%';
   });
   if (!plain) {
-    return absl::StrFormat("telemetry path \"%s\" may hold only visible ASCII characters other "
-                           "than \"?\", \"#\" and \"%%\"", path);
+    return Invalid(absl::StrFormat("telemetry path \"%s\" may hold only visible ASCII characters "
+                                   "other than \"?\", \"#\" and \"%%\"", path));
   }
   if (path.starts_with("/-/")) {
-    return absl::StrFormat("telemetry path \"%s\" is reserved (/-/healthy and /-/ready live "
-                           "there); use e.g. \"/metrics\"", path);
+    return Invalid(absl::StrFormat("telemetry path \"%s\" is reserved (/-/healthy and /-/ready "
+                                   "live there); use e.g. \"/metrics\"", path));
   }
-  return "";
+  return absl::OkStatus();
 }
 
-std::string CheckLogLevel(std::string_view level) {
-  const auto parsed = ParseLogLevel(level);
-  return parsed.ok() ? "" : std::string(parsed.status().message());
-}
+absl::Status CheckLogLevel(std::string_view level) { return ParseLogLevel(level).status(); }
 
-std::string CheckLogFormat(std::string_view format) {
-  const auto parsed = ParseLogFormat(format);
-  return parsed.ok() ? "" : std::string(parsed.status().message());
-}
+absl::Status CheckLogFormat(std::string_view format) { return ParseLogFormat(format).status(); }
 
-std::string CheckCgroupRoot(std::string_view root) {
-  if (!root.empty() && root[0] == '/') return "";
-  return absl::StrFormat("cgroup root \"%s\" must be an absolute path, e.g. \"/sys/fs/cgroup\"",
-                         root);
-}
-
-std::string CheckDiscoveryDirectory(std::string_view directory) {
+absl::Status CheckDiscoveryDirectory(std::string_view directory) {
   if (!directory.empty() && directory.find('/') == std::string_view::npos && directory != "." &&
       directory != "..") {
-    return "";
+    return absl::OkStatus();
   }
-  return absl::StrFormat("discovery directory \"%s\" must be one directory name (not empty, no "
-                         "\"/\"), e.g. \"stagewatch\"", directory);
+  return Invalid(absl::StrFormat("discovery directory \"%s\" must be one directory name (not "
+                                 "empty, no \"/\"), e.g. \"stagewatch\"", directory));
 }
 
-std::string CheckUserspaceKiller(std::string_view comm) {
-  if (comm.empty()) return "oom.userspace_killers entries must not be empty";
-  if (comm.size() <= kCommLength) return "";
-  return absl::StrFormat(
+absl::Status CheckUserspaceKiller(std::string_view comm) {
+  if (comm.empty()) return Invalid("oom.userspace_killers entries must not be empty");
+  if (comm.size() <= kCommLength) return absl::OkStatus();
+  return Invalid(absl::StrFormat(
       "oom.userspace_killers entry \"%s\" is %d characters; the kernel keeps only the first %d "
       "characters of a process name (comm), so it would never match; write \"%s\"",
-      comm, comm.size(), kCommLength, comm.substr(0, kCommLength));
+      comm, comm.size(), kCommLength, comm.substr(0, kCommLength)));
 }
 
-std::string CheckUserspaceKillerPath(std::string_view path) {
-  if (!path.empty() && path[0] == '/') return "";
-  return absl::StrFormat("oom.userspace_killer_paths entry \"%s\" must be an absolute path to "
-                         "the killer's executable, e.g. \"/usr/bin/earlyoom\"", path);
+absl::Status CheckUserspaceKillerPath(std::string_view path) {
+  if (!path.empty() && path[0] == '/') return absl::OkStatus();
+  return Invalid(absl::StrFormat("oom.userspace_killer_paths entry \"%s\" must be an absolute "
+                                 "path to the killer's executable, e.g. \"/usr/bin/earlyoom\"",
+                                 path));
 }
 
-std::string CheckAlertmanagerUrl(std::string_view url) {
-  const absl::StatusOr<HttpUrl> parsed = ParseHttpUrl(url, "alertmanager URL");
-  return parsed.ok() ? "" : std::string(parsed.status().message());
+absl::Status CheckAlertmanagerUrl(std::string_view url) {
+  return ParseHttpUrl(url, "alertmanager URL").status();
 }
 
-std::string CheckAbsolutePath(std::string_view path) {
-  if (!path.empty() && path[0] == '/') return "";
-  return absl::StrFormat("\"%s\" must be an absolute path", path);
+absl::Status CheckAbsolutePath(std::string_view path) {
+  if (!path.empty() && path[0] == '/') return absl::OkStatus();
+  return Invalid(absl::StrFormat("\"%s\" must be an absolute path", path));
 }
 
-std::string CheckTlsMinVersion(std::string_view version) {
-  if (version == "TLS12" || version == "TLS13") return "";
-  return absl::StrFormat("TLS version \"%s\" is not supported; write TLS12 or TLS13", version);
+absl::Status CheckTlsMinVersion(std::string_view version) {
+  if (version == "TLS12" || version == "TLS13") return absl::OkStatus();
+  return Invalid(
+      absl::StrFormat("TLS version \"%s\" is not supported; write TLS12 or TLS13", version));
 }
 
-std::string CheckStageName(std::string_view name) {
-  if (name.empty()) return "stage name must not be empty";
+absl::Status CheckStageName(std::string_view name) {
+  if (name.empty()) return Invalid("stage name must not be empty");
   if (name == "unattributed") {
-    return "stage name \"unattributed\" is reserved for cgroups that match no stage";
+    return Invalid("stage name \"unattributed\" is reserved for cgroups that match no stage");
   }
   const bool valid = (absl::ascii_isalpha(name[0]) || name[0] == '_') &&
                      std::all_of(name.begin(), name.end(), [](char c) {
                        return absl::ascii_isalnum(c) || c == '_' || c == '.' || c == '-';
                      });
-  if (valid) return "";
-  return absl::StrFormat("stage name \"%s\" is not valid; use letters, digits, \"_\", \".\" and "
-                         "\"-\", starting with a letter or \"_\"", name);
+  if (valid) return absl::OkStatus();
+  return Invalid(absl::StrFormat("stage name \"%s\" is not valid; use letters, digits, \"_\", "
+                                 "\".\" and \"-\", starting with a letter or \"_\"", name));
 }
 
-std::string CheckCgroupPathGlob(std::string_view glob, std::string_view stage) {
+absl::Status CheckCgroupPathGlob(std::string_view glob, std::string_view stage) {
   if (glob.empty() || glob[0] != '/') {
-    return absl::StrFormat("cgroup path glob \"%s\" in %s must start with \"/\" (it is matched "
-                           "from the hierarchy root)", glob, stage);
+    return Invalid(absl::StrFormat("cgroup path glob \"%s\" in %s must start with \"/\" (it is "
+                                   "matched from the hierarchy root)", glob, stage));
   }
-  return GlobProblem(glob, stage);
+  return CheckGlob(glob, stage);
 }
 
-std::string CheckSystemdUnitGlob(std::string_view glob, std::string_view stage) {
+absl::Status CheckSystemdUnitGlob(std::string_view glob, std::string_view stage) {
   if (glob.empty() || glob.find('/') != std::string_view::npos) {
-    return absl::StrFormat("systemd unit glob \"%s\" in %s must be non-empty and without \"/\" "
-                           "(it matches one unit name, e.g. \"train-*.service\")", glob, stage);
+    return Invalid(absl::StrFormat("systemd unit glob \"%s\" in %s must be non-empty and without "
+                                   "\"/\" (it matches one unit name, e.g. \"train-*.service\")",
+                                   glob, stage));
   }
-  return GlobProblem(glob, stage);
+  return CheckGlob(glob, stage);
 }
 
 }  // namespace stagewatch::config_internal

@@ -1,10 +1,13 @@
 // Checks on single configuration values, shared by the YAML parser (config.cc) and its tests.
-// Each Check* returns "" when the value is fine, else a message saying how to fix it.
+// Each Check* returns OK when the value is fine, else InvalidArgument with a message saying how
+// to fix it (without a position: the caller knows where the value came from).
 #pragma once
 
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "absl/status/status.h"
 
 namespace stagewatch::config_internal {
 
@@ -14,22 +17,21 @@ std::string UnknownNameMessage(std::string_view noun, std::string_view name,
                                std::string_view where, const std::vector<std::string>& allowed,
                                std::string_view allowed_label);
 
-std::string CheckListenAddress(std::string_view address);  // host:port, :port or [v6]:port
-std::string CheckTelemetryPath(std::string_view path);
-std::string CheckLogLevel(std::string_view level);
-std::string CheckLogFormat(std::string_view format);
-std::string CheckCgroupRoot(std::string_view root);
-std::string CheckDiscoveryDirectory(std::string_view directory);
-std::string CheckUserspaceKiller(std::string_view comm);
-std::string CheckUserspaceKillerPath(std::string_view path);
-std::string CheckAlertmanagerUrl(std::string_view url);  // the parser the client uses
-std::string CheckAbsolutePath(std::string_view path);
-std::string CheckTlsMinVersion(std::string_view version);  // TLS12 or TLS13
+absl::Status CheckListenAddress(std::string_view address);  // host:port, :port or [v6]:port
+absl::Status CheckTelemetryPath(std::string_view path);
+absl::Status CheckLogLevel(std::string_view level);
+absl::Status CheckLogFormat(std::string_view format);
+absl::Status CheckDiscoveryDirectory(std::string_view directory);
+absl::Status CheckUserspaceKiller(std::string_view comm);
+absl::Status CheckUserspaceKillerPath(std::string_view path);
+absl::Status CheckAlertmanagerUrl(std::string_view url);  // the parser the client uses
+absl::Status CheckAbsolutePath(std::string_view path);
+absl::Status CheckTlsMinVersion(std::string_view version);  // TLS12 or TLS13
 
 // Name syntax only; uniqueness is checked by the parser, which sees all stages.
-std::string CheckStageName(std::string_view name);
+absl::Status CheckStageName(std::string_view name);
 // `stage` names the stage in messages, e.g. `stage "train"`.
-std::string CheckCgroupPathGlob(std::string_view glob, std::string_view stage);
-std::string CheckSystemdUnitGlob(std::string_view glob, std::string_view stage);
+absl::Status CheckCgroupPathGlob(std::string_view glob, std::string_view stage);
+absl::Status CheckSystemdUnitGlob(std::string_view glob, std::string_view stage);
 
 }  // namespace stagewatch::config_internal

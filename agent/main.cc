@@ -29,10 +29,10 @@ struct Overrides {
 
 absl::Status ApplyOverrides(const Overrides& o, stagewatch::Config* config) {
   namespace check = stagewatch::config_internal;
-  for (const std::string& problem :
-       {o.listen_address ? check::CheckListenAddress(*o.listen_address) : "",
-        o.telemetry_path ? check::CheckTelemetryPath(*o.telemetry_path) : ""}) {
-    if (!problem.empty()) return absl::InvalidArgumentError(problem);
+  for (const absl::Status& problem :
+       {o.listen_address ? check::CheckListenAddress(*o.listen_address) : absl::OkStatus(),
+        o.telemetry_path ? check::CheckTelemetryPath(*o.telemetry_path) : absl::OkStatus()}) {
+    if (!problem.ok()) return problem;
   }
   if (o.listen_address) config->web.listen_address = *o.listen_address;
   if (o.telemetry_path) config->web.telemetry_path = *o.telemetry_path;

@@ -72,8 +72,8 @@ std::string ParseListQuery(const std::map<std::string, std::string>& query, List
   for (const auto& [key, value] : query) {
     if (key == "stage") {
       if (value.empty()) continue;
-      if (std::string p = config_internal::CheckStageName(value); !p.empty()) {
-        return absl::StrCat("stage: ", p);
+      if (absl::Status s = config_internal::CheckStageName(value); !s.ok()) {
+        return absl::StrCat("stage: ", s.message());
       }
       out.stage = value;
     } else if (key == "verdict") {
@@ -256,7 +256,7 @@ HttpReply AnswerRunsRequest(RunsSource& source, const RunsConfig& config,
     return {200, kJson, json{{"runs", out}}.dump() + "\n"};
   }
   if (!request.query.empty()) return Error(api, 400, "a run's page takes no parameters");
-  if (std::string problem = CheckRunId(id); !problem.empty()) return Error(api, 400, problem);
+  if (absl::Status s = CheckRunId(id); !s.ok()) return Error(api, 400, std::string(s.message()));
   absl::StatusOr<std::optional<RunRecord>> run = source.Get(id);
   if (!run.ok()) return Unavailable(api, run.status());
   if (!*run) {

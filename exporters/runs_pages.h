@@ -6,8 +6,8 @@
 
 #include <vector>
 
+#include "config/runs_config.h"
 #include "exporters/http_server.h"
-#include "runs/runs_config.h"
 #include "runs/runs_source.h"
 
 namespace stagewatch::exporters {

@@ -13,7 +13,12 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "anomaly/anomaly_config.h"
+#include "anomaly/anomaly_rule.h"
+#include "config/anomaly_config.h"
+#include "detectors/limit_eta.h"
+#include "detectors/memory_climb.h"
+#include "detectors/pressure_spike.h"
+#include "detectors/rate_baseline.h"
 #include "stages/stage_resolver.h"
 
 namespace stagewatch {

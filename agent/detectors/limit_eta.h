@@ -19,27 +19,10 @@
 #include <optional>
 
 #include "absl/time/time.h"
+#include "config/anomaly_config.h"
 #include "detectors/detector.h"
 
 namespace stagewatch {
-
-struct LimitEtaConfig {
-  bool enabled = true;
-  absl::Duration window = absl::Seconds(120);    // the fit's sliding window
-  size_t min_points = 10;                        // no fit with fewer points...
-  absl::Duration min_span = absl::Seconds(30);   // ...or over a shorter span
-  absl::Duration threshold = absl::Minutes(10);  // fires when the limit is nearer than this...
-  double min_usage_fraction = 0.5;       // ...and fitted usage is at least this share of the limit
-  double max_release_fraction = 0.05;    // a drop of more than this share of the limit: no trend
-  double min_recent_growth_ratio = 0.5;  // newer half's slope / older half's, at least
-  // From the first sample, no alarm (the ETA is still given): a fit over the first half
-  // minute is noisy, and a stage's first allocation ramp (a training loop's first cycle, a
-  // start-up) looks like a leak until the window has seen it level off or drop.
-  absl::Duration warmup = absl::Minutes(2);
-  // Clears when the ETA has been above 2 x threshold, or undefined, this long: noise in the
-  // trend checks must not make a real leak's alert flap. A removed limit clears at once.
-  absl::Duration clear_hold = absl::Seconds(30);
-};
 
 class LimitEtaDetector {
  public:

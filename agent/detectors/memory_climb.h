@@ -15,21 +15,10 @@
 #include <optional>
 
 #include "absl/time/time.h"
+#include "config/anomaly_config.h"
 #include "detectors/detector.h"
 
 namespace stagewatch {
-
-struct MemoryClimbConfig {
-  bool enabled = true;
-  absl::Duration window = absl::Seconds(30);  // growth is measured over this span
-  absl::Duration baseline_half_life = absl::Minutes(10);
-  double k = 6;  // fires above baseline mean + k * stddev of the rate...
-  double min_growth_bytes = 256.0 * 1024 * 1024;  // ...and when the window grew at least this
-  absl::Duration warmup = absl::Minutes(2);       // learning only, from when the stage settled
-  // Clears once the rate has stayed below mean + k/2 * stddev (or the growth below half the
-  // floor) this long: hysteresis in level and in time, so a bumpy climb pages once.
-  absl::Duration clear_hold = absl::Seconds(30);
-};
 
 class MemoryClimbDetector {
  public:

@@ -11,17 +11,10 @@
 #include <optional>
 
 #include "absl/time/time.h"
+#include "config/anomaly_config.h"
 #include "detectors/detector.h"
 
 namespace stagewatch {
-
-struct PressureSpikeConfig {
-  bool enabled = true;
-  absl::Duration window = absl::Seconds(30);   // the stall rate is measured over this span
-  double threshold = 0.10;                     // share of wall time fully stalled
-  absl::Duration sustain = absl::Seconds(15);  // above the threshold this long to fire
-  double clear_ratio = 0.5;                    // clears below threshold * clear_ratio
-};
 
 class PressureSpikeDetector {
  public:

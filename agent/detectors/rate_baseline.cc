@@ -7,24 +7,6 @@
 
 namespace stagewatch {
 
-RateBaselineConfig FaultStormConfig() {
-  RateBaselineConfig config;
-  config.input = RateInput::kCounter;
-  config.what = "major page faults";
-  config.unit = RateUnit::kPerSecond;
-  config.min_level = 200;
-  return config;
-}
-
-RateBaselineConfig CpuStarvationConfig() {
-  RateBaselineConfig config;
-  config.input = RateInput::kGauge;
-  config.what = "p99 run-queue latency";
-  config.unit = RateUnit::kSeconds;
-  config.min_level = 0.05;
-  return config;
-}
-
 RateBaselineDetector::RateBaselineDetector(const Config& config)
     : config_(config), window_(config.window), baseline_(config.baseline_half_life) {}
 

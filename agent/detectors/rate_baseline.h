@@ -20,41 +20,10 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "config/anomaly_config.h"
 #include "detectors/detector.h"
 
 namespace stagewatch {
-
-enum class RateInput {
-  kCounter,  // cumulative: the signal is its rate over the window
-  kGauge,    // instantaneous: the signal is its median over the window
-};
-
-enum class RateUnit {
-  kPerSecond,  // shown as "1520/s"
-  kSeconds,    // shown as "120 ms"
-};
-
-struct RateBaselineConfig {
-  bool enabled = true;
-  RateInput input = RateInput::kCounter;
-  std::string what = "rate";  // names the signal in the summary
-  RateUnit unit = RateUnit::kPerSecond;
-  absl::Duration window = absl::Seconds(30);
-  absl::Duration baseline_half_life = absl::Minutes(10);
-  double k = 6;          // fires above baseline mean + k * stddev...
-  double min_level = 0;  // ...and above this floor (signal units)
-  // Counters: the share of the window's time, busiest intervals first, left out of the rate.
-  // Only whole sampling intervals are left out: with coarse sampling nothing is.
-  double trim_fraction = 0.1;
-  absl::Duration warmup = absl::Minutes(2);  // learning only, from when the stage settled
-  // Clears once the signal has stayed below max(min_level / 2, mean + k/2 * stddev) this long.
-  absl::Duration clear_hold = absl::Seconds(30);
-};
-
-// Major page faults: counter, fires above max(200/s, mean + 6 stddev).
-RateBaselineConfig FaultStormConfig();
-// p99 run-queue latency in seconds: gauge, fires above max(50 ms, mean + 6 stddev).
-RateBaselineConfig CpuStarvationConfig();
 
 class RateBaselineDetector {
  public:

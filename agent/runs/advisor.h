@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "config/runs_config.h"
 #include "runs/percentile.h"
 #include "runs/run_record.h"
-#include "runs/runs_config.h"
 
 namespace stagewatch {
 

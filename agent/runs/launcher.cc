@@ -97,8 +97,8 @@ absl::StatusOr<std::optional<RunRecord>> RowWithAgentEndFacts(Ledger& ledger,
 
 absl::StatusOr<int> LaunchRun(const LaunchOptions& o, std::ostream& log) {
   // ---- everything that can be wrong is checked before the command starts ----
-  if (std::string p = config_internal::CheckStageName(o.stage); !p.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("--stage: ", p));
+  if (absl::Status s = config_internal::CheckStageName(o.stage); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--stage: ", s.message()));
   }
   if (o.command.empty()) {
     return absl::InvalidArgumentError("no command to run; write it after --, e.g. "
@@ -106,7 +106,7 @@ absl::StatusOr<int> LaunchRun(const LaunchOptions& o, std::ostream& log) {
   }
   const absl::Time start = absl::Now();
   const std::string id = o.run_id.empty() ? NewRunId(start) : o.run_id;
-  if (std::string p = CheckRunId(id); !p.empty()) return absl::InvalidArgumentError(p);
+  if (absl::Status s = CheckRunId(id); !s.ok()) return s;
 
   absl::StatusOr<std::unique_ptr<Ledger>> ledger = Ledger::Open(o.ledger_path);
   if (!ledger.ok()) return ledger.status();

@@ -8,8 +8,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "config/runs_config.h"
 #include "runs/run_record.h"
-#include "runs/runs_config.h"
 
 namespace stagewatch {
 

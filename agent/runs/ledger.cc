@@ -251,24 +251,27 @@ std::optional<double> AddOpt(std::optional<double> a, std::optional<double> b) {
   return b ? std::optional<double>(*a + *b) : a;
 }
 
-// What is wrong with a path before SQLite sees it, in words a user can act on; "" if nothing.
-std::string CheckLedgerPath(const std::string& path, bool read_only) {
-  if (path.empty()) return "the ledger path is empty; pass --ledger.path FILE";
+// What is wrong with a path before SQLite sees it, in words a user can act on.
+absl::Status CheckLedgerPath(const std::string& path, bool read_only) {
+  if (path.empty()) {
+    return absl::FailedPreconditionError("the ledger path is empty; pass --ledger.path FILE");
+  }
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
-    return absl::StrFormat("ledger path \"%s\" is a directory; pass --ledger.path a file in it, "
-                           "e.g. %s/ledger.db", path, path);
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "ledger path \"%s\" is a directory; pass --ledger.path a file in it, e.g. %s/ledger.db",
+        path, path));
   }
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();
   if (!read_only && !dir.empty() && !std::filesystem::exists(dir, ec)) {
     std::filesystem::create_directories(dir, ec);
     if (ec) {
-      return absl::StrFormat("cannot create the ledger's directory \"%s\": %s; pass "
-                             "--ledger.path a file in a writable directory", dir.string(),
-                             ec.message());
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "cannot create the ledger's directory \"%s\": %s; pass --ledger.path a file in a "
+          "writable directory", dir.string(), ec.message()));
     }
   }
-  return "";
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -288,9 +291,7 @@ absl::StatusOr<std::unique_ptr<Ledger>> Ledger::OpenForReading(const std::string
 }
 
 absl::StatusOr<std::unique_ptr<Ledger>> Ledger::OpenAs(const std::string& path, bool read_only) {
-  if (std::string problem = CheckLedgerPath(path, read_only); !problem.empty()) {
-    return absl::FailedPreconditionError(problem);
-  }
+  if (absl::Status problem = CheckLedgerPath(path, read_only); !problem.ok()) return problem;
   sqlite3* db = nullptr;
   int rc = sqlite3_open_v2(path.c_str(), &db,
                            read_only ? SQLITE_OPEN_READONLY

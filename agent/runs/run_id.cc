@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
 #include "string_util.h"
@@ -20,14 +21,15 @@ std::string NewRunId(absl::Time now) {
                          suffix);
 }
 
-std::string CheckRunId(std::string_view id) {
+absl::Status CheckRunId(std::string_view id) {
   const bool valid = !id.empty() && id.size() <= 128 && absl::ascii_isalnum(id[0]) &&
                      std::all_of(id.begin(), id.end(), [](char c) {
                        return absl::ascii_isalnum(c) || c == '_' || c == '.' || c == '-';
                      });
-  if (valid) return "";
-  return absl::StrFormat("run id \"%s\" is not valid; use up to 128 letters, digits, \"_\", \".\" "
-                         "and \"-\", starting with a letter or digit", ToAbsl(id));
+  if (valid) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "run id \"%s\" is not valid; use up to 128 letters, digits, \"_\", \".\" and \"-\", "
+      "starting with a letter or digit", ToAbsl(id)));
 }
 
 }  // namespace stagewatch

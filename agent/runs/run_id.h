@@ -4,13 +4,15 @@
 #include <string>
 #include <string_view>
 
+#include "absl/status/status.h"
 #include "absl/time/time.h"
 
 namespace stagewatch {
 
 std::string NewRunId(absl::Time now);
 
-// "" when `id` can name a run (and its cgroup directory), else a message saying how to fix it.
-std::string CheckRunId(std::string_view id);
+// OK when `id` can name a run (and its cgroup directory), else InvalidArgument saying how to
+// fix it.
+absl::Status CheckRunId(std::string_view id);
 
 }  // namespace stagewatch

@@ -207,7 +207,7 @@ bool RunWatcher::Record(OpenRun& run, bool now_or_never) {
     RunStart& start = run.start;
     start.id = Basename(path);
     absl::StatusOr<std::optional<RunRecord>> taken = ledger_->Get(start.id);
-    if (!CheckRunId(start.id).empty() || !taken.ok() || *taken) start.id = NewRunId(start.start);
+    if (!CheckRunId(start.id).ok() || !taken.ok() || *taken) start.id = NewRunId(start.start);
     if (absl::Status s = ledger_->BeginRun(start); !s.ok()) {
       Warn("cannot record a run", start.id, s);
       return false;

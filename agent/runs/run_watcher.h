@@ -24,9 +24,9 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "bpf/cgroup.h"
+#include "config/runs_config.h"
 #include "runs/agent_presence.h"
 #include "runs/ledger.h"
-#include "runs/runs_config.h"
 #include "stages/stage_resolver.h"
 
 namespace stagewatch {

@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "config/runs_config.h"
 #include "nlohmann/json.hpp"
 #include "runs/advisor.h"
 #include "runs/run_record.h"
-#include "runs/runs_config.h"
 
 namespace stagewatch {
 

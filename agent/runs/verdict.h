@@ -7,8 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "config/runs_config.h"
 #include "runs/run_record.h"
-#include "runs/runs_config.h"
 
 namespace stagewatch {
 

@@ -1,8 +1,8 @@
 #include "stages/stage_resolver.h"
 
 #include "absl/strings/ascii.h"
+#include "glob.h"
 #include "log.h"
-#include "stages/glob.h"
 #include "string_util.h"
 
 namespace stagewatch {

@@ -12,9 +12,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "config/runs_config.h"
 #include "gtest/gtest.h"
 #include "runs/ledger.h"
-#include "runs/runs_config.h"
 #include "runs/verdict.h"
 #include "test_support.h"
 

@@ -11,11 +11,11 @@
 #include <sstream>
 #include <thread>
 
+#include "config/runs_config.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "runs/ledger.h"
-#include "runs/runs_config.h"
 #include "runs/verdict.h"
 #include "test_support.h"
 

@@ -53,11 +53,13 @@ TEST(RunsUnitsTest, GeneratedRunIdsSortByTimeAndPassTheCheck) {
   const std::string a = NewRunId(t);
   EXPECT_THAT(a, MatchesRegex("20261201T074512Z-[0-9a-f]{4}"));
   EXPECT_LT(a, NewRunId(t + absl::Seconds(1)));
-  EXPECT_EQ(CheckRunId(a), "");
+  EXPECT_TRUE(CheckRunId(a).ok()) << CheckRunId(a);
   for (const char* bad : {"", "../x", "a/b", ".hidden", "with space"}) {
-    EXPECT_THAT(CheckRunId(bad), HasSubstr("is not valid")) << bad;
+    const absl::Status status = CheckRunId(bad);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(status.message(), HasSubstr("is not valid")) << bad;
   }
-  EXPECT_THAT(CheckRunId(std::string(129, 'a')), HasSubstr("up to 128"));
+  EXPECT_THAT(CheckRunId(std::string(129, 'a')).message(), HasSubstr("up to 128"));
 }
 
 TEST(UsageSeriesTest, MeanP95AndTimeNearTheLimit) {

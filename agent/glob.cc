@@ -1,4 +1,4 @@
-#include "stages/glob.h"
+#include "glob.h"
 
 #include <vector>
 

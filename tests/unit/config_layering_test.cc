@@ -1,0 +1,56 @@
+// The configuration sits at the bottom: its files include the standard library, abseil,
+// yaml-cpp, leaf helpers in agent/ and agent/config/, never the modules that use the settings.
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace stagewatch {
+namespace {
+
+const std::filesystem::path kAgent = std::filesystem::path(STAGEWATCH_SOURCE_DIR) / "agent";
+
+std::vector<std::filesystem::path> ConfigFiles() {
+  std::vector<std::filesystem::path> files = {kAgent / "config.h", kAgent / "config.cc",
+                                              kAgent / "config_validate.h",
+                                              kAgent / "config_validate.cc"};
+  for (const auto& entry : std::filesystem::directory_iterator(kAgent / "config")) {
+    files.push_back(entry.path());
+  }
+  return files;
+}
+
+std::vector<std::string> QuotedIncludes(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  EXPECT_TRUE(in) << "cannot read " << file;
+  static const std::regex kInclude(R"re(^\s*#\s*include\s*"([^"]+)")re");
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, kInclude)) out.push_back(m[1]);
+  }
+  return out;
+}
+
+TEST(ConfigLayeringTest, ConfigIncludesNoModuleThatUsesIt) {
+  const std::vector<std::filesystem::path> files = ConfigFiles();
+  ASSERT_GE(files.size(), 6u);  // the four above and agent/config/'s headers
+  size_t includes = 0;
+  for (const std::filesystem::path& file : files) {
+    for (const std::string& include : QuotedIncludes(file)) {
+      ++includes;
+      const bool third_party = include.starts_with("absl/") || include.starts_with("yaml-cpp/");
+      const bool leaf = include.find('/') == std::string::npos || include.starts_with("config/");
+      EXPECT_TRUE(third_party || leaf) << file.filename() << " includes \"" << include
+                                       << "\"; move the setting into agent/config/ instead";
+    }
+  }
+  EXPECT_GT(includes, 0u);  // the scan saw the files' includes at all
+}
+
+}  // namespace
+}  // namespace stagewatch

@@ -8,13 +8,15 @@
 #   scripts/mutation-test.sh --only 'ledger|am' those whose file name matches the regex
 #   scripts/mutation-test.sh tests/mutations/bits_log2_floor.patch ...
 # Options: --scratch DIR (default /tmp/stagewatch-mutations, kept between runs so the next
-# run rebuilds only what changed), --no-baseline (skip running the named tests unmutated
-# first), --jobs N (build parallelism, default 2), --min-rate PERCENT (default 90).
+# run rebuilds only what changed), --prepare (only copy and build the scratch tree), --no-baseline
+# (skip running the named tests unmutated first), --jobs N (build parallelism, default 2),
+# --min-rate PERCENT (default 90).
 set -euo pipefail
 src="$(cd "$(dirname "$0")/.." && pwd)"
 scratch=/tmp/stagewatch-mutations
 only=""
 baseline=1
+prepare=0
 jobs=2
 min_rate=90
 mutations=()
@@ -23,9 +25,10 @@ while [ $# -gt 0 ]; do
     --only) only="$2"; shift 2 ;;
     --scratch) scratch="$2"; shift 2 ;;
     --no-baseline) baseline=0; shift ;;
+    --prepare) prepare=1; shift ;;
     --jobs) jobs="$2"; shift 2 ;;
     --min-rate) min_rate="$2"; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     -*) echo "mutation-test: unknown option $1 (see --help)" >&2; exit 64 ;;
     *) mutations+=("$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"); shift ;;
   esac
@@ -84,6 +87,7 @@ build_tree() {  # [regex]: only the test binaries the regex can reach, and the a
 }
 build_tree >"$log/build.log" 2>&1 ||
   { echo "mutation-test: the unmutated tree does not build, see $log/build.log" >&2; exit 2; }
+[ "$prepare" = 0 ] || { echo "mutation-test: $build is ready"; exit 0; }
 
 run_tests() {  # regex → ctest's status; "No tests were found" is an error, not a pass
   ctest --test-dir "$build" -R "$1" --timeout 300 --no-tests=error --output-on-failure

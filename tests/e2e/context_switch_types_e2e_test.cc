@@ -39,10 +39,9 @@ TEST(ContextSwitchTypesE2E, EachTypeMatchesTheKernelsCountForTheTask) {
   TestCgroup cgroup("stagewatch/" + stage);
   AgentProcess agent({"--web.listen-address", "127.0.0.1:0"});
   ASSERT_TRUE(agent.WaitListening()) << agent.log();
-  const std::string voluntary =
-      R"(stagewatch_context_switches_total{pipeline_stage=")" + stage + R"(",ctxswitchtype="voluntary"})";
-  const std::string nonvoluntary = R"(stagewatch_context_switches_total{pipeline_stage=")" + stage +
-                                   R"(",ctxswitchtype="nonvoluntary"})";
+  const std::string series = R"(stagewatch_context_switches_total{pipeline_stage=")" + stage;
+  const std::string voluntary = series + R"(",ctxswitchtype="voluntary"})";
+  const std::string nonvoluntary = series + R"(",ctxswitchtype="nonvoluntary"})";
   Scrape m;
   auto scrape = [&] {
     std::optional<std::string> body = agent.Get("/metrics");
@@ -77,7 +76,10 @@ TEST(ContextSwitchTypesE2E, EachTypeMatchesTheKernelsCountForTheTask) {
     return std::abs(exported - kernel) <= 3 + 0.02 * kernel;
   };
   const bool matched = testing::WaitUntil(
-      [&] { return scrape(), agrees(ValueOr(m, voluntary, -1), v) && agrees(ValueOr(m, nonvoluntary, -1), n); },
+      [&] {
+        scrape();
+        return agrees(ValueOr(m, voluntary, -1), v) && agrees(ValueOr(m, nonvoluntary, -1), n);
+      },
       5000);
   (void)!write(go[1], &c, 1);
   EXPECT_EQ(testing::WaitForChild(task), 0);

@@ -30,7 +30,8 @@ struct Bucket {
 };
 
 // The finite buckets of one stage's series of `family`, by le.
-std::vector<Bucket> BucketsOf(const Scrape& m, const std::string& family, const std::string& stage) {
+std::vector<Bucket> BucketsOf(const Scrape& m, const std::string& family,
+                              const std::string& stage) {
   const std::string prefix = family + "_bucket{pipeline_stage=\"" + stage + "\",le=\"";
   std::vector<Bucket> out;
   for (auto it = m.lower_bound(prefix); it != m.end() && it->first.starts_with(prefix); ++it) {
@@ -51,10 +52,26 @@ double CountAtLe(const std::vector<Bucket>& buckets, double le) {
   return -1;
 }
 
-std::vector<Bucket> Minus(const std::vector<Bucket>& after, const std::vector<Bucket>& before) {
-  std::vector<Bucket> out = after;
-  for (size_t i = 0; i < out.size() && i < before.size(); i++) out[i].count -= before[i].count;
-  return out;
+// What one stage's histogram gained between two scrapes.
+struct Growth {
+  std::vector<Bucket> buckets;
+  double count = 0, sum = 0;
+};
+Growth GrowthOf(const Scrape& before, const Scrape& after, const std::string& family,
+                const std::string& stage) {
+  Growth g;
+  g.buckets = BucketsOf(after, family, stage);
+  const std::vector<Bucket> old = BucketsOf(before, family, stage);
+  for (size_t i = 0; i < g.buckets.size() && i < old.size(); i++) {
+    g.buckets[i].count -= old[i].count;
+  }
+  auto grew = [&](const std::string& series) {
+    return ValueOr(after, series, 0) - ValueOr(before, series, 0);
+  };
+  const std::string labels = "{pipeline_stage=\"" + stage + "\"}";
+  g.count = grew(family + "_count" + labels);
+  g.sum = grew(family + "_sum" + labels);
+  return g;
 }
 
 // Scrapes until `stage` has a series of `family`: the agent names new cgroups within a second.
@@ -124,12 +141,9 @@ TEST(HistogramPlacementE2E, KnownRunQueueWaitsLandInTheirLeBucket) {
   ASSERT_EQ(testing::WaitForChild(waiter), 0);
 
   Scrape after = ScrapeOnceStageIsKnown(agent, family, stage);
-  const std::vector<Bucket> waits =
-      Minus(BucketsOf(after, family, stage), BucketsOf(before, family, stage));
-  const std::string count_series = family + "_count{pipeline_stage=\"" + stage + "\"}";
-  const std::string sum_series = family + "_sum{pipeline_stage=\"" + stage + "\"}";
-  const double count = ValueOr(after, count_series, 0) - ValueOr(before, count_series, 0);
-  const double sum = ValueOr(after, sum_series, 0) - ValueOr(before, sum_series, 0);
+  const Growth g = GrowthOf(before, after, family, stage);
+  const std::vector<Bucket>& waits = g.buckets;
+  const double count = g.count, sum = g.sum;
   const double below = CountAtLe(waits, kUnit * (1 << 12));  // 4.194 ms
   const double within = CountAtLe(waits, kUnit * (1 << 13)) - below;  // (4.194, 8.389] ms
   std::printf("[ figures  ] %d waits of %lld ms: %.0f counted, %.0f at or under 4.194 ms, %.0f in "
@@ -189,12 +203,9 @@ TEST(HistogramPlacementE2E, ReclaimStallTimeIsBoundedByMemoryPressure) {
   const double psi_s = (PsiSomeTotalUs(pressure) - psi_before) * 1e-6;
 
   const Scrape after = ScrapeOnceStageIsKnown(agent, family, stage);
-  const std::vector<Bucket> stalls =
-      Minus(BucketsOf(after, family, stage), BucketsOf(before, family, stage));
-  const std::string count_series = family + "_count{pipeline_stage=\"" + stage + "\"}";
-  const std::string sum_series = family + "_sum{pipeline_stage=\"" + stage + "\"}";
-  const double count = ValueOr(after, count_series, 0) - ValueOr(before, count_series, 0);
-  const double sum = ValueOr(after, sum_series, 0) - ValueOr(before, sum_series, 0);
+  const Growth g = GrowthOf(before, after, family, stage);
+  const std::vector<Bucket>& stalls = g.buckets;
+  const double count = g.count, sum = g.sum;
   ASSERT_FALSE(stalls.empty());
   // Bounds from the buckets: n stalls in (lower, upper] add up to between n*lower and n*upper.
   double low = 0, high = 0, previous_count = 0, previous_le = 0;

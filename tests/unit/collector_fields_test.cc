@@ -140,10 +140,13 @@ TEST_F(CollectorFieldsTest, EachPressureSeriesShowsItsOwnTotal) {
   ASSERT_TRUE(collector.Collect(&families).ok());
 
   const Labels train = {{"pipeline_stage", "train"}};
-  EXPECT_DOUBLE_EQ(ValueOf(families, "stagewatch_pressure_memory_waiting_seconds_total", train), 1.5);
-  EXPECT_DOUBLE_EQ(ValueOf(families, "stagewatch_pressure_memory_stalled_seconds_total", train), 0.5);
-  EXPECT_DOUBLE_EQ(ValueOf(families, "stagewatch_pressure_io_waiting_seconds_total", train), 0.25);
-  EXPECT_DOUBLE_EQ(ValueOf(families, "stagewatch_pressure_io_stalled_seconds_total", train), 0.125);
+  auto pressure = [&](const std::string& what) {
+    return ValueOf(families, "stagewatch_pressure_" + what + "_seconds_total", train);
+  };
+  EXPECT_DOUBLE_EQ(pressure("memory_waiting"), 1.5);
+  EXPECT_DOUBLE_EQ(pressure("memory_stalled"), 0.5);
+  EXPECT_DOUBLE_EQ(pressure("io_waiting"), 0.25);
+  EXPECT_DOUBLE_EQ(pressure("io_stalled"), 0.125);
 }
 
 }  // namespace

@@ -13,9 +13,9 @@ TEST(MemoryClimbSteadyTest, GrowthAtTheLearnedRateNeverFires) {
   MemoryClimbDetector climb;
   const absl::Time t0 = absl::FromUnixSeconds(1'700'000'000);
   // 20 MiB/s, so every 30 s window grows 600 MiB, far over the growth floor, with a small
-  // wiggle of period 3 s that the 30 s window does not cancel: the baseline has a spread.
+  // wiggle of period 7 s that the 30 s window does not cancel: the baseline has a spread.
   for (int i = 0; i < 1800; ++i) {
-    const double usage = 1024 * kMiB + i * 20 * kMiB + (i % 3) * kMiB;
+    const double usage = 1024 * kMiB + i * 20 * kMiB + (i % 7) * kMiB;
     ASSERT_FALSE(climb.Update({t0 + absl::Seconds(i), usage}).active)
         << "fired at " << i << " s: " << climb.state().summary;
   }

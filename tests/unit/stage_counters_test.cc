@@ -114,6 +114,16 @@ TEST(StageCountersTest, DuplicateIdInOneSnapshotCountsOnce) {
   EXPECT_EQ(counters.live_cgroups(), 1u);
 }
 
+// A walk racing a rename can list one id twice with different paths: the first sample is the
+// cgroup's, the second is ignored, and nothing is counted twice when the next snapshot agrees.
+TEST(StageCountersTest, DuplicateIdInOneSnapshotKeepsTheFirstSample) {
+  StageCounters counters(1);
+  counters.Update({S(1, "train", {10}), S(1, "validate", {25})});
+  EXPECT_EQ(counters.Totals(), (Totals{{"train", {10}}}));
+  counters.Update({S(1, "train", {12})});
+  EXPECT_EQ(counters.Totals(), (Totals{{"train", {12}}}));
+}
+
 // Random churn: totals never decrease, whatever cgroups do.
 TEST(StageCountersTest, TotalsNeverDecreaseUnderChurn) {
   StageCounters counters(2, /*count_from_first_snapshot=*/true);

@@ -1,0 +1,153 @@
+// Each exported series fed its own field: the oom collector's kinds and the sign of its
+// mismatch gauge, and the memory collector's four PSI series, on directory trees standing in
+// for a v1 memory hierarchy and a cgroup2 one, with figures that differ from each other.
+#include <sys/stat.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cgroup/cgroup_namer.h"
+#include "cgroup/path_cache.h"
+#include "exporters/memory_collector.h"
+#include "exporters/oom_collector.h"
+#include "gtest/gtest.h"
+#include "memory/memory_sampler.h"
+#include "oom/oom_tracker.h"
+#include "stages/stage_resolver.h"
+
+namespace stagewatch {
+namespace {
+
+using Labels = std::map<std::string, std::string>;
+
+// The value of the series of `name` with exactly `labels`; -1 if there is none.
+double ValueOf(const std::vector<prometheus::MetricFamily>& families, const std::string& name,
+               const Labels& labels) {
+  for (const auto& f : families) {
+    if (f.name != name) continue;
+    for (const auto& m : f.metric) {
+      Labels got;
+      for (const auto& l : m.label) got[l.name] = l.value;
+      if (got != labels) continue;
+      return f.type == prometheus::MetricType::Counter ? m.counter.value : m.gauge.value;
+    }
+  }
+  return -1;
+}
+
+void Write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+class CollectorFieldsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char key_tmpl[] = "/tmp/stagewatch-fields-key-XXXXXX";
+    char v2_tmpl[] = "/tmp/stagewatch-fields-v2-XXXXXX";
+    key_root_ = mkdtemp(key_tmpl);
+    v2_root_ = mkdtemp(v2_tmpl);
+    std::filesystem::create_directories(key_root_ + kTrain);
+    std::filesystem::create_directories(v2_root_ + kTrain);
+    layout_.mode = CgroupMode::kHybrid;
+    layout_.key = CGROUP_KEY_V1_MEMORY;
+    layout_.key_root = key_root_;
+    layout_.v1_memory_root = key_root_;
+    layout_.v2_root = v2_root_;
+  }
+  void TearDown() override {
+    std::filesystem::remove_all(key_root_);
+    std::filesystem::remove_all(v2_root_);
+  }
+
+  uint64_t TrainId() const {
+    struct stat st {};
+    EXPECT_EQ(stat((key_root_ + kTrain).c_str(), &st), 0);
+    return st.st_ino;
+  }
+  void SetOomKillCount(int n) {
+    Write(key_root_ + kTrain + "/memory.oom_control",
+          "oom_kill_disable 0\nunder_oom 0\noom_kill " + std::to_string(n) + "\n");
+  }
+
+  static constexpr const char* kTrain = "/stagewatch/train";
+  std::string key_root_, v2_root_;
+  CgroupLayout layout_;
+};
+
+oom_event KillIn(uint64_t cgroup_id, uint16_t kind) {
+  oom_event e{};
+  e.victim_cgroup_id = cgroup_id;
+  e.trigger_cgroup_id = cgroup_id;
+  e.kind = kind;
+  e.victim_pid = 1 << 30;  // no such process: only the id names the cgroup
+  std::strncpy(e.victim_comm, "sw-victim", sizeof(e.victim_comm) - 1);
+  return e;
+}
+
+// Two kernel kills and one by a user-space killer, against a kernel count of 3: each kind is
+// its own series, and the mismatch is the kernel's count minus the traced kernel kills (+1).
+TEST_F(CollectorFieldsTest, OomKillsByKindAndTheMismatchSign) {
+  CgroupPathCache paths(key_root_);
+  StageResolver stages({}, DiscoveryConfig{});
+  OomTracker tracker(&paths, &stages, layout_.key);
+  exporters::OomCollector collector(&tracker, &stages);
+  SetOomKillCount(0);
+  std::vector<prometheus::MetricFamily> before;
+  ASSERT_TRUE(collector.Collect(&before).ok());
+
+  const uint64_t id = TrainId();
+  tracker.OnEvent(KillIn(id, OOM_KIND_KERNEL));
+  tracker.OnEvent(KillIn(id, OOM_KIND_KERNEL));
+  tracker.OnEvent(KillIn(id, OOM_KIND_USERSPACE));
+  SetOomKillCount(3);
+  std::vector<prometheus::MetricFamily> after;
+  ASSERT_TRUE(collector.Collect(&after).ok());
+
+  const Labels train = {{"pipeline_stage", "train"}};
+  EXPECT_EQ(ValueOf(after, "stagewatch_oom_kills_total",
+                    {{"pipeline_stage", "train"}, {"kind", "kernel"}}), 2);
+  EXPECT_EQ(ValueOf(after, "stagewatch_oom_kills_total",
+                    {{"pipeline_stage", "train"}, {"kind", "userspace"}}), 1);
+  EXPECT_EQ(ValueOf(after, "stagewatch_oom_kills_cgroup_total", train), 3);
+  EXPECT_EQ(ValueOf(after, "stagewatch_oom_kills_mismatch", train), 1)
+      << "kernel count 3 minus 2 traced kernel kills";
+}
+
+// memory.pressure and io.pressure with four different totals: each PSI series shows its own.
+TEST_F(CollectorFieldsTest, EachPressureSeriesShowsItsOwnTotal) {
+  Write(v2_root_ + kTrain + "/memory.pressure",
+        "some avg10=0.00 avg60=0.00 avg300=0.00 total=1500000\n"
+        "full avg10=0.00 avg60=0.00 avg300=0.00 total=500000\n");
+  Write(v2_root_ + kTrain + "/io.pressure",
+        "some avg10=0.00 avg60=0.00 avg300=0.00 total=250000\n"
+        "full avg10=0.00 avg60=0.00 avg300=0.00 total=125000\n");
+  CgroupPathCache paths(key_root_);
+  StageResolver stages({}, DiscoveryConfig{});
+  CgroupNamer namer(&paths, &stages, absl::ZeroDuration());
+  MemoryReader reader{
+      .stats = [](const std::string& path) -> absl::StatusOr<MemoryCgroupStats> {
+        return absl::NotFoundError(path);
+      },
+      .limit = [](const std::string& path) -> absl::StatusOr<std::optional<uint64_t>> {
+        return absl::NotFoundError(path);
+      },
+  };
+  MemorySampler sampler(&namer, layout_, MemoryConfig{}, reader);
+  exporters::MemoryCollector collector({.sampler = &sampler, .namer = &namer, .layout = layout_});
+  std::vector<prometheus::MetricFamily> families;
+  ASSERT_TRUE(collector.Collect(&families).ok());
+
+  const Labels train = {{"pipeline_stage", "train"}};
+  auto pressure = [&](const std::string& what) {
+    return ValueOf(families, "stagewatch_pressure_" + what + "_seconds_total", train);
+  };
+  EXPECT_DOUBLE_EQ(pressure("memory_waiting"), 1.5);
+  EXPECT_DOUBLE_EQ(pressure("memory_stalled"), 0.5);
+  EXPECT_DOUBLE_EQ(pressure("io_waiting"), 0.25);
+  EXPECT_DOUBLE_EQ(pressure("io_stalled"), 0.125);
+}
+
+}  // namespace
+}  // namespace stagewatch

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <functional>
@@ -42,6 +43,18 @@ uint64_t KeyedValue(const std::string& path, const std::string& key);
 void WriteFile(const std::string& path, const std::string& contents);
 // Writes `yaml` to a new /tmp/stagewatch-*.yaml file and returns its path (the caller unlinks).
 std::string WriteTempConfig(const std::string& yaml);
+
+// A config file that discovers stages beneath `directory` only, removed with the object: the
+// stages other tests make host-wide at the same time can then never fill
+// discovery.max_stages before a test's own.
+struct OwnDiscoveryConfig {
+  explicit OwnDiscoveryConfig(const std::string& directory)
+      : path(WriteTempConfig("discovery:\n  directory: " + directory + "\n")) {}
+  ~OwnDiscoveryConfig() { unlink(path.c_str()); }
+  OwnDiscoveryConfig(const OwnDiscoveryConfig&) = delete;
+  OwnDiscoveryConfig& operator=(const OwnDiscoveryConfig&) = delete;
+  const std::string path;
+};
 
 // A cgroup tree made beneath this process's own cgroup in the hierarchy the agent keys on,
 // at <own>/<unique>/<relative>, and mirrored at the same path in the hierarchies of

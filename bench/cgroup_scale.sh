@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The agent at scale: 1,000 live cgroups in 50 discovered stages, one sleeping process each.
+# The agent at scale: 1,000 live cgroups in 50 discovered stages, one sleeping process each,
+# made after the agent starts, so it sees each born and records it as a discovered run.
 # Reports idle CPU (scraped every 15 s, as Prometheus would), the median /metrics time, the
 # agent's CPU per scrape, and its RSS while 20,000 more cgroups are made and removed.
 # Needs root and a built agent; AGENT_BIN picks the binary (to compare two builds).
@@ -30,13 +31,20 @@ remove_tree() {
   [ -d "$top" ] && find "$top" -depth -type d -exec rmdir {} + 2>/dev/null || true
 }
 
-# Room for all 50 stages (the default discovery.max_stages is 32); keys both builds know.
+# Room for all 50 stages (the default discovery.max_stages is 32), and a ledger of the bench's
+# own; keys both builds know.
 config=$(mktemp /tmp/stagewatch-bench-scale-XXXXXX.yaml)
-printf 'discovery:\n  max_stages: 64\n' >"$config"
-trap 'cleanup; remove_tree; rm -f "$config"' EXIT
+ledger_dir=$(mktemp -d /tmp/stagewatch-bench-ledger-XXXXXX)
+printf 'discovery:\n  max_stages: 64\nruns:\n  ledger_path: %s/ledger.db\n' "$ledger_dir" >"$config"
+trap 'cleanup; remove_tree; rm -f "$config"; rm -rf "$ledger_dir"' EXIT
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$AGENT_PID/stat"; }
 rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$AGENT_PID/status"; }
+
+start_agent --config.file="$config"
+port=$(grep -o 'address=127.0.0.1:[0-9]*' "$AGENT_LOG" | head -1 | cut -d: -f2)
+url="http://127.0.0.1:$port/metrics"
+sleep 5  # past start-up: probes loaded, first walk done
 
 mkdir -p "$top/stagewatch"
 for ((s = 0; s < stages; s++)); do
@@ -48,11 +56,8 @@ for ((s = 0; s < stages; s++)); do
     echo $! >"$dir/cgroup.procs"
   done
 done
-
-start_agent --config.file="$config"
-port=$(grep -o 'address=127.0.0.1:[0-9]*' "$AGENT_LOG" | head -1 | cut -d: -f2)
-url="http://127.0.0.1:$port/metrics"
-sleep 5  # past start-up: probes loaded, first walk done
+sleep 15  # every run recorded (1 s after its cgroup appears), one ledger row each
+runs=$(grep -c 'msg="run started"' "$AGENT_LOG" || true)
 curl -s "$url" >/dev/null  # the first scrape names every stage
 
 before=$(cpu_ticks)
@@ -101,8 +106,8 @@ stop_agent
 
 awk -v bin="$AGENT_BIN" -v it="$idle_ticks" -v hz="$hz" -v s="$idle_seconds" -v med="$median_ms" \
     -v st="$scrape_ticks" -v coll="$collectors" -v n="$scrapes" -v series="$series" -v churn="$churn" \
-    -v cs="$churn_seconds" -v r0="$rss_start" -v r1="$rss_end" -v rmax="$rss_max" 'BEGIN {
-  printf "%s: %d stages x %d cgroups, %d stage series\n", bin, 50, 20, series
+    -v cs="$churn_seconds" -v r0="$rss_start" -v r1="$rss_end" -v rmax="$rss_max" -v runs="$runs" 'BEGIN {
+  printf "%s: %d stages x %d cgroups, %d stage series, %d runs recorded\n", bin, 50, 20, series, runs
   printf "  idle CPU over %d s (scraped every 15 s): %.3f%% of one core\n", s, 100 * it / hz / s
   printf "  /metrics median of %d: %.1f ms; agent CPU per scrape: %.1f ms\n", n, med, 1000 * st / hz / n
   printf "  one scrape by collector: %s\n", coll

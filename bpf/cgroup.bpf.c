@@ -13,7 +13,7 @@ char LICENSE[] SEC("license") = "GPL";
  * other hierarchies (a hybrid host mirrors every cgroup into each) are not sent. */
 const volatile __u32 target_hierarchy_id = 0;
 
-/* Records are as long as their path (about 100 bytes), so this holds some 2,500 events. */
+/* Records are as long as their path (about 130 bytes), so this holds some 2,000 events. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 256 * 1024);
@@ -30,6 +30,34 @@ struct {
 /* Events that found the ring buffer full; user space walks the hierarchy when it grows. */
 __u64 cgroup_events_lost = 0;
 
+/* What the run ledger needs of a removed cgroup's memcg, whose files are gone by the time user
+ * space hears of the rmdir. The css is only cleared from cgrp->subsys[] once it is offlined,
+ * after this tracepoint; a cgroup without a memcg of its own (a v2 one whose parent does not
+ * enable the controller) points at none or at another cgroup's, and gets zeros. */
+static __always_inline void read_memcg(struct cgroup *cgrp, struct cgroup_event *e)
+{
+	struct cgroup_subsys_state *css;
+	struct mem_cgroup *memcg;
+	int memory_subsys;
+
+	e->memory_peak_pages = 0;
+	e->memory_max_pages = 0;
+	e->memory_failcnt = 0;
+	if (!bpf_core_enum_value_exists(enum cgroup_subsys_id, memory_cgrp_id) ||
+	    !bpf_core_field_exists(struct page_counter, watermark))
+		return;
+	memory_subsys = bpf_core_enum_value(enum cgroup_subsys_id, memory_cgrp_id);
+	if (memory_subsys < 0 || memory_subsys >= CGROUP_SUBSYS_COUNT)
+		return;
+	css = BPF_CORE_READ(cgrp, subsys[memory_subsys]);
+	if (!css || BPF_CORE_READ(css, cgroup) != cgrp)
+		return;
+	memcg = (void *)css - bpf_core_field_offset(struct mem_cgroup, css);
+	e->memory_peak_pages = BPF_CORE_READ(memcg, memory.watermark);
+	e->memory_max_pages = BPF_CORE_READ(memcg, memory.max);
+	e->memory_failcnt = BPF_CORE_READ(memcg, memory.failcnt);
+}
+
 static __always_inline int send(struct cgroup *cgrp, const char *path, __u16 kind)
 {
 	struct cgroup_event *e;
@@ -44,6 +72,10 @@ static __always_inline int send(struct cgroup *cgrp, const char *path, __u16 kin
 	e->cgroup_id = BPF_CORE_READ(cgrp, kn, id);
 	e->hierarchy_id = target_hierarchy_id;
 	e->kind = kind;
+	if (kind == CGROUP_EVENT_RMDIR)
+		read_memcg(cgrp, e);
+	else
+		e->memory_peak_pages = e->memory_max_pages = e->memory_failcnt = 0;
 	len = bpf_probe_read_kernel_str(e->path, sizeof(e->path), path);
 	if (len < 1) {
 		e->path[0] = 0;

@@ -21,6 +21,12 @@ struct cgroup_event {
 	__u32 hierarchy_id; /* cgrp->root->hierarchy_id; 0 is the cgroup v2 hierarchy */
 	__u16 kind;         /* enum cgroup_event_kind */
 	__u16 path_len;     /* bytes of path, without the NUL; CGROUP_PATH_LEN - 1 may be cut */
+	/* rmdir only, from the cgroup's own memcg as the kernel still holds it (0: no memcg of
+	 * its own, or the kernel lacks the field): the exact peak (v1 max_usage_in_bytes, v2
+	 * memory.peak), the limit (memory.limit_in_bytes / memory.max) and failcnt. In pages. */
+	__u64 memory_peak_pages;
+	__u64 memory_max_pages;
+	__u64 memory_failcnt;
 	/* Relative to the hierarchy root. A ring-buffer record ends after the path's NUL. */
 	char path[CGROUP_PATH_LEN];
 };

@@ -62,10 +62,17 @@ std::unique_ptr<RunWatcher> StartRunWatcher(const Config& config, const CgroupLa
               {{"ledger", path}, {"err", ledger.status().message()}});
     return nullptr;
   }
-  absl::StatusOr<std::unique_ptr<RunWatcher>> watcher = RunWatcher::Start(
-      *std::move(ledger), stages,
-      {.key_root = layout.key_root, .runs = config.runs, .oom_observed = oom_observed},
-      std::move(readers));
+  RunWatcherOptions options{
+      .key_root = layout.key_root, .runs = config.runs, .oom_observed = oom_observed};
+  if (config.runs.sample_reads_per_second > 0) {
+    options.sampling = DiscoveredSamplerOptions{
+        .layout = layout,
+        .interval = config.memory.sample_interval,
+        .near_limit_fraction = config.memory.near_limit_fraction,
+        .reads_per_second = config.runs.sample_reads_per_second};
+  }
+  absl::StatusOr<std::unique_ptr<RunWatcher>> watcher =
+      RunWatcher::Start(*std::move(ledger), stages, std::move(options), std::move(readers));
   if (!watcher.ok()) {
     Log::Warn("not recording runs", {{"ledger", path}, {"err", watcher.status().message()}});
     return nullptr;

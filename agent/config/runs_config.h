@@ -25,6 +25,9 @@ struct RunsConfig {
   double normal_run_queue_wait_fraction = 0.05;
   // The agent exports stagewatch_run_info for this many of each stage's newest ended runs.
   int info_per_stage = 5;
+  // The agent samples the cgroup files of runs no launcher started (memory, CPU, PSI) with at
+  // most this many file reads a second, spread over the open runs; 0 turns it off.
+  int sample_reads_per_second = 200;
   AdvisorConfig advise;
 };
 

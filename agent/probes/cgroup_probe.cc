@@ -15,11 +15,13 @@
 namespace stagewatch {
 
 // The event layout is shared with bpf/cgroup.h; a change there must be a change here.
-static_assert(sizeof(cgroup_event) == 1040);
+static_assert(sizeof(cgroup_event) == 1064);
 static_assert(offsetof(cgroup_event, hierarchy_id) == 8);
 static_assert(offsetof(cgroup_event, kind) == 12);
 static_assert(offsetof(cgroup_event, path_len) == 14);
-static_assert(offsetof(cgroup_event, path) == 16);
+static_assert(offsetof(cgroup_event, memory_peak_pages) == 16);
+static_assert(offsetof(cgroup_event, memory_failcnt) == 32);
+static_assert(offsetof(cgroup_event, path) == 40);
 
 namespace {
 

@@ -510,6 +510,22 @@ absl::Status Ledger::AddSamples(const std::string& id, const std::vector<RunSamp
   if (samples.empty()) return absl::OkStatus();
   Transaction tx(db_);
   if (absl::Status s = tx.begun(); !s.ok()) return s;
+  if (absl::Status s = InsertSamples(id, samples); !s.ok()) return s;
+  return tx.Commit();
+}
+
+absl::Status Ledger::AddSamplesOfRuns(
+    const std::map<std::string, std::vector<RunSample>>& samples) {
+  if (samples.empty()) return absl::OkStatus();
+  Transaction tx(db_);
+  if (absl::Status s = tx.begun(); !s.ok()) return s;
+  for (const auto& [id, points] : samples) {
+    if (absl::Status s = InsertSamples(id, points); !s.ok()) return s;
+  }
+  return tx.Commit();
+}
+
+absl::Status Ledger::InsertSamples(const std::string& id, const std::vector<RunSample>& samples) {
   for (const RunSample& p : samples) {
     Statement s(db_,
                 "INSERT INTO run_samples (run_id, at_ms, memory_bytes, memory_limit_bytes, "
@@ -539,7 +555,7 @@ absl::Status Ledger::AddSamples(const std::string& id, const std::vector<RunSamp
     thin.Step();
     if (absl::Status st = thin.status("cannot thin a run's samples"); !st.ok()) return st;
   }
-  return tx.Commit();
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<RunSample>> Ledger::Samples(const std::string& id) {

@@ -2,6 +2,7 @@
 // the agent both write. Every write is one transaction; a busy timeout lets them write at once.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -52,6 +53,8 @@ class Ledger {
   // kMaxSamplesPerRun / 2 equal slices of its time so far (and its last point), so a run of
   // any length keeps at most the bound, evenly spread over the whole run.
   absl::Status AddSamples(const std::string& id, const std::vector<RunSample>& samples);
+  // The same for several runs (run id → points), all in one transaction.
+  absl::Status AddSamplesOfRuns(const std::map<std::string, std::vector<RunSample>>& samples);
   // The run's points, oldest first; empty for an unknown run or one without any.
   absl::StatusOr<std::vector<RunSample>> Samples(const std::string& id);
   static constexpr int kMaxSamplesPerRun = 4096;
@@ -69,6 +72,8 @@ class Ledger {
   static absl::StatusOr<std::unique_ptr<Ledger>> OpenAs(const std::string& path, bool read_only);
   absl::Status Exec(const std::string& sql);
   absl::Status Migrate();
+  // AddSamples' inserts and thinning, within the caller's transaction.
+  absl::Status InsertSamples(const std::string& id, const std::vector<RunSample>& samples);
   absl::StatusOr<std::vector<RunRecord>> Query(const std::string& where,
                                                const std::vector<std::string>& args,
                                                const std::string& tail);

@@ -9,12 +9,10 @@
 #include "cgroup/psi.h"
 
 namespace stagewatch {
-namespace {
-
-// The CFS period of the run's cgroup: v1 cpu.cfs_period_us, v2 the second field of cpu.max.
-std::optional<double> CfsPeriodSeconds(const CgroupLayout& layout) {
+// v1 cpu.cfs_period_us, v2 the second field of cpu.max.
+std::optional<double> CfsPeriodSeconds(const CgroupLayout& layout, std::string_view cgroup_path) {
   const bool v2 = layout.key == CGROUP_KEY_DEFAULT;
-  const std::string dir = ControllerDir(layout, "cpu", "/");
+  const std::string dir = ControllerDir(layout, "cpu", cgroup_path);
   if (dir.empty()) return std::nullopt;
   std::ifstream in(dir + (v2 ? "/cpu.max" : "/cpu.cfs_period_us"));
   std::string quota;
@@ -24,7 +22,14 @@ std::optional<double> CfsPeriodSeconds(const CgroupLayout& layout) {
   return double(period_us) / 1e6;
 }
 
-}  // namespace
+void SetCpuFacts(const CpuCgroupStats& c, std::optional<double> period, CgroupFacts& f) {
+  if (c.usage_ns) f.cpu_seconds = double(*c.usage_ns) / 1e9;
+  if (c.throttled_ns) f.cpu_throttled_seconds = double(*c.throttled_ns) / 1e9;
+  if (f.cpu_throttled_seconds && c.nr_throttled && period) {
+    f.cpu_throttled_wall_seconds =
+        std::min(*f.cpu_throttled_seconds, double(*c.nr_throttled) * *period);
+  }
+}
 
 CgroupFacts ReadCgroupFacts(const CgroupLayout& layout, std::vector<std::string>& problems) {
   CgroupFacts f;
@@ -42,13 +47,7 @@ CgroupFacts ReadCgroupFacts(const CgroupLayout& layout, std::vector<std::string>
     problems.push_back(std::string(m.status().message()));
   }
   if (absl::StatusOr<CpuCgroupStats> c = ReadCpuStats(layout, "/"); c.ok()) {
-    if (c->usage_ns) f.cpu_seconds = double(*c->usage_ns) / 1e9;
-    if (c->throttled_ns) f.cpu_throttled_seconds = double(*c->throttled_ns) / 1e9;
-    const std::optional<double> period = CfsPeriodSeconds(layout);
-    if (f.cpu_throttled_seconds && c->nr_throttled && period) {
-      f.cpu_throttled_wall_seconds =
-          std::min(*f.cpu_throttled_seconds, double(*c->nr_throttled) * *period);
-    }
+    SetCpuFacts(*c, CfsPeriodSeconds(layout, "/"), f);
   } else {
     problems.push_back(std::string(c.status().message()));
   }
@@ -63,11 +62,33 @@ CgroupFacts ReadCgroupFacts(const CgroupLayout& layout, std::vector<std::string>
   return f;
 }
 
+void RunUsage::SetBaseline(absl::Time at, std::optional<uint64_t> cpu_ns) {
+  series_.SetBaseline(at, cpu_ns);
+  last_ = CgroupReading{.at = at, .cpu_ns = cpu_ns};
+}
+
+RunSample RunUsage::Add(const CgroupReading& r) {
+  series_.Add(r.at, r.memory_bytes.value_or(0), r.memory_limit_bytes, r.cpu_ns);
+  RunSample p{r.at, r.memory_bytes, r.memory_limit_bytes, {}, {}, {}};
+  const double elapsed_ns = last_ ? absl::ToDoubleNanoseconds(r.at - last_->at) : 0;
+  auto rate = [&](std::optional<uint64_t> now_v, std::optional<uint64_t> before, double unit) {
+    if (!now_v || !before || elapsed_ns <= 0 || *now_v < *before) return std::optional<double>();
+    return std::optional<double>(double(*now_v - *before) * unit / elapsed_ns);
+  };
+  if (last_) {
+    p.cpu_cores = rate(r.cpu_ns, last_->cpu_ns, 1);
+    p.memory_pressure = rate(r.psi_some_us[0], last_->psi_some_us[0], 1000);
+    p.cpu_pressure = rate(r.psi_some_us[1], last_->psi_some_us[1], 1000);
+  }
+  last_ = r;
+  return p;
+}
+
 RunSampler::RunSampler(CgroupLayout reader_layout, absl::Duration interval,
                        double near_limit_fraction, SampleWriter write)
     : layout_(std::move(reader_layout)),
       interval_(interval),
-      series_(near_limit_fraction),
+      usage_(near_limit_fraction),
       write_(std::move(write)) {
   thread_ = std::thread([this] { Loop(); });
 }
@@ -78,27 +99,18 @@ void RunSampler::SampleOnce() {
   absl::StatusOr<MemoryCgroupStats> m = ReadMemoryStats(layout_, "/");
   if (!m.ok()) return;  // the run's cgroup is going away
   absl::StatusOr<CpuCgroupStats> c = ReadCpuStats(layout_, "/");
-  const absl::Time now = absl::Now();
-  const std::optional<uint64_t> cpu_ns = c.ok() ? c->usage_ns : std::nullopt;
-  series_.Add(now, m->usage_bytes, m->limit_bytes, cpu_ns);
-  if (!write_) return;
-  RunSample p{now, m->usage_bytes, m->limit_bytes, {}, {}, {}};
-  const double elapsed_ns = last_ ? absl::ToDoubleNanoseconds(now - last_->at) : 0;
-  auto rate = [&](std::optional<uint64_t> now_v, std::optional<uint64_t> before, double unit) {
-    if (!now_v || !before || elapsed_ns <= 0 || *now_v < *before) return std::optional<double>();
-    return std::optional<double>(double(*now_v - *before) * unit / elapsed_ns);
-  };
-  p.cpu_cores = rate(cpu_ns, last_cpu_ns_, 1);
-  std::optional<double>* pressure[2] = {&p.memory_pressure, &p.cpu_pressure};
-  int i = 0;
-  for (const char* resource : {"memory", "cpu"}) {
-    absl::StatusOr<PsiTotals> psi = ReadPsi(layout_, "/", resource);
-    const std::optional<uint64_t> total = psi.ok() ? std::optional(psi->some_us) : std::nullopt;
-    *pressure[i] = rate(total, last_psi_us_[i], 1000);
-    last_psi_us_[i++] = total;
+  CgroupReading r{.at = absl::Now(), .memory_bytes = m->usage_bytes,
+                  .memory_limit_bytes = m->limit_bytes,
+                  .cpu_ns = c.ok() ? c->usage_ns : std::nullopt};
+  if (write_) {
+    int i = 0;
+    for (const char* resource : {"memory", "cpu"}) {
+      absl::StatusOr<PsiTotals> psi = ReadPsi(layout_, "/", resource);
+      r.psi_some_us[i++] = psi.ok() ? std::optional(psi->some_us) : std::nullopt;
+    }
   }
-  last_cpu_ns_ = cpu_ns;
-  last_ = p;
+  const RunSample p = usage_.Add(r);
+  if (!write_) return;
   pending_.push_back(p);
   if (pending_.size() >= kBatch) {
     write_(pending_);
@@ -110,9 +122,7 @@ void RunSampler::Loop() {
   std::unique_lock lock(mu_);
   const auto period = absl::ToChronoNanoseconds(interval_);
   absl::StatusOr<CpuCgroupStats> start = ReadCpuStats(layout_, "/");
-  series_.SetBaseline(absl::Now(), start.ok() ? start->usage_ns : std::nullopt);
-  last_cpu_ns_ = start.ok() ? start->usage_ns : std::nullopt;
-  last_ = RunSample{absl::Now()};
+  usage_.SetBaseline(absl::Now(), start.ok() ? start->usage_ns : std::nullopt);
   while (!wake_.wait_for(lock, period, [this] { return stop_; })) SampleOnce();
 }
 
@@ -125,7 +135,7 @@ UsageSummary RunSampler::Stop() {
   if (thread_.joinable()) thread_.join();
   if (write_ && !pending_.empty()) write_(pending_);
   pending_.clear();
-  return series_.Summary();
+  return usage_.Summary();
 }
 
 void MergeUsage(const UsageSummary& usage, CgroupFacts& facts) {

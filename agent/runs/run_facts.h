@@ -7,10 +7,12 @@
 #include <optional>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "absl/time/time.h"
+#include "cgroup/cpu_stats.h"
 #include "cgroup/layout.h"
 #include "runs/run_record.h"
 #include "runs/usage_series.h"
@@ -21,6 +23,40 @@ namespace stagewatch {
 // that `reader_layout` is rooted at (RunCgroup::reader_layout()). A file that cannot be read
 // leaves its fact nullopt and adds a line to `problems`.
 CgroupFacts ReadCgroupFacts(const CgroupLayout& reader_layout, std::vector<std::string>& problems);
+
+// The CFS period of the cgroup at `cgroup_path`: v1 cpu.cfs_period_us, v2 the second field of
+// cpu.max. nullopt when the host has no cpu hierarchy or the file is missing.
+std::optional<double> CfsPeriodSeconds(const CgroupLayout& layout, std::string_view cgroup_path);
+
+// Fills the CPU facts (seconds, throttled seconds, the wall time throttling held back) from
+// cpu.stat figures and the cgroup's CFS period.
+void SetCpuFacts(const CpuCgroupStats& cpu, std::optional<double> period_seconds,
+                 CgroupFacts& facts);
+
+// One reading of a run's cgroup files at `at`. A figure not read is nullopt.
+struct CgroupReading {
+  absl::Time at;
+  std::optional<uint64_t> memory_bytes;
+  std::optional<uint64_t> memory_limit_bytes;  // none when unlimited
+  std::optional<uint64_t> cpu_ns;              // cumulative
+  std::optional<uint64_t> psi_some_us[2];      // memory, cpu "some" totals
+};
+
+// Turns a run's readings into its usage summary and the points of its time series: the one
+// place both the launcher's sampler and the agent's discovered-run sampler sum them.
+class RunUsage {
+ public:
+  explicit RunUsage(double near_limit_fraction) : series_(near_limit_fraction) {}
+  // Where the rates of the first reading count from (the command's start), no point itself.
+  void SetBaseline(absl::Time at, std::optional<uint64_t> cpu_ns);
+  // Adds a reading with memory_bytes set; returns its point, with rates since the last one.
+  RunSample Add(const CgroupReading& reading);
+  UsageSummary Summary() const { return series_.Summary(); }
+
+ private:
+  UsageSeries series_;
+  std::optional<CgroupReading> last_;
+};
 
 // Samples memory usage and CPU time every `interval` on its own thread. Each point also goes
 // to `write` (the ledger's time series) in batches of kBatch, and the rest at Stop().
@@ -42,12 +78,9 @@ class RunSampler {
 
   CgroupLayout layout_;
   absl::Duration interval_;
-  UsageSeries series_;
+  RunUsage usage_;
   SampleWriter write_;
   std::vector<RunSample> pending_;
-  std::optional<RunSample> last_;         // the previous point, for rates
-  std::optional<uint64_t> last_cpu_ns_;
-  std::optional<uint64_t> last_psi_us_[2];  // memory, cpu "some" totals
   std::mutex mu_;
   std::condition_variable wake_;
   bool stop_ = false;

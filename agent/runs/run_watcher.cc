@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -37,6 +38,20 @@ std::optional<uint64_t> CgroupIdOf(const std::string& dir) {
 
 }  // namespace
 
+MemcgAtRmdir MemcgAtRmdir::Of(const cgroup_event& e) {
+  MemcgAtRmdir m;
+  if (e.kind != CGROUP_EVENT_RMDIR || e.memory_peak_pages == 0) return m;
+  static const uint64_t page = sysconf(_SC_PAGESIZE);
+  m.peak_bytes = e.memory_peak_pages * page;
+  m.failcnt = e.memory_failcnt;
+  m.limit_known = e.memory_max_pages > 0;
+  // The kernel's "unlimited" is PAGE_COUNTER_MAX pages, above 2^62 bytes (as v1 shows it).
+  if (m.limit_known && e.memory_max_pages < (uint64_t{1} << 62) / page) {
+    m.limit_bytes = e.memory_max_pages * page;
+  }
+  return m;
+}
+
 absl::StatusOr<std::unique_ptr<RunWatcher>> RunWatcher::Start(std::unique_ptr<Ledger> ledger,
                                                               StageResolver* stages,
                                                               RunWatcherOptions options,
@@ -58,7 +73,10 @@ absl::StatusOr<std::unique_ptr<RunWatcher>> RunWatcher::Start(std::unique_ptr<Le
 RunWatcher::RunWatcher(std::unique_ptr<Ledger> ledger, StageResolver* stages,
                        RunWatcherOptions options, RunProbeReaders readers)
     : options_(std::move(options)), readers_(std::move(readers)), stages_(stages),
-      ledger_(std::move(ledger)) {}
+      ledger_(std::move(ledger)) {
+  if (options_.sampling) sampler_ = std::make_unique<DiscoveredSampler>(*options_.sampling);
+  next_samples_write_ = absl::Now() + options_.write_samples_every;
+}
 
 RunWatcher::~RunWatcher() {
   {
@@ -67,6 +85,8 @@ RunWatcher::~RunWatcher() {
   }
   wake_.notify_all();
   if (worker_.joinable()) worker_.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  WriteSamples();  // what the sampler holds of runs still open
 }
 
 absl::Status RunWatcher::Recover() {
@@ -98,6 +118,7 @@ absl::Status RunWatcher::Recover() {
     }
     const uint64_t key = id ? *id : next_gone_key_--;
     OpenRun& kept = open_[key] = std::move(run);
+    if (!kept.removed) StartSampling(kept);
     if (kept.removed && !LauncherAlive(kept.start)) CloseByAgent(kept, false);
   }
   Log::Info("runs", {{"ledger", ledger_->path()}, {"open", absl::StrCat(open_.size())}});
@@ -127,7 +148,7 @@ void RunWatcher::OnCgroupEvent(const cgroup_event& event) {
     }
     std::optional<EndReadings> readings;
     if (ids) readings = ReadAtEnd(*ids);
-    Queue([this, id, readings] { OnRmdir(id, readings); });
+    Queue([this, id, readings, memcg = MemcgAtRmdir::Of(event)] { OnRmdir(id, readings, memcg); });
   } else if (len < sizeof(event.path) - 1) {
     Queue([this, id, path, seen = absl::Now()] { OnMkdir(id, path, seen); });
   }
@@ -218,6 +239,7 @@ bool RunWatcher::Record(OpenRun& run, bool now_or_never) {
     return false;
   }
   run.recorded = true;
+  if (!run.removed) StartSampling(run);
   AddFacts(run, std::exchange(run.buffered, {}));
   return true;
 }
@@ -242,7 +264,20 @@ void RunWatcher::AddFacts(OpenRun& run, const AgentFacts& facts) {
   }
 }
 
-void RunWatcher::OnRmdir(uint64_t id, std::optional<EndReadings> readings) {
+void RunWatcher::StartSampling(const OpenRun& run) {
+  // A launcher samples its own runs.
+  if (!sampler_ || run.start.source != RunSource::kDiscovered) return;
+  sampler_->Add(run.start.id, run.start.cgroup_path, absl::Now());
+}
+
+void RunWatcher::WriteSamples() {
+  if (!sampler_) return;
+  if (absl::Status s = ledger_->AddSamplesOfRuns(sampler_->TakePoints()); !s.ok()) {
+    Warn("cannot add samples to the runs", "", s);
+  }
+}
+
+void RunWatcher::OnRmdir(uint64_t id, std::optional<EndReadings> readings, MemcgAtRmdir memcg) {
   auto found = by_cgroup_.find(id);
   if (found == by_cgroup_.end() || found->second != id) return;  // descendants: read at the end
   OpenRun& run = open_.at(id);
@@ -271,14 +306,25 @@ void RunWatcher::OnRmdir(uint64_t id, std::optional<EndReadings> readings) {
   if (!recorded) {
     open_.erase(id);
   } else if (run.start.source == RunSource::kDiscovered || !LauncherAlive(run.start)) {
-    CloseByAgent(run, true);
+    CloseByAgent(run, true, memcg);
   }
 }
 
-void RunWatcher::CloseByAgent(OpenRun& run, bool saw_end) {
+void RunWatcher::CloseByAgent(OpenRun& run, bool saw_end, const MemcgAtRmdir& memcg) {
   RunEnd end{.end = absl::Now(), .closed_by = RunCloser::kAgent};
-  if (options_.oom_observed && saw_end) end.facts.oom_kills_kernel = run.kernel_kills;
   const std::string id = run.start.id;
+  if (sampler_) {
+    std::vector<RunSample> points;
+    if (std::optional<CgroupFacts> sampled = sampler_->Remove(id, points)) end.facts = *sampled;
+    if (absl::Status s = ledger_->AddSamples(id, points); !s.ok()) {
+      Warn("cannot add samples to a run", id, s);
+    }
+  }
+  // The kernel's own figures at rmdir are exact; the last sample's may be a sample old.
+  if (memcg.peak_bytes) end.facts.memory_peak_bytes = memcg.peak_bytes;
+  if (memcg.failcnt) end.facts.memory_failcnt = memcg.failcnt;
+  if (memcg.limit_known) end.facts.memory_limit_bytes = memcg.limit_bytes;
+  if (options_.oom_observed && saw_end) end.facts.oom_kills_kernel = run.kernel_kills;
   absl::Status s = ledger_->EndRun(id, end);
   if (!s.ok() && !absl::IsFailedPrecondition(s)) return Warn("cannot close a run", id, s);
   if (s.ok()) Log::Info("run ended", {{"run_id", id}, {"closed_by", "agent"}});
@@ -340,6 +386,14 @@ void RunWatcher::AddAnomaly(const std::string& stage, const RunAnomaly& anomaly)
 }
 
 void RunWatcher::Tick() {
+  if (sampler_) {
+    const absl::Time now = absl::Now();
+    sampler_->Sample(now);
+    if (now >= next_samples_write_) {
+      WriteSamples();
+      next_samples_write_ = now + options_.write_samples_every;
+    }
+  }
   std::vector<uint64_t> removed;
   for (auto& [key, run] : open_) {
     if (!run.removed) {

@@ -26,6 +26,7 @@
 #include "bpf/cgroup.h"
 #include "config/runs_config.h"
 #include "runs/agent_presence.h"
+#include "runs/discovered_sampler.h"
 #include "runs/ledger.h"
 #include "stages/stage_resolver.h"
 
@@ -50,6 +51,19 @@ struct RunWatcherOptions {
   RunsConfig runs;
   bool oom_observed = false;  // the OOM probe runs: a run without kill events had none
   absl::Duration tick = absl::Seconds(1);  // how often closes by launchers are looked for
+  // Samples discovered runs' cgroup files when set (runs.sample_reads_per_second above 0).
+  std::optional<DiscoveredSamplerOptions> sampling;
+  absl::Duration write_samples_every = absl::Seconds(10);  // batched ledger writes
+};
+
+// What the kernel held in a removed cgroup's own memcg at its rmdir (bpf/cgroup.h), in bytes;
+// all nullopt when the event had none (no memcg of its own, or an older kernel).
+struct MemcgAtRmdir {
+  std::optional<uint64_t> peak_bytes;
+  std::optional<uint64_t> failcnt;
+  bool limit_known = false;
+  std::optional<uint64_t> limit_bytes;  // nullopt and limit_known: unlimited
+  static MemcgAtRmdir Of(const cgroup_event& event);
 };
 
 struct EndedRun {
@@ -123,7 +137,7 @@ class RunWatcher {
   EndReadings ReadAtEnd(const std::set<uint64_t>& ids) const;
   void Queue(std::function<void()> task);
   void OnMkdir(uint64_t id, const std::string& path, absl::Time seen);
-  void OnRmdir(uint64_t id, std::optional<EndReadings> readings);
+  void OnRmdir(uint64_t id, std::optional<EndReadings> readings, MemcgAtRmdir memcg);
   void AddOomKill(uint64_t victim_cgroup_id, const OomVictim& victim);
   void AddAnomaly(const std::string& stage, const RunAnomaly& anomaly);
   // Which ids the deliverers read at rmdir: each run's own cgroup id → its ids.
@@ -133,7 +147,10 @@ class RunWatcher {
   bool Record(OpenRun& run, bool now_or_never);
   void AddFacts(OpenRun& run, const AgentFacts& facts);
   // `saw_end`: the agent watched the run's cgroup go, so a kill it did not see did not happen.
-  void CloseByAgent(OpenRun& run, bool saw_end);
+  // The end facts are the sampler's last reading of a discovered run, with `memcg` over them.
+  void CloseByAgent(OpenRun& run, bool saw_end, const MemcgAtRmdir& memcg = {});
+  void StartSampling(const OpenRun& run);
+  void WriteSamples();
   // Counts a run that has ended (by anyone) from its ledger row.
   void Count(uint64_t key);
   void SeeStage(const std::string& stage, const std::string& pipeline);
@@ -147,6 +164,8 @@ class RunWatcher {
   StageResolver* const stages_;
   std::unique_ptr<Ledger> ledger_;
   std::optional<AgentPresence> presence_;  // tells launchers an agent adds its end facts
+  std::unique_ptr<DiscoveredSampler> sampler_;  // null: discovered runs are not sampled
+  absl::Time next_samples_write_;
   // Guards the state below; held only by the watcher's thread and Snapshot().
   mutable std::mutex mu_;
   std::map<uint64_t, OpenRun> open_;        // by its own cgroup id (or a made-up key)

@@ -51,6 +51,16 @@ std::optional<double> ThrottledWallSeconds(const CgroupFacts& f, double wall) {
   return std::min(*f.cpu_throttled_seconds, wall);
 }
 
+}  // namespace
+
+double BusyTaskSeconds(const RunRecord& run, double wall) {
+  const double cpu = run.end ? run.end->facts.cpu_seconds.value_or(0) : 0;
+  const double wait = run.agent.run_queue_wait_seconds.value_or(0);
+  return std::max({wall, cpu + wait, run.agent.reclaim_stall_seconds.value_or(0)});
+}
+
+namespace {
+
 void AddDegradations(const RunRecord& run, const RunsConfig& config, double wall,
                      std::vector<VerdictReason>& out) {
   if (wall <= 0) return;
@@ -60,27 +70,37 @@ void AddDegradations(const RunRecord& run, const RunsConfig& config, double wall
     const double normal = config.normal_run_queue_wait_fraction * f.cpu_seconds.value_or(0);
     queued_beyond_normal = std::max(0.0, *run.agent.run_queue_wait_seconds - normal);
   }
+  // Figures of wall time are shares of it; figures summed over the run's tasks are shares of
+  // its busy task time (BusyTaskSeconds), which is the wall time when one task is busy at once.
+  const double busy = BusyTaskSeconds(run, wall);
   struct Cause {
     const char* name;
     const char* what;
     std::optional<double> seconds;
+    bool task_summed;
   };
   const Cause causes[] = {
-      {"cpu_throttling", "CPU throttled", ThrottledWallSeconds(f, wall)},
-      {"cpu_pressure", "stalled on CPU (pressure)", f.cpu_pressure_seconds},
-      {"memory_pressure", "stalled on memory (pressure)", f.memory_pressure_seconds},
-      {"reclaim_stalls", "stalled in memory reclaim", run.agent.reclaim_stall_seconds},
-      {"run_queue_wait", "waited on the run queue beyond normal", queued_beyond_normal},
-      {"near_memory_limit", "sat near its memory limit", f.near_limit_seconds},
+      {"cpu_throttling", "CPU throttled", ThrottledWallSeconds(f, wall), false},
+      {"cpu_pressure", "stalled on CPU (pressure)", f.cpu_pressure_seconds, false},
+      {"memory_pressure", "stalled on memory (pressure)", f.memory_pressure_seconds, false},
+      {"reclaim_stalls", "stalled in memory reclaim", run.agent.reclaim_stall_seconds, true},
+      {"run_queue_wait", "waited on the run queue beyond normal", queued_beyond_normal, true},
+      {"near_memory_limit", "sat near its memory limit", f.near_limit_seconds, false},
   };
   std::vector<VerdictReason> found;
   for (const Cause& c : causes) {
     if (!c.seconds) continue;
-    const double share = *c.seconds / wall;
+    const bool over_tasks = c.task_summed && busy > wall;
+    // Sampled and kernel figures may overrun the ledger's wall time by a sample or a period.
+    const double share = std::clamp(*c.seconds / (over_tasks ? busy : wall), 0.0, 1.0);
     if (share < config.degraded_fraction) continue;
+    const std::string of =
+        over_tasks ? absl::StrFormat("%.0f%% of %s busy task time in %s wall time", share * 100,
+                                     FormatSeconds(busy), FormatSeconds(wall))
+                   : absl::StrFormat("%.0f%% of %s wall time", share * 100, FormatSeconds(wall));
     found.push_back({c.name, *c.seconds, share,
-                     absl::StrFormat("%s %s (%.0f%% of %s wall time)", c.what,
-                                     FormatSeconds(*c.seconds), share * 100, FormatSeconds(wall))});
+                     absl::StrFormat("%s %s%s (%s)", c.what, FormatSeconds(*c.seconds),
+                                     over_tasks ? " summed over its tasks" : "", of)});
   }
   std::stable_sort(found.begin(), found.end(), [](const VerdictReason& a, const VerdictReason& b) {
     return *a.share > *b.share;

@@ -18,7 +18,9 @@ std::string_view VerdictName(VerdictKind kind);  // "running", "clean", ...
 struct VerdictReason {
   std::string cause;              // "oom_kill", "signal", "cpu_throttling", ...
   std::optional<double> seconds;  // the figure, for time lost
-  std::optional<double> share;    // of the run's wall time
+  // In [0, 1]: of the run's wall time, or for figures summed over its tasks (run-queue wait,
+  // reclaim stalls) of its busy task time (BusyTaskSeconds).
+  std::optional<double> share;
   std::string text;               // names the figure and its share
 };
 
@@ -31,6 +33,11 @@ struct Verdict {
 };
 
 Verdict JudgeRun(const RunRecord& run, const RunsConfig& config);
+
+// The time a run's tasks were busy, summed over them: the largest of its wall time, its CPU
+// seconds plus its run-queue wait, and its reclaim stalls. A run with one task busy at a time
+// has its wall time; one with k busy at once on average, k times it.
+double BusyTaskSeconds(const RunRecord& run, double wall);
 
 // "SIGKILL", or "signal 70" for one without a name.
 std::string SignalName(int signal);

@@ -152,14 +152,67 @@ TEST(VerdictTest, ThrottlingOnSeveralCpusIsAShareOfWallTimeNotMore) {
 TEST(VerdictTest, RunQueueWaitCountsOnlyBeyondNormal) {
   RunsConfig config;
   config.normal_run_queue_wait_fraction = 0.05;
-  RunRecord r = Watched(100);  // 100 s of CPU: 5 s of waiting is normal
-  r.agent.run_queue_wait_seconds = 9.9;
+  RunRecord r = Watched(100);
+  r.end->facts.cpu_seconds = 50;  // 2.5 s of waiting is normal; one task, busy 57.5 s at most
+  r.agent.run_queue_wait_seconds = 7.4;
   EXPECT_EQ(JudgeRun(r, config).kind, VerdictKind::kClean);
-  r.agent.run_queue_wait_seconds = 10.0;
+  r.agent.run_queue_wait_seconds = 7.5;
   const Verdict v = JudgeRun(r, config);
   ASSERT_EQ(v.kind, VerdictKind::kDegraded);
   EXPECT_EQ(v.reasons[0].cause, "run_queue_wait");
   EXPECT_DOUBLE_EQ(*v.reasons[0].seconds, 5.0);
+  EXPECT_DOUBLE_EQ(*v.reasons[0].share, 0.05);  // of wall time: one task busy at a time
+  EXPECT_THAT(v.reasons[0].text, HasSubstr("5.0 s (5% of 1m40s wall time)"));
+}
+
+// Three threads over 10 s of wall time, each on a CPU half the time and waiting for one the
+// other half: 15 s of waiting summed over them, which is half of their 30 s of busy task time
+// (not 150% of the wall time), and the same share a single thread doing the same would show.
+TEST(VerdictTest, ThreeTasksWaitingHalfTheirTimeLoseHalfNotMoreThanAllOfIt) {
+  RunsConfig config;
+  config.normal_run_queue_wait_fraction = 0;
+  RunRecord three = Watched(10);
+  three.end->facts.cpu_seconds = 15;
+  three.agent.run_queue_wait_seconds = 15;
+  EXPECT_DOUBLE_EQ(BusyTaskSeconds(three, 10), 30);
+  const Verdict v = JudgeRun(three, config);
+  ASSERT_EQ(v.kind, VerdictKind::kDegraded);
+  ASSERT_EQ(v.reasons.size(), 1u);
+  EXPECT_EQ(v.reasons[0].cause, "run_queue_wait");
+  EXPECT_DOUBLE_EQ(*v.reasons[0].seconds, 15);
+  EXPECT_DOUBLE_EQ(*v.reasons[0].share, 0.5);
+  EXPECT_THAT(v.reasons[0].text,
+              HasSubstr("15.0 s summed over its tasks (50% of 30.0 s busy task time in 10.0 s "
+                        "wall time)"));
+
+  RunRecord one = Watched(10);
+  one.end->facts.cpu_seconds = 5;
+  one.agent.run_queue_wait_seconds = 5;
+  EXPECT_DOUBLE_EQ(*JudgeRun(one, config).reasons[0].share, 0.5);
+}
+
+// Three threads each in direct reclaim for 8 of their 10 s on a CPU: 24 s of stalls summed
+// over them is 80% of their busy time, and every share stays within [0, 1] however the
+// task-summed figures are set.
+TEST(VerdictTest, ThreeTasksInReclaimKeepEveryShareWithinWallTime) {
+  RunRecord r = Watched(10);
+  r.end->facts.cpu_seconds = 30;
+  r.agent.reclaim_stall_seconds = 24;
+  Verdict v = JudgeRun(r, RunsConfig{});
+  ASSERT_EQ(v.reasons.size(), 1u);
+  EXPECT_EQ(v.reasons[0].cause, "reclaim_stalls");
+  EXPECT_DOUBLE_EQ(*v.reasons[0].share, 0.8);
+
+  r.end->facts.cpu_seconds.reset();  // no CPU figure: the stalls alone bound the busy time
+  r.agent.reclaim_stall_seconds = 45;
+  r.agent.run_queue_wait_seconds = 30;
+  r.end->facts.near_limit_seconds = 10.5;  // a sample past the ledger's end
+  v = JudgeRun(r, RunsConfig{});
+  ASSERT_EQ(v.reasons.size(), 3u);
+  for (const VerdictReason& reason : v.reasons) {
+    EXPECT_GE(*reason.share, 0) << reason.cause;
+    EXPECT_LE(*reason.share, 1) << reason.cause;
+  }
 }
 
 TEST(VerdictTest, ThresholdComesFromTheConfigAndReasonsSortByShare) {

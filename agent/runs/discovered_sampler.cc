@@ -1,0 +1,93 @@
+#include "runs/discovered_sampler.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+
+namespace stagewatch {
+namespace {
+
+// Descriptors the run files may keep open: a quarter of the soft RLIMIT_NOFILE (256 under
+// systemd's default 1024), beside the task-state reader's half. The limit is not raised: the
+// HTTP server's select() cannot take descriptors from 1024 on.
+int OpenFileAllowance() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return 0;
+  if (limit.rlim_cur == RLIM_INFINITY) return 4096;
+  return int(std::min<rlim_t>(limit.rlim_cur / 4, 4096));
+}
+
+}  // namespace
+
+DiscoveredSampler::DiscoveredSampler(DiscoveredSamplerOptions options)
+    : options_(std::move(options)), open_files_{OpenFileAllowance()} {}
+
+void DiscoveredSampler::Add(const std::string& run_id, const std::string& cgroup_path,
+                            absl::Time now) {
+  if (runs_.count(run_id)) return;
+  Sampled& s = runs_.emplace(run_id, Sampled{.usage = RunUsage(options_.near_limit_fraction),
+                                             .next = now})
+                   .first->second;
+  s.files = std::make_unique<RunCgroupFiles>(options_.layout, cgroup_path, &open_files_);
+  turn_.push_back(run_id);
+}
+
+void DiscoveredSampler::Sample(absl::Time now) {
+  const double elapsed = last_sample_ ? absl::ToDoubleSeconds(now - *last_sample_) : 1;
+  last_sample_ = now;
+  const double per_second = options_.reads_per_second;
+  credit_ = std::min(per_second, credit_ + per_second * std::max(0.0, elapsed));
+  // One pass at most: a run sampled now goes to the back of the turn.
+  for (size_t n = turn_.size(); n > 0 && credit_ >= 1; --n) {
+    const std::string id = std::move(turn_.front());
+    turn_.pop_front();
+    auto found = runs_.find(id);
+    if (found == runs_.end()) continue;  // removed
+    turn_.push_back(id);
+    Sampled& s = found->second;
+    if (s.next > now) continue;
+    s.next = now + options_.interval;
+    std::optional<RunCgroupReading> r = s.files->Read(now);
+    const int reads = r ? r->reads : 1;
+    credit_ -= reads;
+    reads_ += reads;
+    if (!r) continue;  // the cgroup is going
+    if (!s.last) {
+      // The first reading is the baseline of the rates; its memory still counts.
+      s.usage.SetBaseline(now - options_.interval, std::nullopt);
+    }
+    s.points.push_back(s.usage.Add(r->usage));
+    s.last = std::move(r);
+  }
+}
+
+std::map<std::string, std::vector<RunSample>> DiscoveredSampler::TakePoints() {
+  std::map<std::string, std::vector<RunSample>> out;
+  for (auto& [id, s] : runs_) {
+    if (!s.points.empty()) out[id] = std::exchange(s.points, {});
+  }
+  return out;
+}
+
+std::optional<CgroupFacts> DiscoveredSampler::Remove(const std::string& run_id,
+                                                     std::vector<RunSample>& points) {
+  auto found = runs_.find(run_id);
+  if (found == runs_.end()) return std::nullopt;
+  Sampled s = std::move(found->second);
+  runs_.erase(found);
+  std::erase(turn_, run_id);
+  points = std::move(s.points);
+  if (!s.last) return std::nullopt;
+  CgroupFacts f;
+  f.memory_limit_bytes = s.last->usage.memory_limit_bytes;
+  f.memory_peak_bytes = s.last->memory_peak_bytes;
+  f.memory_failcnt = s.last->memory_failcnt;
+  SetCpuFacts(s.last->cpu, s.files->cfs_period_seconds(), f);
+  const std::optional<uint64_t>* psi = s.last->usage.psi_some_us;
+  if (psi[0]) f.memory_pressure_seconds = double(*psi[0]) / 1e6;
+  if (psi[1]) f.cpu_pressure_seconds = double(*psi[1]) / 1e6;
+  MergeUsage(s.usage.Summary(), f);
+  return f;
+}
+
+}  // namespace stagewatch

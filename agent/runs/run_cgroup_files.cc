@@ -1,0 +1,137 @@
+#include "runs/run_cgroup_files.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "absl/strings/str_cat.h"
+#include "cgroup/memory_stats.h"
+#include "cgroup/psi.h"
+
+namespace stagewatch {
+namespace {
+
+std::string FileIn(const CgroupLayout& layout, const char* controller, const std::string& path,
+                   const char* name) {
+  const std::string dir = ControllerDir(layout, controller, path);
+  return dir.empty() ? "" : absl::StrCat(dir, "/", name);
+}
+
+}  // namespace
+
+RunCgroupFiles::RunCgroupFiles(const CgroupLayout& layout, const std::string& cgroup_path,
+                               OpenFileBudget* budget)
+    : layout_(layout), cgroup_path_(cgroup_path), v2_(layout.key == CGROUP_KEY_DEFAULT),
+      budget_(budget) {
+  const std::string& p = cgroup_path;
+  files_[kUsage].path =
+      FileIn(layout, "memory", p, v2_ ? "memory.current" : "memory.usage_in_bytes");
+  files_[kLimit].path = FileIn(layout, "memory", p, v2_ ? "memory.max" : "memory.limit_in_bytes");
+  files_[kPeak].path =
+      FileIn(layout, "memory", p, v2_ ? "memory.peak" : "memory.max_usage_in_bytes");
+  files_[kFailcnt].path = FileIn(layout, "memory", p, v2_ ? "memory.events" : "memory.failcnt");
+  // v2: cpu.stat holds usage and throttling; v1: cpuacct.usage and the cpu hierarchy's cpu.stat.
+  files_[kCpuUsage].path = v2_ ? "" : FileIn(layout, "cpuacct", p, "cpuacct.usage");
+  files_[kCpuStat].path = FileIn(layout, "cpu", p, "cpu.stat");
+  files_[kMemoryPsi].path = FileIn(layout, "pressure", p, "memory.pressure");
+  files_[kCpuPsi].path = FileIn(layout, "pressure", p, "cpu.pressure");
+}
+
+RunCgroupFiles::~RunCgroupFiles() {
+  for (File& f : files_) {
+    if (f.fd < 0) continue;
+    close(f.fd);
+    budget_->left++;
+  }
+}
+
+std::optional<std::string> RunCgroupFiles::ReadSlot(Slot slot) {
+  File& f = files_[slot];
+  if (f.path.empty() || f.gone) return std::nullopt;
+  int fd = f.fd;
+  if (fd < 0) {
+    fd = open(f.path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      if (errno == ENOENT && ++f.attempts >= kOpenAttempts) f.gone = true;
+      return std::nullopt;
+    }
+    if (budget_->left > 0) {
+      budget_->left--;
+      f.fd = fd;
+    }
+  }
+  char buf[4096];
+  const ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+  const int error = errno;
+  if (fd != f.fd) close(fd);
+  if (n < 0) {
+    // ENODEV: the cgroup was removed; the file answers nothing any more.
+    if (f.fd >= 0) {
+      close(f.fd);
+      f.fd = -1;
+      budget_->left++;
+    }
+    f.gone = error == ENODEV;
+    return std::nullopt;
+  }
+  return std::string(buf, n);
+}
+
+std::optional<RunCgroupReading> RunCgroupFiles::Read(absl::Time now) {
+  RunCgroupReading r;
+  r.usage.at = now;
+  auto read = [&](Slot slot) {
+    std::optional<std::string> text = ReadSlot(slot);
+    r.reads += text.has_value();
+    return text;
+  };
+  auto number = [&](Slot slot) -> std::optional<uint64_t> {
+    std::optional<std::string> text = read(slot);
+    if (!text) return std::nullopt;
+    absl::StatusOr<uint64_t> v = ParseMemoryValue(*text, files_[slot].path);
+    return v.ok() ? std::optional(*v) : std::nullopt;
+  };
+  r.usage.memory_bytes = number(kUsage);
+  if (!r.usage.memory_bytes) return std::nullopt;
+  if (std::optional<std::string> text = read(kLimit)) {
+    absl::StatusOr<std::optional<uint64_t>> limit =
+        v2_ ? ParseMemoryLimitV2(*text, files_[kLimit].path)
+            : ParseMemoryLimitV1(*text, files_[kLimit].path);
+    if (limit.ok()) r.usage.memory_limit_bytes = *limit;
+  }
+  r.memory_peak_bytes = number(kPeak);
+  if (v2_) {
+    if (std::optional<std::string> text = read(kFailcnt)) {
+      absl::StatusOr<std::map<std::string, uint64_t>> events =
+          ParseMemoryKeyedFile(*text, files_[kFailcnt].path);
+      if (events.ok() && events->count("max")) r.memory_failcnt = events->at("max");
+    }
+  } else {
+    r.memory_failcnt = number(kFailcnt);
+  }
+  if (std::optional<std::string> text = read(kCpuStat)) {
+    absl::StatusOr<CpuCgroupStats> cpu = v2_ ? ParseCpuStatV2(*text, files_[kCpuStat].path)
+                                             : ParseCpuStatV1(*text, files_[kCpuStat].path);
+    if (cpu.ok()) r.cpu = *cpu;
+    if (!period_read_) {
+      cfs_period_ = CfsPeriodSeconds(layout_, cgroup_path_);
+      period_read_ = true;
+    }
+  }
+  if (std::optional<std::string> text = read(kCpuUsage)) {
+    absl::StatusOr<uint64_t> ns = ParseCpuacctUsage(*text, files_[kCpuUsage].path);
+    if (ns.ok()) r.cpu.usage_ns = *ns;
+  }
+  r.usage.cpu_ns = r.cpu.usage_ns;
+  int i = 0;
+  for (Slot slot : {kMemoryPsi, kCpuPsi}) {
+    std::optional<std::string> text = read(slot);
+    absl::StatusOr<PsiTotals> psi = text ? ParsePsi(*text, files_[slot].path)
+                                         : absl::StatusOr<PsiTotals>(absl::NotFoundError(""));
+    r.usage.psi_some_us[i++] = psi.ok() ? std::optional(psi->some_us) : std::nullopt;
+  }
+  return r;
+}
+
+}  // namespace stagewatch

@@ -1,0 +1,114 @@
+// The agent's sampler of discovered runs on a fixture tree laid out as a hybrid host's v1
+// memory and cpu hierarchies: it keeps within its budget of reads a second, spreads the budget
+// over every run in turn, and gives a run's end facts from its last reading.
+#include "runs/discovered_sampler.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "gtest/gtest.h"
+
+namespace stagewatch {
+namespace {
+
+namespace fs = std::filesystem;
+
+class DiscoveredSamplerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/stagewatch-sampler-XXXXXX";
+    root_ = mkdtemp(tmpl);
+    layout_.mode = CgroupMode::kHybrid;
+    layout_.key = CGROUP_KEY_V1_MEMORY;
+    layout_.key_root = root_ + "/memory";
+    layout_.v1_memory_root = layout_.key_root;
+    layout_.v1_roots = {{"memory", root_ + "/memory"}, {"cpu", root_ + "/cpu"},
+                        {"cpuacct", root_ + "/cpu"}};
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  void Write(const std::string& file, const std::string& text) {
+    fs::create_directories(fs::path(file).parent_path());
+    std::ofstream(file) << text;
+  }
+  // A run's memory files: usage, limit, peak and failcnt.
+  void MemoryFiles(const std::string& path, uint64_t usage, uint64_t limit, uint64_t peak) {
+    const std::string dir = root_ + "/memory" + path;
+    Write(dir + "/memory.usage_in_bytes", std::to_string(usage) + "\n");
+    Write(dir + "/memory.limit_in_bytes", std::to_string(limit) + "\n");
+    Write(dir + "/memory.max_usage_in_bytes", std::to_string(peak) + "\n");
+    Write(dir + "/memory.failcnt", "3\n");
+  }
+
+  std::string root_;
+  CgroupLayout layout_;
+};
+
+TEST_F(DiscoveredSamplerTest, KeepsWithinItsReadsASecondAndTakesEveryRunInTurn) {
+  DiscoveredSampler sampler({.layout = layout_, .interval = absl::Seconds(1),
+                             .reads_per_second = 20});
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  for (int i = 0; i < 10; ++i) {
+    const std::string path = "/stagewatch/s/run_" + std::to_string(i);
+    MemoryFiles(path, 100 << 20, 200 << 20, 150 << 20);
+    sampler.Add("run_" + std::to_string(i), path, t0);
+  }
+  // Four memory files a run, and the cpu ones looked for: 20 reads take 5 runs a second.
+  sampler.Sample(t0);
+  EXPECT_EQ(sampler.reads(), 20u);
+  EXPECT_EQ(sampler.TakePoints().size(), 5u);
+  sampler.Sample(t0 + absl::Seconds(1));
+  EXPECT_EQ(sampler.reads(), 40u);
+  std::map<std::string, std::vector<RunSample>> second = sampler.TakePoints();
+  ASSERT_EQ(second.size(), 5u);
+  EXPECT_TRUE(second.count("run_9")) << "the other five took the second turn";
+  EXPECT_FALSE(second.count("run_0"));
+  // A second's worth at most: an idle minute does not buy a burst.
+  sampler.Sample(t0 + absl::Seconds(61));
+  EXPECT_EQ(sampler.reads(), 60u);
+}
+
+TEST_F(DiscoveredSamplerTest, EndFactsComeFromTheLastReadingAndTheSeries) {
+  DiscoveredSampler sampler({.layout = layout_, .interval = absl::Seconds(1),
+                             .near_limit_fraction = 0.9, .reads_per_second = 1000});
+  const std::string path = "/stagewatch/s/job_1";
+  const std::string cpu_dir = root_ + "/cpu" + path;
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  MemoryFiles(path, 100 << 20, 200 << 20, 120 << 20);
+  sampler.Add("job_1", path, t0);
+  sampler.Sample(t0);
+  // The cpu hierarchy's directory comes a moment later: its files are looked for again.
+  Write(cpu_dir + "/cpuacct.usage", "2000000000\n");
+  Write(cpu_dir + "/cpu.stat", "nr_periods 40\nnr_throttled 10\nthrottled_time 700000000\n");
+  Write(cpu_dir + "/cpu.cfs_period_us", "100000\n");
+  MemoryFiles(path, 190 << 20, 200 << 20, 195 << 20);
+  sampler.Sample(t0 + absl::Seconds(1));
+  MemoryFiles(path, 60 << 20, 200 << 20, 196 << 20);
+  Write(cpu_dir + "/cpuacct.usage", "3500000000\n");
+  sampler.Sample(t0 + absl::Seconds(2));
+
+  std::vector<RunSample> points;
+  std::optional<CgroupFacts> f = sampler.Remove("job_1", points);
+  ASSERT_TRUE(f);
+  ASSERT_EQ(points.size(), 3u);
+  EXPECT_EQ(points[1].memory_bytes, uint64_t{190} << 20);
+  ASSERT_TRUE(points[2].cpu_cores);
+  EXPECT_DOUBLE_EQ(*points[2].cpu_cores, 1.5);  // 1.5 s of CPU in a second
+  EXPECT_EQ(f->memory_peak_bytes, uint64_t{196} << 20);
+  EXPECT_EQ(f->memory_limit_bytes, uint64_t{200} << 20);
+  EXPECT_EQ(f->memory_failcnt, 3u);
+  EXPECT_EQ(f->memory_mean_bytes, (uint64_t{100 + 190 + 60} << 20) / 3);
+  ASSERT_TRUE(f->near_limit_seconds);
+  EXPECT_DOUBLE_EQ(*f->near_limit_seconds, 1);  // the one reading at 95% of the limit
+  EXPECT_DOUBLE_EQ(*f->cpu_seconds, 3.5);
+  EXPECT_DOUBLE_EQ(*f->cpu_throttled_seconds, 0.7);
+  EXPECT_DOUBLE_EQ(*f->cpu_throttled_wall_seconds, 0.7);  // within 10 periods of 100 ms
+  EXPECT_FALSE(f->memory_pressure_seconds);  // no cgroup2 mirror here
+  EXPECT_EQ(sampler.runs(), 0u);
+  EXPECT_FALSE(sampler.Remove("job_1", points));
+}
+
+}  // namespace
+}  // namespace stagewatch

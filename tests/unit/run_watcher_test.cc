@@ -10,6 +10,8 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <map>
 
 #include "gtest/gtest.h"
 #include "runs_test_util.h"
@@ -226,6 +228,73 @@ TEST_F(RunWatcherTest, AtStartARunLeftOpenWhoseCgroupAndLauncherAreGoneIsClosed)
   EXPECT_EQ(by_id["gone"].end->closed_by, RunCloser::kAgent);
   EXPECT_FALSE(by_id["gone"].end->facts.oom_kills_kernel) << "nobody watched: unknown, not 0";
   EXPECT_FALSE(by_id["alive"].end);
+}
+
+}  // namespace
+}  // namespace stagewatch
+
+namespace stagewatch {
+namespace {
+
+// A discovered run sampled by the agent from its (fixture) v1 memory files while it lives, and
+// closed with the kernel's figures the rmdir event carries: those beat the last sample's.
+TEST_F(RunWatcherTest, ADiscoveredRunIsSampledAndClosedWithTheKernelsPeakAtRmdir) {
+  CgroupLayout layout;
+  layout.mode = CgroupMode::kV1;
+  layout.key = CGROUP_KEY_V1_MEMORY;
+  layout.key_root = layout.v1_memory_root = root_;
+  layout.v1_roots = {{"memory", root_}};
+  absl::StatusOr<std::unique_ptr<Ledger>> ledger = Ledger::Open(ledger_path_);
+  ASSERT_TRUE(ledger.ok()) << ledger.status();
+  absl::StatusOr<std::unique_ptr<RunWatcher>> started = RunWatcher::Start(
+      *std::move(ledger), &stages_,
+      {.key_root = root_, .oom_observed = true, .tick = absl::Milliseconds(20),
+       .sampling = DiscoveredSamplerOptions{.layout = layout,
+                                            .interval = absl::Milliseconds(20),
+                                            .reads_per_second = 1000}},
+      {});
+  ASSERT_TRUE(started.ok()) << started.status();
+  std::unique_ptr<RunWatcher> watcher = *std::move(started);
+  watcher->OnCgroupEvent(Mkdir("/stagewatch"));
+  watcher->OnCgroupEvent(Mkdir("/stagewatch/train"));
+  const std::string dir = root_ + "/stagewatch/train/job_9";
+  cgroup_event job = Mkdir("/stagewatch/train/job_9");
+  for (const auto& [file, text] : std::map<std::string, std::string>{
+           {"memory.usage_in_bytes", "104857600\n"},
+           {"memory.limit_in_bytes", "209715200\n"},
+           {"memory.max_usage_in_bytes", "115343360\n"},
+           {"memory.failcnt", "0\n"}}) {
+    std::ofstream(dir + "/" + file) << text;
+  }
+  watcher->OnCgroupEvent(job);
+  // Recorded after the grace second; then sampled every 20 ms.
+  ASSERT_TRUE(testing::WaitUntil([&] { return Runs().size() == 1; }, 5000));
+  absl::SleepFor(absl::Milliseconds(300));
+
+  cgroup_event gone = Rmdir(job);
+  gone.memory_peak_pages = (uint64_t{130} << 20) / sysconf(_SC_PAGESIZE);
+  gone.memory_max_pages = (uint64_t{200} << 20) / sysconf(_SC_PAGESIZE);
+  gone.memory_failcnt = 4;
+  watcher->OnCgroupEvent(gone);
+  watcher->Flush();
+
+  std::vector<RunRecord> runs = Runs();
+  ASSERT_EQ(runs.size(), 1u);
+  ASSERT_TRUE(runs[0].end);
+  const CgroupFacts& f = runs[0].end->facts;
+  EXPECT_EQ(f.memory_peak_bytes, uint64_t{130} << 20);  // the kernel's, not the last sample's
+  EXPECT_EQ(f.memory_limit_bytes, uint64_t{200} << 20);
+  EXPECT_EQ(f.memory_failcnt, 4u);
+  EXPECT_EQ(f.memory_mean_bytes, uint64_t{100} << 20);
+  EXPECT_EQ(f.memory_p95_bytes, uint64_t{100} << 20);
+  EXPECT_EQ(f.near_limit_seconds, 0);
+  EXPECT_FALSE(f.cpu_seconds);  // no cpuacct hierarchy here
+  absl::StatusOr<std::unique_ptr<Ledger>> reader = Ledger::OpenForReading(ledger_path_);
+  ASSERT_TRUE(reader.ok());
+  absl::StatusOr<std::vector<RunSample>> points = (*reader)->Samples(runs[0].start.id);
+  ASSERT_TRUE(points.ok());
+  EXPECT_GE(points->size(), 3u);
+  for (const RunSample& p : *points) EXPECT_EQ(p.memory_bytes, uint64_t{100} << 20);
 }
 
 }  // namespace

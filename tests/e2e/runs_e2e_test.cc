@@ -1,19 +1,31 @@
 // The agent's side of runs, through the built binary, a real SQLite ledger and real cgroups: a
 // cgroup made beneath a stage without the launcher is a run the agent records and closes; a
 // launcher run killed by the kernel's OOM killer gets the agent's OOM facts and counts as
-// interrupted; an agent killed with SIGKILL mid-run closes the run when it comes back.
+// interrupted; an agent killed with SIGKILL mid-run closes the run when it comes back. A run
+// no launcher started gets the launcher's figures from the agent: the kernel's exact memory
+// peak (read in the kernel at rmdir, once the cgroup's files are gone), mean and p95 of its
+// usage, CPU seconds, throttling and a time series, checked against the kernel's own files
+// read just before the removal and the process's own rusage.
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "cgroup/cpu_stats.h"
 #include "config/runs_config.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "runs/ledger.h"
 #include "runs/verdict.h"
 #include "test_support.h"
@@ -28,6 +40,95 @@ using testing::ValueOr;
 using testing::WaitUntil;
 
 constexpr char kHog[] = "a = b'x' * (400 * 1024 * 1024)";
+
+std::string ReadFile(const std::string& file) {
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+uint64_t ReadNumber(const std::string& file) {
+  uint64_t v = 0;
+  std::string text = ReadFile(file);
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  EXPECT_TRUE(absl::SimpleAtoi(text, &v)) << file << ": \"" << text << "\"";
+  return v;
+}
+
+void WriteFile(const std::string& file, const std::string& value) {
+  std::ofstream out(file);
+  out << value;
+  out.close();
+  ASSERT_TRUE(out) << "cannot write " << value << " to " << file;
+}
+
+// A run's cgroup made by hand beneath a stage's top, in the keyed hierarchy and its cpu,
+// cpuacct and cgroup2 mirrors (on v2 one directory), as a job scheduler makes one. Removed at
+// the end whatever happened, its process killed first.
+class HandMadeRun {
+ public:
+  HandMadeRun(const TestCgroup& top, const std::string& name)
+      : path_(top.path() + "/" + name), v2_(top.v2()) {
+    if (v2_) WriteFile(top.dir() + "/cgroup.subtree_control", "+memory +cpu");
+    dirs_.push_back(top.dir() + "/" + name);
+    for (const char* controller : {"cpu", "cpuacct", "pressure"}) {
+      const std::string mirror = top.dir(controller);
+      if (mirror.empty()) continue;
+      const std::string dir = mirror + "/" + name;
+      if (std::find(dirs_.begin(), dirs_.end(), dir) == dirs_.end()) dirs_.push_back(dir);
+    }
+    for (const std::string& dir : dirs_) {
+      EXPECT_EQ(mkdir(dir.c_str(), 0755), 0) << dir << ": " << strerror(errno);
+    }
+  }
+  ~HandMadeRun() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    Remove();
+  }
+
+  const std::string& path() const { return path_; }
+  const std::string& dir() const { return dirs_.front(); }  // the keyed hierarchy's
+  std::string cpu_dir() const { return dirs_.size() > 1 ? dirs_[1] : dirs_[0]; }
+
+  void Spawn(const std::string& comm, std::function<void()> body) {
+    pid_ = testing::SpawnIn(dirs_, comm, std::move(body));
+  }
+  // Waits for the process; its CPU time by its own rusage.
+  double WaitSeconds() {
+    int status = 0;
+    rusage usage{};
+    EXPECT_EQ(wait4(pid_, &status, 0, &usage), pid_);
+    pid_ = -1;
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+    return usage.ru_utime.tv_sec + usage.ru_utime.tv_usec / 1e6 + usage.ru_stime.tv_sec +
+           usage.ru_stime.tv_usec / 1e6;
+  }
+  // The kernel's own peak, just before the cgroup goes.
+  uint64_t KernelPeak() const {
+    return ReadNumber(dir() + (v2_ ? "/memory.peak" : "/memory.max_usage_in_bytes"));
+  }
+  void SetCpuQuota(uint64_t quota_us, uint64_t period_us) {
+    if (v2_) return WriteFile(cpu_dir() + "/cpu.max", absl::StrCat(quota_us, " ", period_us));
+    WriteFile(cpu_dir() + "/cpu.cfs_period_us", absl::StrCat(period_us));
+    WriteFile(cpu_dir() + "/cpu.cfs_quota_us", absl::StrCat(quota_us));
+  }
+  // Mirrors first, the keyed directory (whose rmdir the agent hears) last.
+  void Remove() {
+    for (auto it = dirs_.rbegin(); it != dirs_.rend(); ++it) rmdir(it->c_str());
+    dirs_.clear();
+  }
+
+ private:
+  std::string path_;
+  bool v2_;
+  std::vector<std::string> dirs_;
+  pid_t pid_ = -1;
+};
+
 
 class RunsE2E : public ::testing::Test {
  protected:
@@ -233,6 +334,86 @@ TEST_F(RunsE2E, ARunWhoseLauncherDiedIsClosedByTheAgentWhenItsCgroupGoes) {
   absl::StatusOr<std::unique_ptr<Ledger>> ledger = Ledger::OpenForReading(ledger_);
   ASSERT_TRUE(ledger.ok());
   EXPECT_EQ((*ledger)->List({.stage = "sworphan"})->size(), 1u);
+}
+
+TEST_F(RunsE2E, AHandMadeRunGetsTheKernelsPeakUsageCpuAndASeries) {
+  TestCgroup top("stagewatch/swdiscfacts", {"cpu", "cpuacct", "pressure"});
+  auto agent = StartAgent();
+  HandMadeRun run(top, "job_7");
+  constexpr uint64_t kBytes = uint64_t{96} << 20;
+  // Allocates 96 MiB, burns a second of CPU, and holds the memory while the agent samples.
+  run.Spawn("sw-disc-alloc", [] {
+    testing::TouchAnonymous(kBytes);
+    testing::BusyFor(std::chrono::milliseconds(1000));
+    usleep(2500 * 1000);
+  });
+  const double rusage_seconds = run.WaitSeconds();
+  const uint64_t kernel_peak = run.KernelPeak();
+  const double cpuacct_seconds = top.v2() ? 0 : ReadNumber(run.cpu_dir() + "/cpuacct.usage") / 1e9;
+  ASSERT_GE(kernel_peak, kBytes);
+  run.Remove();
+
+  std::optional<RunRecord> r = RunWhen(run.path(), [](const RunRecord& x) { return !!x.end; });
+  ASSERT_TRUE(r) << agent->log();
+  EXPECT_EQ(r->start.source, RunSource::kDiscovered);
+  EXPECT_EQ(r->end->closed_by, RunCloser::kAgent);
+  const CgroupFacts& f = r->end->facts;
+  ASSERT_TRUE(f.memory_peak_bytes) << agent->log();
+  EXPECT_NEAR(double(*f.memory_peak_bytes), double(kernel_peak), 0.03 * kernel_peak);
+  EXPECT_FALSE(f.memory_limit_bytes);  // none was set
+  ASSERT_TRUE(f.memory_mean_bytes);
+  ASSERT_TRUE(f.memory_p95_bytes);
+  EXPECT_GE(*f.memory_p95_bytes, kBytes * 9 / 10);  // sampled while the memory was held
+  EXPECT_LE(*f.memory_p95_bytes, kernel_peak);
+  EXPECT_LE(*f.memory_mean_bytes, *f.memory_p95_bytes);
+  ASSERT_TRUE(f.near_limit_seconds);
+  EXPECT_EQ(*f.near_limit_seconds, 0);  // unlimited
+  ASSERT_TRUE(f.cpu_seconds);
+  EXPECT_NEAR(*f.cpu_seconds, rusage_seconds, 0.05 * rusage_seconds + 0.02);
+  if (!top.v2()) EXPECT_NEAR(*f.cpu_seconds, cpuacct_seconds, 0.03 * cpuacct_seconds);
+
+  std::optional<std::string> page = agent->Get("/api/v1/runs/" + r->start.id);
+  ASSERT_TRUE(page) << agent->log();
+  nlohmann::json j = nlohmann::json::parse(*page);
+  ASSERT_GE(j["samples"].size(), 2u) << *page;
+  uint64_t most = 0;
+  for (const auto& s : j["samples"]) {
+    if (s["memory_bytes"].is_number()) most = std::max(most, s["memory_bytes"].get<uint64_t>());
+  }
+  EXPECT_GE(most, kBytes * 9 / 10);
+  EXPECT_LE(most, kernel_peak);
+}
+
+TEST_F(RunsE2E, AHandMadeRunThrottledByItsCpuQuotaIsDegradedByThrottling) {
+  TestCgroup top("stagewatch/swdiscthrottle", {"cpu", "cpuacct", "pressure"});
+  auto agent = StartAgent();
+  HandMadeRun run(top, "job_8");
+  run.SetCpuQuota(20000, 100000);  // 0.2 of a CPU
+  run.Spawn("sw-disc-busy", [] {
+    testing::BusyFor(std::chrono::milliseconds(2500));
+    usleep(1500 * 1000);  // the agent samples the throttling totals after the busy loop
+  });
+  run.WaitSeconds();
+  const std::string stat = ReadFile(run.cpu_dir() + "/cpu.stat");
+  absl::StatusOr<CpuCgroupStats> cpu =
+      top.v2() ? ParseCpuStatV2(stat, "cpu.stat") : ParseCpuStatV1(stat, "cpu.stat");
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  const uint64_t throttled = cpu->nr_throttled.value_or(0);
+  ASSERT_GT(throttled, 5u) << "the kernel did not throttle the busy loop";
+  run.Remove();
+
+  std::optional<RunRecord> r = RunWhen(run.path(), [](const RunRecord& x) { return !!x.end; });
+  ASSERT_TRUE(r) << agent->log();
+  ASSERT_TRUE(r->end->facts.cpu_throttled_seconds) << agent->log();
+  ASSERT_TRUE(r->end->facts.cpu_throttled_wall_seconds);
+  EXPECT_GT(*r->end->facts.cpu_throttled_wall_seconds, 1.0);  // 80% of 2.5 s held back
+  const Verdict v = JudgeRun(*r, RunsConfig{});
+  bool throttling = false;
+  for (const VerdictReason& reason : v.reasons) {
+    throttling |= reason.cause == "cpu_throttling";
+    EXPECT_LE(*reason.share, 1) << reason.cause;
+  }
+  EXPECT_TRUE(throttling) << v.Summary();
 }
 
 }  // namespace

@@ -386,14 +386,6 @@ void RunWatcher::AddAnomaly(const std::string& stage, const RunAnomaly& anomaly)
 }
 
 void RunWatcher::Tick() {
-  if (sampler_) {
-    const absl::Time now = absl::Now();
-    sampler_->Sample(now);
-    if (now >= next_samples_write_) {
-      WriteSamples();
-      next_samples_write_ = now + options_.write_samples_every;
-    }
-  }
   std::vector<uint64_t> removed;
   for (auto& [key, run] : open_) {
     if (!run.removed) {
@@ -410,6 +402,15 @@ void RunWatcher::Tick() {
     } else if (!LauncherAlive(open_.at(key).start)) {
       OpenRun& run = open_.at(key);
       CloseByAgent(run, run.cgroup_id != 0);  // 0: its cgroup went while no agent watched
+    }
+  }
+  // After the records above, so a run recorded now gets its first sample now.
+  if (sampler_) {
+    const absl::Time now = absl::Now();
+    sampler_->Sample(now);
+    if (now >= next_samples_write_) {
+      WriteSamples();
+      next_samples_write_ = now + options_.write_samples_every;
     }
   }
 }

@@ -69,7 +69,7 @@ void WriteFile(const std::string& file, const std::string& value) {
 class HandMadeRun {
  public:
   HandMadeRun(const TestCgroup& top, const std::string& name)
-      : path_(top.path() + "/" + name), v2_(top.v2()) {
+      : path_(top.path() + "/" + name), name_(name), top_(top), v2_(top.v2()) {
     if (v2_) WriteFile(top.dir() + "/cgroup.subtree_control", "+memory +cpu");
     dirs_.push_back(top.dir() + "/" + name);
     for (const char* controller : {"cpu", "cpuacct", "pressure"}) {
@@ -92,7 +92,8 @@ class HandMadeRun {
 
   const std::string& path() const { return path_; }
   const std::string& dir() const { return dirs_.front(); }  // the keyed hierarchy's
-  std::string cpu_dir() const { return dirs_.size() > 1 ? dirs_[1] : dirs_[0]; }
+  // Its directory in `controller`'s hierarchy ("cpu", "cpuacct"; on v2 the one directory).
+  std::string dir(const char* controller) const { return top_.dir(controller) + "/" + name_; }
 
   void Spawn(const std::string& comm, std::function<void()> body) {
     pid_ = testing::SpawnIn(dirs_, comm, std::move(body));
@@ -112,9 +113,9 @@ class HandMadeRun {
     return ReadNumber(dir() + (v2_ ? "/memory.peak" : "/memory.max_usage_in_bytes"));
   }
   void SetCpuQuota(uint64_t quota_us, uint64_t period_us) {
-    if (v2_) return WriteFile(cpu_dir() + "/cpu.max", absl::StrCat(quota_us, " ", period_us));
-    WriteFile(cpu_dir() + "/cpu.cfs_period_us", absl::StrCat(period_us));
-    WriteFile(cpu_dir() + "/cpu.cfs_quota_us", absl::StrCat(quota_us));
+    if (v2_) return WriteFile(dir("cpu") + "/cpu.max", absl::StrCat(quota_us, " ", period_us));
+    WriteFile(dir("cpu") + "/cpu.cfs_period_us", absl::StrCat(period_us));
+    WriteFile(dir("cpu") + "/cpu.cfs_quota_us", absl::StrCat(quota_us));
   }
   // Mirrors first, the keyed directory (whose rmdir the agent hears) last.
   void Remove() {
@@ -124,6 +125,8 @@ class HandMadeRun {
 
  private:
   std::string path_;
+  std::string name_;
+  const TestCgroup& top_;
   bool v2_;
   std::vector<std::string> dirs_;
   pid_t pid_ = -1;
@@ -345,11 +348,11 @@ TEST_F(RunsE2E, AHandMadeRunGetsTheKernelsPeakUsageCpuAndASeries) {
   run.Spawn("sw-disc-alloc", [] {
     testing::TouchAnonymous(kBytes);
     testing::BusyFor(std::chrono::milliseconds(1000));
-    usleep(2500 * 1000);
+    usleep(4000 * 1000);  // recorded after 1 s, then sampled every second
   });
   const double rusage_seconds = run.WaitSeconds();
   const uint64_t kernel_peak = run.KernelPeak();
-  const double cpuacct_seconds = top.v2() ? 0 : ReadNumber(run.cpu_dir() + "/cpuacct.usage") / 1e9;
+  const double cpuacct_seconds = top.v2() ? 0 : ReadNumber(run.dir("cpuacct") + "/cpuacct.usage") / 1e9;
   ASSERT_GE(kernel_peak, kBytes);
   run.Remove();
 
@@ -394,7 +397,7 @@ TEST_F(RunsE2E, AHandMadeRunThrottledByItsCpuQuotaIsDegradedByThrottling) {
     usleep(1500 * 1000);  // the agent samples the throttling totals after the busy loop
   });
   run.WaitSeconds();
-  const std::string stat = ReadFile(run.cpu_dir() + "/cpu.stat");
+  const std::string stat = ReadFile(run.dir("cpu") + "/cpu.stat");
   absl::StatusOr<CpuCgroupStats> cpu =
       top.v2() ? ParseCpuStatV2(stat, "cpu.stat") : ParseCpuStatV1(stat, "cpu.stat");
   ASSERT_TRUE(cpu.ok()) << cpu.status();

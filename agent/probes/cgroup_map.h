@@ -1,5 +1,5 @@
 // Reads BPF per-CPU hash maps (the kernel side's per-cgroup aggregates), summing each entry's
-// per-CPU copies. A whole map is read with BPF_MAP_LOOKUP_BATCH, a few hundred entries a
+// per-CPU copies. A whole map is read with BPF_MAP_LOOKUP_BATCH, up to 256 entries a
 // system call; where the kernel refuses batch operations (before Linux 5.6, or a map type
 // without them) it is walked one entry at a time, two system calls an entry.
 #pragma once
@@ -24,9 +24,6 @@ namespace stagewatch {
 template <typename Key, typename Value>
 using PerCpuEntries = std::vector<std::pair<Key, Value>>;
 
-// Entries a batch read asks for per system call.
-inline constexpr uint32_t kMapBatchEntries = 256;
-
 namespace cgroup_map_internal {
 
 inline int PossibleCpus() {
@@ -38,6 +35,14 @@ inline int PossibleCpus() {
 template <typename Value>
 constexpr size_t Stride() {
   return (sizeof(Value) + 7) & ~size_t{7};
+}
+
+// Entries a batch read asks for per system call: up to 256, in at most 64 KiB of buffers
+// (below malloc's mmap threshold, so a read maps no memory of its own).
+template <typename Key, typename Value>
+uint32_t DefaultBatchEntries() {
+  const size_t entry = sizeof(Key) + Stride<Value>() * PossibleCpus();
+  return static_cast<uint32_t>(std::clamp<size_t>((64 << 10) / entry, 1, 256));
 }
 
 template <typename Value, typename Add>
@@ -53,17 +58,17 @@ Value SumCpus(const unsigned char* slots, int cpus, const Add& add) {
 
 }  // namespace cgroup_map_internal
 
-// The map read with BPF_MAP_LOOKUP_BATCH, `batch_entries` at a time. Returns 0, or the
-// negative errno of a refused or failed call (nothing is returned in `out` then). An entry
-// deleted during the read is either in the result or not, never twice.
+// The map read with BPF_MAP_LOOKUP_BATCH, `batch_entries` at a time (0: the default).
+// Returns 0, or the negative errno of a refused or failed call (nothing is returned in `out`
+// then). An entry deleted during the read is either in the result or not, never twice.
 template <typename Key, typename Value, typename Add>
 int ReadPerCpuHashBatched(int map_fd, const Add& add, PerCpuEntries<Key, Value>* out,
-                          uint32_t batch_entries = kMapBatchEntries) {
+                          uint32_t batch_entries = 0) {
   static_assert(std::is_trivially_copyable_v<Key> && std::is_trivially_copyable_v<Value>);
   using namespace cgroup_map_internal;
   const int cpus = PossibleCpus();
   const size_t value_bytes = Stride<Value>() * cpus;
-  uint32_t capacity = std::max<uint32_t>(batch_entries, 1);
+  uint32_t capacity = batch_entries ? batch_entries : DefaultBatchEntries<Key, Value>();
   std::vector<unsigned char> keys, values;
   // libbpf (1.0 on) returns the negative errno. The position between calls is opaque: a bucket index (u32) for hash maps.
   uint64_t in_batch = 0, out_batch = 0;

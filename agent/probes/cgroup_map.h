@@ -70,7 +70,8 @@ int ReadPerCpuHashBatched(int map_fd, const Add& add, PerCpuEntries<Key, Value>*
   const size_t value_bytes = Stride<Value>() * cpus;
   uint32_t capacity = batch_entries ? batch_entries : DefaultBatchEntries<Key, Value>();
   std::vector<unsigned char> keys, values;
-  // libbpf (1.0 on) returns the negative errno. The position between calls is opaque: a bucket index (u32) for hash maps.
+  // libbpf (1.0 on) returns the negative errno. The position between calls is opaque: a
+  // bucket index (u32) for hash maps.
   uint64_t in_batch = 0, out_batch = 0;
   bool first = true;
   PerCpuEntries<Key, Value> read;

@@ -2,10 +2,9 @@
 
 #include <cmath>
 #include <limits>
-#include <sstream>
 #include <utility>
 
-#include "prometheus/text_serializer.h"
+#include "exporters/text_exposition.h"
 
 namespace stagewatch::exporters {
 namespace {
@@ -23,26 +22,6 @@ std::vector<prometheus::ClientMetric::Label> ToLabels(const Labels& labels) {
   std::vector<prometheus::ClientMetric::Label> out;
   out.reserve(labels.size());
   for (const auto& [name, value] : labels) out.push_back({name, value});
-  return out;
-}
-
-bool HelpNeedsEscaping(const std::string& help) {
-  return help.find_first_of("\\\n") != std::string::npos;
-}
-
-// The exposition format escapes only backslash and newline in HELP.
-std::string EscapeHelp(const std::string& help) {
-  std::string out;
-  out.reserve(help.size() + 8);
-  for (char c : help) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
   return out;
 }
 
@@ -88,8 +67,8 @@ void AddLog2Histogram(prometheus::MetricFamily* family, const Labels& labels,
     // (1e-9 at slot 10 prints as 1.024e-06, not 1.0240000000000001e-06).
     hist.bucket.push_back({cumulative, std::ldexp(unit, static_cast<int>(i))});
   }
-  // An explicit +Inf bucket: TextSerializer then adds none of its own, and the data model
-  // is complete for any other serializer too.
+  // An explicit +Inf bucket: the writer then adds none of its own, and the data model is
+  // complete for any other serializer too.
   cumulative += above_last_edge;
   hist.bucket.push_back({cumulative, std::numeric_limits<double>::infinity()});
   hist.sample_count = cumulative;
@@ -98,22 +77,7 @@ void AddLog2Histogram(prometheus::MetricFamily* family, const Labels& labels,
 }
 
 std::string SerializeText(const std::vector<prometheus::MetricFamily>& families) {
-  std::ostringstream out;
-  prometheus::TextSerializer serializer;
-  // prometheus-cpp 1.0.1 writes HELP verbatim, so a backslash or newline there would break
-  // the exposition; escape on a copy, only in that rare case.
-  bool needs_escaping = false;
-  for (const auto& family : families) needs_escaping |= HelpNeedsEscaping(family.help);
-  if (!needs_escaping) {
-    serializer.Serialize(out, families);
-    return out.str();
-  }
-  std::vector<prometheus::MetricFamily> escaped = families;
-  for (auto& family : escaped) {
-    if (HelpNeedsEscaping(family.help)) family.help = EscapeHelp(family.help);
-  }
-  serializer.Serialize(out, escaped);
-  return out.str();
+  return WriteTextExposition(families);
 }
 
 }  // namespace stagewatch::exporters

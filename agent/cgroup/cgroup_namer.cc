@@ -1,5 +1,7 @@
 #include "cgroup/cgroup_namer.h"
 
+#include <string_view>
+
 #include "absl/container/flat_hash_set.h"
 
 namespace stagewatch {
@@ -19,9 +21,7 @@ void CgroupNamer::Refresh() {
     last_refresh_ = now;
     RebuildLocked();  // a walk
   }
-  absl::flat_hash_set<std::string> populated;
-  for (const NamedCgroup& c : live_) populated.insert(c.stage.name);
-  if (stages_->ForgetGone(populated, now)) {
+  if (stages_->ForgetGone(populated_, now)) {
     // Freed slots may now name cgroups that overflowed; resolve everything again.
     RebuildLocked();
   }
@@ -45,6 +45,7 @@ void CgroupNamer::RebuildLocked() {
     alive.insert(id);
     live_.push_back({id, std::move(path), std::move(stage)});
   }
+  FindStageTopsLocked();
   // Removed since the last refresh, seen alive or not (born and gone in between).
   for (RemovedCgroup& r : paths_->RemovedSince(&removed_cursor_)) {
     if (alive.contains(r.id)) continue;
@@ -102,20 +103,28 @@ std::vector<NamedCgroup> CgroupNamer::Live() {
 }
 
 std::vector<NamedCgroup> CgroupNamer::StageTops() {
-  std::vector<NamedCgroup> live = Live();
-  absl::flat_hash_map<std::string, std::string> stage_of_path;
-  for (const NamedCgroup& c : live) stage_of_path[c.path] = c.stage.name;
-  std::vector<NamedCgroup> tops;
-  for (NamedCgroup& c : live) {
+  absl::MutexLock lock(&mu_);
+  return tops_;
+}
+
+void CgroupNamer::FindStageTopsLocked() {
+  absl::flat_hash_map<std::string_view, std::string_view> stage_of_path;
+  populated_.clear();
+  for (const NamedCgroup& c : live_) {
+    stage_of_path[c.path] = c.stage.name;
+    populated_.insert(c.stage.name);
+  }
+  tops_.clear();
+  for (const NamedCgroup& c : live_) {
     if (c.stage.name == kUnattributedStage) continue;
     const size_t slash = c.path.rfind('/');
-    const std::string parent = slash == 0 ? "/" : c.path.substr(0, slash);
+    const std::string_view parent =
+        slash == 0 ? std::string_view("/") : std::string_view(c.path).substr(0, slash);
     auto it = stage_of_path.find(parent);
     if (c.path == "/" || it == stage_of_path.end() || it->second != c.stage.name) {
-      tops.push_back(std::move(c));
+      tops_.push_back(c);
     }
   }
-  return tops;
 }
 
 }  // namespace stagewatch

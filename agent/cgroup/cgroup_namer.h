@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "cgroup/path_cache.h"
@@ -54,7 +55,9 @@ class CgroupNamer {
   std::vector<NamedCgroup> Live();
 
   // The outermost cgroups of each named stage (not `unattributed`): those whose parent is in
-  // another stage. Their hierarchical cgroupfs counters cover the whole stage once.
+  // another stage. Their hierarchical cgroupfs counters cover the whole stage once. Found
+  // when the names change, not at each call (the sampler asks every second, two collectors
+  // at each scrape).
   std::vector<NamedCgroup> StageTops();
 
   StageResolver* stages() const { return stages_; }
@@ -69,6 +72,7 @@ class CgroupNamer {
   void RebuildLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void BuryLocked(uint64_t id, Stage stage) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ExpireLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FindStageTopsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   CgroupPathCache* const paths_;
   StageResolver* const stages_;
@@ -80,6 +84,9 @@ class CgroupNamer {
   uint64_t removed_cursor_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t collections_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<NamedCgroup> live_ ABSL_GUARDED_BY(mu_);
+  // Kept with live_: the stage tops, and the stages that have a live cgroup.
+  std::vector<NamedCgroup> tops_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<std::string> populated_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint64_t, Remembered> remembered_ ABSL_GUARDED_BY(mu_);
   std::deque<uint64_t> dead_order_ ABSL_GUARDED_BY(mu_);  // oldest death first
 };

@@ -36,6 +36,8 @@ void AddStats(sched_cgroup_stats& sum, const sched_cgroup_stats& cpu) {
   sum.runq_latency.sum += cpu.runq_latency.sum;
 }
 
+void AddCount(uint64_t& sum, const uint64_t& cpu) { sum += cpu; }
+
 // Whether the kernel sums each task's run-queue waits (CONFIG_SCHED_INFO).
 bool HasSchedInfo(const KernelFeatures& f) {
   return BtfStructHasMember(f.btf_path, "sched_info", "run_delay");
@@ -136,25 +138,17 @@ std::string SchedProbe::runq_source() const {
 
 std::map<uint64_t, sched_cgroup_stats> SchedProbe::ReadCgroups() const {
   std::map<uint64_t, sched_cgroup_stats> out;
-  ForEachPerCpuEntry<sched_cgroup_stats>(
-      bpf_map__fd(skel_->maps.sched_stats), AddStats,
-      [&](uint64_t id, const sched_cgroup_stats& s) { out[id] = s; });
+  for (const auto& [id, s] : ReadPerCpuHash<uint64_t, sched_cgroup_stats>(
+           bpf_map__fd(skel_->maps.sched_stats), AddStats)) {
+    out[id] = s;
+  }
   return out;
 }
 
 std::map<std::pair<uint64_t, uint64_t>, uint64_t> SchedProbe::ReadPreemptions() const {
   std::map<std::pair<uint64_t, uint64_t>, uint64_t> out;
-  const int fd = bpf_map__fd(skel_->maps.sched_preemptions);
-  static const int cpus = libbpf_num_possible_cpus();
-  std::vector<uint64_t> per_cpu(cpus);
-  sched_pair key{}, next{};
-  const void* prev = nullptr;
-  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-    key = next;
-    prev = &key;
-    if (bpf_map_lookup_elem(fd, &key, per_cpu.data()) != 0) continue;
-    uint64_t n = 0;
-    for (uint64_t v : per_cpu) n += v;
+  for (const auto& [key, n] : ReadPerCpuHash<sched_pair, uint64_t>(
+           bpf_map__fd(skel_->maps.sched_preemptions), AddCount)) {
     out[{key.preempted, key.preempting}] = n;
   }
   return out;
@@ -184,15 +178,9 @@ std::map<uint64_t, int> SchedProbe::ReadRunning() const {
 void SchedProbe::Forget(uint64_t cgroup_id) {
   bpf_map_delete_elem(bpf_map__fd(skel_->maps.sched_stats), &cgroup_id);
   const int fd = bpf_map__fd(skel_->maps.sched_preemptions);
-  std::vector<sched_pair> doomed;
-  sched_pair key{}, next{};
-  const void* prev = nullptr;
-  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-    key = next;
-    prev = &key;
-    if (key.preempted == cgroup_id || key.preempting == cgroup_id) doomed.push_back(key);
+  for (const auto& [key, n] : ReadPerCpuHash<sched_pair, uint64_t>(fd, AddCount)) {
+    if (key.preempted == cgroup_id || key.preempting == cgroup_id) bpf_map_delete_elem(fd, &key);
   }
-  for (const sched_pair& k : doomed) bpf_map_delete_elem(fd, &k);
 }
 
 uint64_t SchedProbe::stats_overflows() const {

@@ -4,6 +4,7 @@
 #include "cgroup/psi.h"
 #include "exporters/metric_builders.h"
 #include "exporters/stage_labels.h"
+#include "stages/stage_directory.h"
 
 namespace stagewatch::exporters {
 namespace {
@@ -41,7 +42,7 @@ void SchedCollector::CollectKernel(std::vector<prometheus::MetricFamily>* out) {
                               "Processes of the stage that exited since the agent started.");
   const SchedStageTotals zero;
   for (const Stage& stage : stages) {
-    auto it = totals.find(stage.name);
+    auto it = totals.find(stage.id);
     const SchedStageTotals& t = it == totals.end() ? zero : it->second;
     AddCounter(&switches, StageLabels(stage, {{"ctxswitchtype", "voluntary"}}),
                t.voluntary_switches);
@@ -57,14 +58,12 @@ void SchedCollector::CollectKernel(std::vector<prometheus::MetricFamily>* out) {
   auto preemptions = CounterFamily(
       "stagewatch_cpu_preemptions_total",
       "Times a runnable task of pipeline_stage lost its CPU to a task of preempting_stage.");
-  std::map<std::string, Stage> by_name;
-  for (const Stage& s : stages) by_name[s.name] = s;
+  const StageDirectory known(stages);
   for (const auto& [pair, n] : tracker_->Preemptions()) {
-    const Stage& preempted = by_name[pair.first];
-    AddCounter(&preemptions,
-               StageLabels(preempted.name.empty() ? Stage{pair.first, ""} : preempted,
-                           {{"preempting_stage", pair.second}}),
-               n);
+    const Stage* preempted = known.Find(pair.first);
+    const Stage* preempting = known.Find(pair.second);
+    if (!preempted || !preempting) continue;  // forgotten since the totals were read
+    AddCounter(&preemptions, StageLabels(*preempted, {{"preempting_stage", preempting->name}}), n);
   }
 
   auto overflows = CounterFamily(
@@ -88,13 +87,13 @@ absl::Status SchedCollector::CollectCgroupfs(const std::vector<Stage>& stages,
     if (!cpu.ok() && !absl::IsNotFound(cpu.status()) && first_error.ok()) first_error = cpu.status();
     const CpuCgroupStats c = cpu.value_or(CpuCgroupStats{});
     const PsiTotals p = psi.value_or(PsiTotals{});
-    samples.push_back({top.id, top.stage.name,
+    samples.push_back({top.id, top.stage.id,
                        {c.usage_ns.value_or(0), c.nr_periods.value_or(0),
                         c.nr_throttled.value_or(0), c.throttled_ns.value_or(0), p.some_us,
                         p.full_us.value_or(0)}});
   }
   cgroupfs_.Update(samples);
-  cgroupfs_.KeepStages(namer_->stages()->KnownStageNames());
+  cgroupfs_.KeepStages(namer_->stages()->KnownStageIds());
   const auto totals = cgroupfs_.Totals();
 
   auto usage = CounterFamily("stagewatch_cgroup_cpu_usage_seconds_total",
@@ -113,7 +112,7 @@ absl::Status SchedCollector::CollectCgroupfs(const std::vector<Stage>& stages,
       "stagewatch_pressure_cpu_stalled_seconds_total",
       "Time all of the stage's non-idle tasks waited for a CPU (cpu.pressure full).");
   for (const Stage& stage : stages) {
-    auto it = totals.find(stage.name);
+    auto it = totals.find(stage.id);
     if (it == totals.end()) continue;  // `unattributed`, or a stage with no cgroup yet
     const std::vector<uint64_t>& v = it->second;
     AddCounter(&usage, StageLabels(stage), v[0] * kNs);

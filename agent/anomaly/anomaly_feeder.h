@@ -3,7 +3,6 @@
 #pragma once
 
 #include <map>
-#include <string>
 
 #include "anomaly/anomaly_engine.h"
 #include "memory/memory_sampler.h"
@@ -20,7 +19,7 @@ class AnomalyFeeder {
                 SchedTracker* sched)
       : engine_(engine), stages_(stages), memory_(memory), sched_(sched) {}
 
-  void Feed(absl::Time now, const std::map<std::string, StageMemory>& sampled);
+  void Feed(absl::Time now, const std::map<StageId, StageMemory>& sampled);
 
  private:
   AnomalyEngine* const engine_;

@@ -246,7 +246,7 @@ int RunAgent(const AgentOptions& options) {
   // The sampler's clock drives near-limit time, peaks and the anomaly detectors.
   AnomalyFeeder feeder(&anomalies, &stages, running.memory.get(), running.sched.get());
   sampler->Start(
-      [&feeder, &ready](absl::Time now, const std::map<std::string, StageMemory>& sampled) {
+      [&feeder, &ready](absl::Time now, const std::map<StageId, StageMemory>& sampled) {
         feeder.Feed(now, sampled);
         ready = true;  // the probes attached before the sampler started
       });

@@ -19,8 +19,8 @@ void CgroupNamer::Refresh() {
     last_refresh_ = now;
     RebuildLocked();  // a walk
   }
-  absl::flat_hash_set<std::string> populated;
-  for (const NamedCgroup& c : live_) populated.insert(c.stage.name);
+  absl::flat_hash_set<StageId> populated;
+  for (const NamedCgroup& c : live_) populated.insert(c.stage.id);
   if (stages_->ForgetGone(populated, now)) {
     // Freed slots may now name cgroups that overflowed; resolve everything again.
     RebuildLocked();
@@ -103,15 +103,15 @@ std::vector<NamedCgroup> CgroupNamer::Live() {
 
 std::vector<NamedCgroup> CgroupNamer::StageTops() {
   std::vector<NamedCgroup> live = Live();
-  absl::flat_hash_map<std::string, std::string> stage_of_path;
-  for (const NamedCgroup& c : live) stage_of_path[c.path] = c.stage.name;
+  absl::flat_hash_map<std::string, StageId> stage_of_path;
+  for (const NamedCgroup& c : live) stage_of_path[c.path] = c.stage.id;
   std::vector<NamedCgroup> tops;
   for (NamedCgroup& c : live) {
-    if (c.stage.name == kUnattributedStage) continue;
+    if (c.stage.id == kUnattributedStageId) continue;
     const size_t slash = c.path.rfind('/');
     const std::string parent = slash == 0 ? "/" : c.path.substr(0, slash);
     auto it = stage_of_path.find(parent);
-    if (c.path == "/" || it == stage_of_path.end() || it->second != c.stage.name) {
+    if (c.path == "/" || it == stage_of_path.end() || it->second != c.stage.id) {
       tops.push_back(std::move(c));
     }
   }

@@ -41,7 +41,7 @@ const std::vector<NamedCgroup>& MemorySampler::Tops(const std::vector<NamedCgrou
   const bool same = std::equal(live.begin(), live.end(), tops_live_.begin(), tops_live_.end(),
                                [](const NamedCgroup& a, const NamedCgroup& b) {
                                  return a.id == b.id && a.path == b.path &&
-                                        a.stage.name == b.stage.name;
+                                        a.stage.id == b.stage.id;
                                });
   if (!same) {
     tops_ = namer_->StageTops();
@@ -69,7 +69,7 @@ void MemorySampler::FindLimited(const std::vector<NamedCgroup>& live,
       if (--fresh->second == 0) new_checks_.erase(fresh);
     }
     // A domain's limit comes with its stats, every sample; unattributed cgroups are no stage's.
-    if (!due || c.stage.name == kUnattributedStage || tops.contains(c.id) ||
+    if (!due || c.stage.id == kUnattributedStageId || tops.contains(c.id) ||
         limited_.contains(c.id)) {
       continue;
     }
@@ -131,16 +131,16 @@ std::vector<MemorySampler::Domain> MemorySampler::ReadDomains(
   return domains;
 }
 
-std::map<std::string, std::optional<double>> MemorySampler::ReadStagePsi(
+std::map<StageId, std::optional<double>> MemorySampler::ReadStagePsi(
     const std::vector<NamedCgroup>& tops) {
-  std::map<std::string, std::optional<double>> psi;
+  std::map<StageId, std::optional<double>> psi;
   for (const NamedCgroup& top : tops) {
     if (no_psi_.contains(top.id) && !InRound(top.id)) continue;
     absl::StatusOr<PsiTotals> p = ReadPsi(layout_, top.path, "memory");
     if (absl::IsNotFound(p.status())) no_psi_.insert(top.id);
     if (!p.ok()) continue;
     no_psi_.erase(top.id);
-    psi[top.stage.name] = psi[top.stage.name].value_or(0) + p->full_us.value_or(0) * 1e-6;
+    psi[top.stage.id] = psi[top.stage.id].value_or(0) + p->full_us.value_or(0) * 1e-6;
   }
   return psi;
 }
@@ -151,7 +151,7 @@ void MemorySampler::SampleOnce(absl::Time now) {
   const std::vector<NamedCgroup>& tops = Tops(live);
   const std::vector<Domain> domains = ReadDomains(live, tops);
   // PSI is read outside the lock, from the tops (it is hierarchical).
-  const std::map<std::string, std::optional<double>> psi = ReadStagePsi(tops);
+  const std::map<StageId, std::optional<double>> psi = ReadStagePsi(tops);
   samples_++;
   Fold(now, domains);
   absl::MutexLock lock(&mu_);
@@ -163,6 +163,7 @@ void MemorySampler::SampleOnce(absl::Time now) {
 
 void MemorySampler::Fold(absl::Time now, const std::vector<Domain>& domains) {
   struct Sum {
+    Stage stage;
     uint64_t usage = 0, working_set = 0, swap = 0, kernel_peak = 0;
     bool has_swap = false, near = false;
     int tops = 0;
@@ -171,13 +172,14 @@ void MemorySampler::Fold(absl::Time now, const std::vector<Domain>& domains) {
     double closest_fraction = -1;
     std::vector<DomainMemory> domains;
   };
-  std::map<std::string, Sum> sums;
+  std::map<StageId, Sum> sums;
   std::vector<CgroupCounterSample> event_samples;
   // v2 memory.events are hierarchical: the tops' count each event once. v1 keeps failcnt and
   // oom_kill per cgroup: every domain's own count is added.
   const bool hierarchical_events = layout_.key == CGROUP_KEY_DEFAULT;
   for (const Domain& d : domains) {
-    Sum& s = sums[d.cgroup.stage.name];
+    Sum& s = sums[d.cgroup.stage.id];
+    s.stage = d.cgroup.stage;
     s.domains.push_back({.id = d.cgroup.id, .path = d.cgroup.path, .top = d.top,
                          .sampled = d.stats.has_value(), .limit_bytes = d.limit});
     if (!d.stats) continue;
@@ -208,11 +210,11 @@ void MemorySampler::Fold(absl::Time now, const std::vector<Domain>& domains) {
         auto it = m.events.find(e);
         values.push_back(it == m.events.end() ? 0 : it->second);
       }
-      event_samples.push_back({d.cgroup.id, d.cgroup.stage.name, std::move(values)});
+      event_samples.push_back({d.cgroup.id, d.cgroup.stage.id, std::move(values)});
     }
   }
 
-  const absl::flat_hash_set<std::string> known = namer_->stages()->KnownStageNames();
+  const absl::flat_hash_set<StageId> known = namer_->stages()->KnownStageIds();
   absl::MutexLock lock(&mu_);
   events_.Update(event_samples);
   events_.KeepStages(known);
@@ -230,6 +232,7 @@ void MemorySampler::Fold(absl::Time now, const std::vector<Domain>& domains) {
       continue;
     }
     StageMemory& m = stages_[stage];
+    m.stage = s.stage;
     m.domains = std::move(s.domains);
     // The interval since the last sample counts as near the limit if that sample was.
     if (m.near_limit && m.sampled_at != absl::InfinitePast()) {
@@ -254,7 +257,7 @@ void MemorySampler::Fold(absl::Time now, const std::vector<Domain>& domains) {
   }
 }
 
-std::map<std::string, StageMemory> MemorySampler::Snapshot() const {
+std::map<StageId, StageMemory> MemorySampler::Snapshot() const {
   absl::MutexLock lock(&mu_);
   return stages_;
 }

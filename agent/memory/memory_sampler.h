@@ -52,6 +52,7 @@ struct DomainMemory {
 };
 
 struct StageMemory {
+  Stage stage;
   uint64_t usage_bytes = 0;        // of the stage's top cgroups
   uint64_t working_set_bytes = 0;
   std::optional<uint64_t> swap_bytes;
@@ -98,7 +99,7 @@ class MemorySampler {
   ~MemorySampler();  // stops the thread
 
   // Called after each sample, on the sampler's thread (the anomaly detectors' clock).
-  using Observer = std::function<void(absl::Time, const std::map<std::string, StageMemory>&)>;
+  using Observer = std::function<void(absl::Time, const std::map<StageId, StageMemory>&)>;
 
   // Samples every config.sample_interval on a thread of its own.
   void Start(Observer observer = nullptr);
@@ -106,7 +107,7 @@ class MemorySampler {
   // One sample, now (the thread calls this; tests call it directly, from one thread at a time).
   void SampleOnce(absl::Time now);
 
-  std::map<std::string, StageMemory> Snapshot() const;
+  std::map<StageId, StageMemory> Snapshot() const;
 
   // Limited cgroups left untracked because memory.max_limit_domains was reached.
   uint64_t domain_overflows() const { return overflows_.load(); }
@@ -133,7 +134,7 @@ class MemorySampler {
   std::vector<Domain> ReadDomains(const std::vector<NamedCgroup>& live,
                                   const std::vector<NamedCgroup>& tops);
   // Memory PSI "full" seconds per stage, from its tops.
-  std::map<std::string, std::optional<double>> ReadStagePsi(const std::vector<NamedCgroup>& tops);
+  std::map<StageId, std::optional<double>> ReadStagePsi(const std::vector<NamedCgroup>& tops);
   void Fold(absl::Time now, const std::vector<Domain>& domains);
 
   CgroupNamer* const namer_;
@@ -151,7 +152,7 @@ class MemorySampler {
   absl::flat_hash_set<uint64_t> no_psi_;
   std::vector<NamedCgroup> tops_live_, tops_;  // Tops(): the live cgroups it was found for
   mutable absl::Mutex mu_;
-  std::map<std::string, StageMemory> stages_ ABSL_GUARDED_BY(mu_);
+  std::map<StageId, StageMemory> stages_ ABSL_GUARDED_BY(mu_);
   StageCounters events_ ABSL_GUARDED_BY(mu_);  // kMemoryEvents per domain
   Observer observer_;
   absl::Notification stop_;

@@ -1,6 +1,7 @@
 // sched: run-queue latency and preemptions from the sched probe; throttling, CPU usage and
 // pressure from cgroupfs.
 #include "cgroup/layout.h"
+#include "config/collector_names.h"
 #include "exporters/collector.h"
 #include "exporters/sched_collector.h"
 #include "probes/sched_probe.h"
@@ -27,12 +28,12 @@ void Start(const SignalContext& ctx) {
 }  // namespace
 
 Signal SchedSignal() {
-  return {.name = "sched",
+  return {.name = kSchedCollector,
           .collector_flag = true,
           .try_probes = TryProbes,
           .not_started = SchedProbe::NotStarted,
           .start = Start,
-          .collector = "sched"};
+          .collector = kSchedCollector};
 }
 
 }  // namespace stagewatch

@@ -2,8 +2,6 @@
 
 #include <array>
 
-#include "cgroup/memory_stats.h"
-#include "cgroup/psi.h"
 #include "cgroup/task_states.h"
 #include "exporters/metric_builders.h"
 #include "exporters/stage_labels.h"
@@ -16,7 +14,7 @@ constexpr double kHistUnitSeconds = (1 << HIST_UNIT_SHIFT) * 1e-9;
 }  // namespace
 
 MemoryCollector::MemoryCollector(MemoryCollectorSources sources)
-    : s_(std::move(sources)), pressure_(4) {}
+    : s_(std::move(sources)) {}
 
 absl::Status MemoryCollector::Collect(std::vector<prometheus::MetricFamily>* out) {
   s_.namer->Refresh();
@@ -57,20 +55,10 @@ void MemoryCollector::CollectKernel(std::vector<prometheus::MetricFamily>* out) 
 
 absl::Status MemoryCollector::CollectCgroupfs(const std::vector<Stage>& stages,
                                               std::vector<prometheus::MetricFamily>* out) {
-  // Usage, limits and events come from the sampler's snapshot, the one reader of them; only
-  // pressure, which nothing else needs, is read here.
-  std::vector<CgroupCounterSample> pressure_samples;
-  for (const NamedCgroup& top : s_.namer->StageTops()) {
-    const PsiTotals mem = ReadPsi(s_.layout, top.path, "memory").value_or(PsiTotals{});
-    const PsiTotals io = ReadPsi(s_.layout, top.path, "io").value_or(PsiTotals{});
-    pressure_samples.push_back({top.id, top.stage.id,
-                                {mem.some_us, mem.full_us.value_or(0), io.some_us,
-                                 io.full_us.value_or(0)}});
-  }
-  pressure_.Update(pressure_samples);
-  pressure_.KeepStages(s_.namer->stages()->KnownStageIds());
-  const auto pressure_totals = pressure_.Totals();
-  const auto sampled = s_.sampler->Snapshot();
+  // Usage, limits, events and pressure come from the sampler's snapshot, their one reader.
+  const std::shared_ptr<const Snapshot> snapshot = s_.sampler->Latest();
+  const auto& sampled = snapshot->memory;
+  const auto& pressure_totals = snapshot->pressure;
 
   auto usage_f = GaugeFamily("stagewatch_memory_usage_bytes",
                              "Memory charged to the stage's cgroups (memory.usage_in_bytes, "
@@ -119,11 +107,11 @@ absl::Status MemoryCollector::CollectCgroupfs(const std::vector<Stage>& stages,
       }
     }
     if (auto it = pressure_totals.find(stage.id); it != pressure_totals.end()) {
-      const std::vector<uint64_t>& p = it->second;
-      AddCounter(&mem_wait, StageLabels(stage), p[0] * 1e-6);
-      AddCounter(&mem_stall, StageLabels(stage), p[1] * 1e-6);
-      AddCounter(&io_wait, StageLabels(stage), p[2] * 1e-6);
-      AddCounter(&io_stall, StageLabels(stage), p[3] * 1e-6);
+      const StagePressure& p = it->second;
+      AddCounter(&mem_wait, StageLabels(stage), p.memory_some_us * 1e-6);
+      AddCounter(&mem_stall, StageLabels(stage), p.memory_full_us * 1e-6);
+      AddCounter(&io_wait, StageLabels(stage), p.io_some_us * 1e-6);
+      AddCounter(&io_stall, StageLabels(stage), p.io_full_us * 1e-6);
     }
   }
   auto skipped = CounterFamily(

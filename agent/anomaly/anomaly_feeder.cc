@@ -4,11 +4,11 @@
 
 namespace stagewatch {
 
-void AnomalyFeeder::Feed(absl::Time now, const std::map<StageId, StageMemory>& sampled) {
+void AnomalyFeeder::Feed(absl::Time now, const Snapshot& sampled) {
   const StageDirectory known(*stages_);
   engine_->KeepStages(known.ids());
 
-  for (const auto& [id, m] : sampled) {
+  for (const auto& [id, m] : sampled.memory) {
     // Not sampled now: its tops could not be read, or it has no cgroup any more (no domains,
     // so the engine drops their detectors).
     const bool fresh = m.sampled_at == now;

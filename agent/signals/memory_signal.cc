@@ -36,7 +36,8 @@ Signal MemorySignal() {
           .try_probes = TryProbes,
           .not_started = MemoryProbe::NotStarted,
           .start = Start,
-          .collector = kMemoryCollector};
+          .collector = kMemoryCollector,
+          .snapshot_parts = kMemoryPart};
 }
 
 }  // namespace stagewatch

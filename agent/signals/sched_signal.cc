@@ -20,9 +20,9 @@ void Start(const SignalContext& ctx) {
   r.sched_probe = Adopt(SchedProbe::Start({.key = ctx.layout.key, .features = ctx.features}),
                         &r.probe_reports);
   if (r.sched_probe) r.sched = std::make_unique<SchedTracker>(r.sched_probe.get(), ctx.namer);
-  // Without the probe, the cgroupfs half (throttling, usage, PSI) still runs.
+  // Without the probe, the snapshot's half (throttling, usage, PSI) still runs.
   ctx.collectors->Add(std::make_unique<exporters::SchedCollector>(
-      r.sched.get(), r.sched_probe.get(), ctx.namer, ctx.layout));
+      r.sched.get(), r.sched_probe.get(), ctx.stages, ctx.sampler));
 }
 
 }  // namespace
@@ -33,7 +33,8 @@ Signal SchedSignal() {
           .try_probes = TryProbes,
           .not_started = SchedProbe::NotStarted,
           .start = Start,
-          .collector = kSchedCollector};
+          .collector = kSchedCollector,
+          .snapshot_parts = kCpuPart};
 }
 
 }  // namespace stagewatch

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "bpf/cgroup_key.h"
+#include "memory/sample_snapshot.h"
 #include "probes/features.h"
 #include "probes/probe_status.h"
 #include "probes/program_stats.h"
@@ -133,6 +134,9 @@ struct Signal {
   void (*start)(const SignalContext& ctx) = nullptr;
   // The name() of the collector start() adds; empty when it adds none.
   std::string_view collector;
+  // The parts of the sampler's Snapshot its collector adapts (SnapshotPart bits; 0: none).
+  // The sampler reads the parts of the signals that are on.
+  unsigned snapshot_parts = 0;
 };
 
 // Every signal, in the order the agent starts them (within each phase) and `stagewatch

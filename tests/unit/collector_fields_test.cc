@@ -126,7 +126,7 @@ TEST_F(CollectorFieldsTest, EachPressureSeriesShowsItsOwnTotal) {
   CgroupPathCache paths(key_root_);
   StageResolver stages({}, DiscoveryConfig{});
   CgroupNamer namer(&paths, &stages, absl::ZeroDuration());
-  MemoryReader reader{
+  SampleReader reader{
       .stats = [](const std::string& path) -> absl::StatusOr<MemoryCgroupStats> {
         return absl::NotFoundError(path);
       },
@@ -135,6 +135,7 @@ TEST_F(CollectorFieldsTest, EachPressureSeriesShowsItsOwnTotal) {
       },
   };
   MemorySampler sampler(&namer, layout_, MemoryConfig{}, reader);
+  sampler.SampleOnce(absl::Now());  // pressure is read by the sampler, the scrape adapts it
   exporters::MemoryCollector collector({.sampler = &sampler, .namer = &namer, .layout = layout_});
   std::vector<prometheus::MetricFamily> families;
   ASSERT_TRUE(collector.Collect(&families).ok());

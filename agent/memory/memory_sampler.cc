@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-
 namespace stagewatch {
 
 namespace {
@@ -175,8 +174,9 @@ std::map<StageId, std::optional<double>> MemorySampler::ReadTops(
         if (parts_ & kCpuPart) cpu_psi = reader_.pressure(top, "cpu").value_or(PsiTotals{});
       }
     }
-    pressure.push_back({top.id, top.stage.id,
-                        {mem.some_us, mem.full_us.value_or(0), io.some_us, io.full_us.value_or(0)}});
+    pressure.push_back(
+        {top.id, top.stage.id,
+         {mem.some_us, mem.full_us.value_or(0), io.some_us, io.full_us.value_or(0)}});
     if (!(parts_ & kCpuPart)) continue;
     absl::StatusOr<CpuCgroupStats> stat = reader_.cpu(top);
     if (!stat.ok() && !absl::IsNotFound(stat.status()) && next->cpu_error.ok()) {

@@ -14,27 +14,16 @@
 #include "exporters/memory_collector.h"
 #include "exporters/sched_collector.h"
 #include "gtest/gtest.h"
+#include "metric_values.h"
 #include "memory/memory_sampler.h"
 #include "stages/stage_resolver.h"
 
 namespace stagewatch {
 namespace {
 
-using Labels = std::map<std::string, std::string>;
+using Labels = testing::SeriesLabels;
 
-double ValueOf(const std::vector<prometheus::MetricFamily>& families, const std::string& name,
-               const Labels& labels) {
-  for (const auto& f : families) {
-    if (f.name != name) continue;
-    for (const auto& m : f.metric) {
-      Labels got;
-      for (const auto& l : m.label) got[l.name] = l.value;
-      if (got != labels) continue;
-      return f.type == prometheus::MetricType::Counter ? m.counter.value : m.gauge.value;
-    }
-  }
-  return -1;
-}
+using testing::ValueOf;
 
 class SampleSnapshotTest : public ::testing::Test {
  protected:

@@ -23,6 +23,23 @@ TEST(Log2HistogramQuantileTest, TakesTheQuantileOfTheIncreaseOnly) {
   EXPECT_FALSE(Log2HistogramQuantile(older, older, 0.99).has_value());
 }
 
+// A forgotten stage's state goes with it; a stage discovered later under a new id starts clean,
+// even with the old one's name.
+TEST(AnomalyEngineTest, StatesOfForgottenStagesAreDropped) {
+  AnomalyEngine engine(AnomalyConfig{}, [](const AnomalyChange&) {});
+  const Stage eval{8, "eval", ""};
+  engine.OnOomKill(kTrain, kStart, "killed");
+  engine.OnOomKill(eval, kStart, "killed");
+  engine.KeepStages({eval.id});
+  EXPECT_EQ(engine.Snapshot().size(), 1u);
+  EXPECT_TRUE(engine.Snapshot().contains(eval.id));
+  const Stage train_again{9, "train", "nightly"};
+  engine.OnMajorFaults(train_again, kStart + absl::Seconds(1), 0);
+  const size_t oom = static_cast<size_t>(AnomalyRule::kOomKill);
+  EXPECT_EQ(engine.Snapshot().at(train_again.id).fired[oom], 0u);
+  EXPECT_FALSE(engine.Snapshot().contains(kTrain.id));
+}
+
 TEST(AnomalyEngineTest, OomKillFiresAtOnceCountsEveryKillAndEndsAfterItsHold) {
   std::vector<AnomalyChange> changes;
   AnomalyConfig config;

@@ -4,9 +4,6 @@
 // by pread from the files OpenCgroupFiles keeps open. Alternates the two, checks they parse the
 // same files, and prints the median CPU time per pass of each.
 // Usage: top_reads_cost <cgroup2 directory> [passes]   (every directory beneath is a "top")
-#include <time.h>
-
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -17,21 +14,10 @@
 #include "cgroup/layout.h"
 #include "cgroup/open_cgroup_files.h"
 #include "cgroup/psi.h"
+#include "cpu_time.h"
 
-namespace {
-
-double CpuMs() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
-
-}  // namespace
+using stagewatch::bench::CpuMs;
+using stagewatch::bench::Median;
 
 int main(int argc, char** argv) {
   if (argc < 2) {

@@ -493,10 +493,8 @@ class ConfigParser {
 }  // namespace
 
 const std::vector<std::string>& KnownCollectors() {
-  // The signals with a collectors.<name> switch, in Signals() order (agent/signals/): the
-  // configuration sits below the signals' modules, so it keeps their names, and
-  // tests/unit/signal_registry_test.cc fails when the two differ.
-  static const std::vector<std::string> kCollectors = {"oom", "sched", "memory"};
+  static const std::vector<std::string> kCollectors(kSwitchableCollectors.begin(),
+                                                    kSwitchableCollectors.end());
   return kCollectors;
 }
 

@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "config/anomaly_config.h"
+#include "config/collector_names.h"
 #include "config/runs_config.h"
 
 namespace stagewatch {
@@ -102,7 +103,7 @@ struct Config {
 };
 
 // Names of the collectors a configuration may switch (`collectors:` and --collector.<name>):
-// the signals of agent/signals/ whose Signal::collector_flag is set.
+// config/collector_names.h, which the switchable signals of agent/signals/ take their names from.
 const std::vector<std::string>& KnownCollectors();
 
 // Parses YAML text. `source_name` prefixes every error ("file:line:col: message"); all errors

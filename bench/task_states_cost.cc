@@ -3,9 +3,6 @@
 // reads) against reading the files a TaskStateReader keeps open. Alternates the two, checks
 // they count the same, and prints the median CPU time per pass of each.
 // Usage: task_states_cost <cgroup directory> [passes]
-#include <time.h>
-
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -13,22 +10,15 @@
 #include <vector>
 
 #include "cgroup/task_states.h"
+#include "cpu_time.h"
+
+using stagewatch::bench::CpuMs;
+using stagewatch::bench::Median;
 
 namespace {
 
-double CpuMs() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
-
 uint64_t Total(const stagewatch::TaskStateCounts& c) {
   return c.runnable + c.sleeping + c.uninterruptible + c.stopped + c.zombie;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
 }  // namespace

@@ -17,7 +17,7 @@ absl::Status AnomalyCollector::Collect(std::vector<prometheus::MetricFamily>* ou
                          "trend; absent without a limit or a growing trend.");
   const StageAnomalies none;
   for (const Stage& stage : stages_->KnownStages()) {
-    auto it = snapshot.find(stage.name);
+    auto it = snapshot.find(stage.id);
     const StageAnomalies& a = it == snapshot.end() ? none : it->second;
     for (size_t i = 0; i < kAnomalyRules; i++) {
       const Labels labels = StageLabels(stage, {{"rule", AnomalyRuleName(AnomalyRule(i))}});

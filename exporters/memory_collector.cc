@@ -2,8 +2,6 @@
 
 #include <array>
 
-#include "cgroup/memory_stats.h"
-#include "cgroup/psi.h"
 #include "cgroup/task_states.h"
 #include "exporters/metric_builders.h"
 #include "exporters/stage_labels.h"
@@ -16,7 +14,7 @@ constexpr double kHistUnitSeconds = (1 << HIST_UNIT_SHIFT) * 1e-9;
 }  // namespace
 
 MemoryCollector::MemoryCollector(MemoryCollectorSources sources)
-    : s_(std::move(sources)), pressure_(4) {}
+    : s_(std::move(sources)) {}
 
 absl::Status MemoryCollector::Collect(std::vector<prometheus::MetricFamily>* out) {
   s_.namer->Refresh();
@@ -39,7 +37,7 @@ void MemoryCollector::CollectKernel(std::vector<prometheus::MetricFamily>* out) 
       "Time the stage's tasks spent stalled in direct or cgroup memory reclaim, per pass.");
   const MemoryStageTotals zero;
   for (const Stage& stage : stages) {
-    auto it = totals.find(stage.name);
+    auto it = totals.find(stage.id);
     const MemoryStageTotals& t = it == totals.end() ? zero : it->second;
     AddCounter(&faults, StageLabels(stage, {{"fault_type", "minor"}}), t.minor_faults);
     AddCounter(&faults, StageLabels(stage, {{"fault_type", "major"}}), t.major_faults);
@@ -57,20 +55,10 @@ void MemoryCollector::CollectKernel(std::vector<prometheus::MetricFamily>* out) 
 
 absl::Status MemoryCollector::CollectCgroupfs(const std::vector<Stage>& stages,
                                               std::vector<prometheus::MetricFamily>* out) {
-  // Usage, limits and events come from the sampler's snapshot, the one reader of them; only
-  // pressure, which nothing else needs, is read here.
-  std::vector<CgroupCounterSample> pressure_samples;
-  for (const NamedCgroup& top : s_.namer->StageTops()) {
-    const PsiTotals mem = ReadPsi(s_.layout, top.path, "memory").value_or(PsiTotals{});
-    const PsiTotals io = ReadPsi(s_.layout, top.path, "io").value_or(PsiTotals{});
-    pressure_samples.push_back({top.id, top.stage.name,
-                                {mem.some_us, mem.full_us.value_or(0), io.some_us,
-                                 io.full_us.value_or(0)}});
-  }
-  pressure_.Update(pressure_samples);
-  pressure_.KeepStages(s_.namer->stages()->KnownStageNames());
-  const auto pressure_totals = pressure_.Totals();
-  const auto sampled = s_.sampler->Snapshot();
+  // Usage, limits, events and pressure come from the sampler's snapshot, their one reader.
+  const std::shared_ptr<const Snapshot> snapshot = s_.sampler->Latest();
+  const auto& sampled = snapshot->memory;
+  const auto& pressure_totals = snapshot->pressure;
 
   auto usage_f = GaugeFamily("stagewatch_memory_usage_bytes",
                              "Memory charged to the stage's cgroups (memory.usage_in_bytes, "
@@ -104,7 +92,7 @@ absl::Status MemoryCollector::CollectCgroupfs(const std::vector<Stage>& stages,
   auto io_stall = CounterFamily("stagewatch_pressure_io_stalled_seconds_total",
                                 "Time all of the stage's tasks stalled on I/O (PSI full).");
   for (const Stage& stage : stages) {
-    if (auto it = sampled.find(stage.name); it != sampled.end()) {
+    if (auto it = sampled.find(stage.id); it != sampled.end()) {
       const StageMemory& m = it->second;
       AddGauge(&usage_f, StageLabels(stage), m.usage_bytes);
       AddGauge(&ws, StageLabels(stage), m.working_set_bytes);
@@ -118,12 +106,12 @@ absl::Status MemoryCollector::CollectCgroupfs(const std::vector<Stage>& stages,
         AddCounter(&events, StageLabels(stage, {{"event", kMemoryEvents[i]}}), m.events[i]);
       }
     }
-    if (auto it = pressure_totals.find(stage.name); it != pressure_totals.end()) {
-      const std::vector<uint64_t>& p = it->second;
-      AddCounter(&mem_wait, StageLabels(stage), p[0] * 1e-6);
-      AddCounter(&mem_stall, StageLabels(stage), p[1] * 1e-6);
-      AddCounter(&io_wait, StageLabels(stage), p[2] * 1e-6);
-      AddCounter(&io_stall, StageLabels(stage), p[3] * 1e-6);
+    if (auto it = pressure_totals.find(stage.id); it != pressure_totals.end()) {
+      const StagePressure& p = it->second;
+      AddCounter(&mem_wait, StageLabels(stage), p.memory_some_us * 1e-6);
+      AddCounter(&mem_stall, StageLabels(stage), p.memory_full_us * 1e-6);
+      AddCounter(&io_wait, StageLabels(stage), p.io_some_us * 1e-6);
+      AddCounter(&io_stall, StageLabels(stage), p.io_full_us * 1e-6);
     }
   }
   auto skipped = CounterFamily(
@@ -142,12 +130,12 @@ absl::Status MemoryCollector::CollectCgroupfs(const std::vector<Stage>& stages,
 void MemoryCollector::CollectTasks(const std::vector<Stage>& stages,
                                    std::vector<prometheus::MetricFamily>* out) {
   // Tasks are listed by the cgroup they sit in, not its ancestors: add up every cgroup.
-  std::map<std::string, TaskStateCounts> counts;
+  std::map<StageId, TaskStateCounts> counts;
   for (const NamedCgroup& c : s_.namer->Live()) {
-    if (c.stage.name == kUnattributedStage) continue;  // the rest of the host: not ours to list
+    if (c.stage.id == kUnattributedStageId) continue;  // the rest of the host: not ours to list
     absl::StatusOr<TaskStateCounts> t = task_states_.Read(s_.layout.key_root + c.path);
     if (!t.ok()) continue;
-    TaskStateCounts& sum = counts[c.stage.name];
+    TaskStateCounts& sum = counts[c.stage.id];
     sum.runnable += t->runnable;
     sum.sleeping += t->sleeping;
     sum.uninterruptible += t->uninterruptible;
@@ -155,7 +143,7 @@ void MemoryCollector::CollectTasks(const std::vector<Stage>& stages,
     sum.zombie += t->zombie;
   }
   task_states_.EndPass();
-  std::map<std::string, SchedStageTotals> sched;
+  std::map<StageId, SchedStageTotals> sched;
   if (s_.sched) sched = s_.sched->Totals();
 
   auto tasks = GaugeFamily(
@@ -163,10 +151,10 @@ void MemoryCollector::CollectTasks(const std::vector<Stage>& stages,
       "The stage's tasks by state: running (on a CPU now, from the sched probe), runnable "
       "(waiting for a CPU), uninterruptible (D), sleeping, stopped, zombie.");
   for (const Stage& stage : stages) {
-    auto it = counts.find(stage.name);
+    auto it = counts.find(stage.id);
     if (it == counts.end()) continue;
     const TaskStateCounts& t = it->second;
-    auto sc = sched.find(stage.name);
+    auto sc = sched.find(stage.id);
     // /proc says R for both running and queued; the probe knows who is on a CPU.
     const uint64_t running = sc == sched.end() ? 0 : std::min(sc->second.running_now, t.runnable);
     if (s_.sched) AddGauge(&tasks, StageLabels(stage, {{"state", "running"}}), running);

@@ -1,6 +1,6 @@
 // Collector "memory": page faults and reclaim stalls from the memory probe; usage, limits,
-// events, time near the limit and peaks from the sampler's snapshot; pressure from cgroupfs;
-// and task states per stage.
+// events, time near the limit, peaks and pressure from the sampler's snapshot; and task
+// states per stage.
 #pragma once
 
 #include "cgroup/cgroup_namer.h"
@@ -10,7 +10,6 @@
 #include "memory/memory_sampler.h"
 #include "memory/memory_tracker.h"
 #include "sched/sched_tracker.h"
-#include "stages/stage_counters.h"
 
 namespace stagewatch::exporters {
 
@@ -36,7 +35,6 @@ class MemoryCollector : public Collector {
   void CollectTasks(const std::vector<Stage>& stages, std::vector<prometheus::MetricFamily>* out);
 
   MemoryCollectorSources s_;
-  StageCounters pressure_;  // memory some, memory full, io some, io full (µs)
   TaskStateReader task_states_;
 };
 

@@ -9,8 +9,8 @@ namespace stagewatch::exporters {
 
 absl::Status OomCollector::Collect(std::vector<prometheus::MetricFamily>* out) {
   absl::Status refreshed = tracker_->RefreshKernelCounts();
-  const std::map<std::string, OomStageTotals> totals = tracker_->Totals();
-  const std::map<std::string, uint64_t> kernel_counts = tracker_->KernelCounts();
+  const std::map<StageId, OomStageTotals> totals = tracker_->Totals();
+  const std::map<StageId, uint64_t> kernel_counts = tracker_->KernelCounts();
 
   auto kills = CounterFamily("stagewatch_oom_kills_total",
                              "OOM kills of a stage's processes, by who chose the victim.");
@@ -27,9 +27,9 @@ absl::Status OomCollector::Collect(std::vector<prometheus::MetricFamily>* out) {
 
   // Every known stage is exported, zero included, so rate() works from the first kill.
   for (const Stage& stage : stages_->KnownStages()) {
-    const auto t = totals.find(stage.name);
+    const auto t = totals.find(stage.id);
     const OomStageTotals seen = t == totals.end() ? OomStageTotals{} : t->second;
-    const auto k = kernel_counts.find(stage.name);
+    const auto k = kernel_counts.find(stage.id);
     const uint64_t kernel = k == kernel_counts.end() ? 0 : k->second;
 
     AddCounter(&kills, StageLabels(stage, {{"kind", "kernel"}}), seen.kernel_kills);

@@ -15,11 +15,11 @@ absl::Status RunsCollector::Collect(std::vector<prometheus::MetricFamily>* out) 
                           "labelled with its id and verdict.");
   for (const auto& [key, n] : snapshot.ended) {
     const auto& [stage, pipeline, verdict] = key;
-    AddCounter(&total, StageLabels({stage, pipeline}, {{"verdict", verdict}}),
+    AddCounter(&total, StageLabels(stage, pipeline, {{"verdict", verdict}}),
                static_cast<double>(n));
   }
   for (const EndedRun& r : snapshot.recent) {
-    AddGauge(&info, StageLabels({r.stage, r.pipeline}, {{"run_id", r.id}, {"verdict", r.verdict}}),
+    AddGauge(&info, StageLabels(r.stage, r.pipeline, {{"run_id", r.id}, {"verdict", r.verdict}}),
              1);
   }
   out->push_back(std::move(total));

@@ -1,9 +1,8 @@
 #include "exporters/sched_collector.h"
 
-#include "cgroup/cpu_stats.h"
-#include "cgroup/psi.h"
 #include "exporters/metric_builders.h"
 #include "exporters/stage_labels.h"
+#include "stages/stage_directory.h"
 
 namespace stagewatch::exporters {
 namespace {
@@ -14,21 +13,20 @@ constexpr double kHistUnitSeconds = (1 << HIST_UNIT_SHIFT) * kNs;
 
 }  // namespace
 
-SchedCollector::SchedCollector(SchedTracker* tracker, SchedProbe* probe, CgroupNamer* namer,
-                               CgroupLayout layout)
-    : tracker_(tracker), probe_(probe), namer_(namer), layout_(std::move(layout)),
-      cgroupfs_(6) {}
+SchedCollector::SchedCollector(SchedTracker* tracker, SchedProbe* probe, StageResolver* stages,
+                               MemorySampler* sampler)
+    : tracker_(tracker), probe_(probe), stages_(stages), sampler_(sampler) {}
 
 absl::Status SchedCollector::Collect(std::vector<prometheus::MetricFamily>* out) {
   if (probe_) CollectKernel(out);
-  return CollectCgroupfs(namer_->stages()->KnownStages(), out);
+  return CollectSnapshot(stages_->KnownStages(), out);
 }
 
 void SchedCollector::CollectKernel(std::vector<prometheus::MetricFamily>* out) {
   tracker_->Collect();
   const auto totals = tracker_->Totals();
   // Listed after the totals: a stage forgotten meanwhile is left out, not exported as zero.
-  const std::vector<Stage> stages = namer_->stages()->KnownStages();
+  const std::vector<Stage> stages = stages_->KnownStages();
   auto switches = CounterFamily("stagewatch_context_switches_total",
                                 "Context switches of the stage's tasks: voluntary when the task "
                                 "blocked, nonvoluntary when it was still runnable.");
@@ -41,7 +39,7 @@ void SchedCollector::CollectKernel(std::vector<prometheus::MetricFamily>* out) {
                               "Processes of the stage that exited since the agent started.");
   const SchedStageTotals zero;
   for (const Stage& stage : stages) {
-    auto it = totals.find(stage.name);
+    auto it = totals.find(stage.id);
     const SchedStageTotals& t = it == totals.end() ? zero : it->second;
     AddCounter(&switches, StageLabels(stage, {{"ctxswitchtype", "voluntary"}}),
                t.voluntary_switches);
@@ -57,14 +55,12 @@ void SchedCollector::CollectKernel(std::vector<prometheus::MetricFamily>* out) {
   auto preemptions = CounterFamily(
       "stagewatch_cpu_preemptions_total",
       "Times a runnable task of pipeline_stage lost its CPU to a task of preempting_stage.");
-  std::map<std::string, Stage> by_name;
-  for (const Stage& s : stages) by_name[s.name] = s;
+  const StageDirectory known(stages);
   for (const auto& [pair, n] : tracker_->Preemptions()) {
-    const Stage& preempted = by_name[pair.first];
-    AddCounter(&preemptions,
-               StageLabels(preempted.name.empty() ? Stage{pair.first, ""} : preempted,
-                           {{"preempting_stage", pair.second}}),
-               n);
+    const Stage* preempted = known.Find(pair.first);
+    const Stage* preempting = known.Find(pair.second);
+    if (!preempted || !preempting) continue;  // forgotten since the totals were read
+    AddCounter(&preemptions, StageLabels(*preempted, {{"preempting_stage", preempting->name}}), n);
   }
 
   auto overflows = CounterFamily(
@@ -77,25 +73,10 @@ void SchedCollector::CollectKernel(std::vector<prometheus::MetricFamily>* out) {
   }
 }
 
-absl::Status SchedCollector::CollectCgroupfs(const std::vector<Stage>& stages,
+absl::Status SchedCollector::CollectSnapshot(const std::vector<Stage>& stages,
                                              std::vector<prometheus::MetricFamily>* out) {
-  namer_->Refresh();
-  absl::Status first_error;
-  std::vector<CgroupCounterSample> samples;
-  for (const NamedCgroup& top : namer_->StageTops()) {
-    absl::StatusOr<CpuCgroupStats> cpu = ReadCpuStats(layout_, top.path);
-    absl::StatusOr<PsiTotals> psi = ReadPsi(layout_, top.path, "cpu");
-    if (!cpu.ok() && !absl::IsNotFound(cpu.status()) && first_error.ok()) first_error = cpu.status();
-    const CpuCgroupStats c = cpu.value_or(CpuCgroupStats{});
-    const PsiTotals p = psi.value_or(PsiTotals{});
-    samples.push_back({top.id, top.stage.name,
-                       {c.usage_ns.value_or(0), c.nr_periods.value_or(0),
-                        c.nr_throttled.value_or(0), c.throttled_ns.value_or(0), p.some_us,
-                        p.full_us.value_or(0)}});
-  }
-  cgroupfs_.Update(samples);
-  cgroupfs_.KeepStages(namer_->stages()->KnownStageNames());
-  const auto totals = cgroupfs_.Totals();
+  const std::shared_ptr<const Snapshot> snapshot = sampler_->Latest();
+  const auto& totals = snapshot->cpu;
 
   auto usage = CounterFamily("stagewatch_cgroup_cpu_usage_seconds_total",
                              "CPU time charged to the stage's cgroups by the kernel (cpuacct.usage, "
@@ -113,20 +94,20 @@ absl::Status SchedCollector::CollectCgroupfs(const std::vector<Stage>& stages,
       "stagewatch_pressure_cpu_stalled_seconds_total",
       "Time all of the stage's non-idle tasks waited for a CPU (cpu.pressure full).");
   for (const Stage& stage : stages) {
-    auto it = totals.find(stage.name);
+    auto it = totals.find(stage.id);
     if (it == totals.end()) continue;  // `unattributed`, or a stage with no cgroup yet
-    const std::vector<uint64_t>& v = it->second;
-    AddCounter(&usage, StageLabels(stage), v[0] * kNs);
-    AddCounter(&periods, StageLabels(stage), v[1]);
-    AddCounter(&throttled, StageLabels(stage), v[2]);
-    AddCounter(&throttled_s, StageLabels(stage), v[3] * kNs);
-    AddCounter(&waiting, StageLabels(stage), v[4] * 1e-6);
-    AddCounter(&stalled, StageLabels(stage), v[5] * 1e-6);
+    const StageCpu& c = it->second;
+    AddCounter(&usage, StageLabels(stage), c.usage_ns * kNs);
+    AddCounter(&periods, StageLabels(stage), c.periods);
+    AddCounter(&throttled, StageLabels(stage), c.throttled_periods);
+    AddCounter(&throttled_s, StageLabels(stage), c.throttled_ns * kNs);
+    AddCounter(&waiting, StageLabels(stage), c.pressure_some_us * 1e-6);
+    AddCounter(&stalled, StageLabels(stage), c.pressure_full_us * 1e-6);
   }
   for (auto* f : {&usage, &periods, &throttled, &throttled_s, &waiting, &stalled}) {
     out->push_back(std::move(*f));
   }
-  return first_error;
+  return snapshot->cpu_error;
 }
 
 }  // namespace stagewatch::exporters

@@ -44,9 +44,9 @@ AnomalyEngine::AnomalyEngine(AnomalyConfig config,
     : config_(std::move(config)), on_change_(std::move(on_change)) {}
 
 AnomalyEngine::PerStage& AnomalyEngine::StageState(const Stage& stage) {
-  auto it = stages_.find(stage.name);
+  auto it = stages_.find(stage.id);
   if (it == stages_.end()) {
-    it = stages_.emplace(stage.name, PerStage{.stage = stage,
+    it = stages_.emplace(stage.id, PerStage{.stage = stage,
                                               .pressure = PressureSpikeDetector(config_.pressure_spike),
                                               .faults = RateBaselineDetector(config_.fault_storm),
                                               .starvation = RateBaselineDetector(config_.cpu_starvation)})
@@ -171,7 +171,7 @@ void AnomalyEngine::Tick(absl::Time t) {
   std::vector<AnomalyChange> changes;
   {
     absl::MutexLock lock(&mu_);
-    for (auto& [name, s] : stages_) {
+    for (auto& [id, s] : stages_) {
       const size_t i = static_cast<size_t>(AnomalyRule::kOomKill);
       if (s.view.active[i] && s.oom_until && t >= *s.oom_until) {
         s.view.active[i] = false;
@@ -182,10 +182,15 @@ void AnomalyEngine::Tick(absl::Time t) {
   Report(changes);
 }
 
-std::map<std::string, StageAnomalies> AnomalyEngine::Snapshot() const {
+void AnomalyEngine::KeepStages(const absl::flat_hash_set<StageId>& known) {
   absl::MutexLock lock(&mu_);
-  std::map<std::string, StageAnomalies> out;
-  for (const auto& [name, s] : stages_) out[name] = s.view;
+  std::erase_if(stages_, [&known](const auto& entry) { return !known.contains(entry.first); });
+}
+
+std::map<StageId, StageAnomalies> AnomalyEngine::Snapshot() const {
+  absl::MutexLock lock(&mu_);
+  std::map<StageId, StageAnomalies> out;
+  for (const auto& [id, s] : stages_) out[id] = s.view;
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "anomaly/anomaly_rule.h"
@@ -70,8 +71,10 @@ class AnomalyEngine {
   void OnOomKill(const Stage& stage, absl::Time t, const std::string& summary);
   // Ends OOM-kill anomalies whose hold has passed.
   void Tick(absl::Time t);
+  // Drops the state of stages not in `known` (forgotten ones).
+  void KeepStages(const absl::flat_hash_set<StageId>& known);
 
-  std::map<std::string, StageAnomalies> Snapshot() const;
+  std::map<StageId, StageAnomalies> Snapshot() const;
   const AnomalyConfig& config() const { return config_; }
 
  private:
@@ -102,7 +105,7 @@ class AnomalyEngine {
   const AnomalyConfig config_;
   const std::function<void(const AnomalyChange&)> on_change_;
   mutable absl::Mutex mu_;
-  std::map<std::string, PerStage> stages_ ABSL_GUARDED_BY(mu_);
+  std::map<StageId, PerStage> stages_ ABSL_GUARDED_BY(mu_);
 };
 
 // The q-quantile's bucket edge, in seconds, of the increase between two cumulative log2

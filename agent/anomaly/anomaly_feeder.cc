@@ -1,16 +1,14 @@
 #include "anomaly/anomaly_feeder.h"
 
+#include "stages/stage_directory.h"
+
 namespace stagewatch {
 
-void AnomalyFeeder::Feed(absl::Time now, const std::map<std::string, StageMemory>& sampled) {
-  std::map<std::string, Stage> by_name;
-  for (Stage& s : stages_->KnownStages()) by_name[s.name] = s;
-  auto named = [&](const std::string& name) {
-    auto it = by_name.find(name);
-    return it == by_name.end() ? Stage{name, ""} : it->second;
-  };
+void AnomalyFeeder::Feed(absl::Time now, const Snapshot& sampled) {
+  const StageDirectory known(*stages_);
+  engine_->KeepStages(known.ids());
 
-  for (const auto& [name, m] : sampled) {
+  for (const auto& [id, m] : sampled.memory) {
     // Not sampled now: its tops could not be read, or it has no cgroup any more (no domains,
     // so the engine drops their detectors).
     const bool fresh = m.sampled_at == now;
@@ -23,19 +21,22 @@ void AnomalyFeeder::Feed(absl::Time now, const std::map<std::string, StageMemory
                          .limit = d.limit_bytes ? std::optional<double>(*d.limit_bytes)
                                                 : std::nullopt});
     }
-    engine_->OnMemory(named(name), now, domains, fresh ? m.psi_full_seconds : std::nullopt);
+    engine_->OnMemory(m.stage, now, domains, fresh ? m.psi_full_seconds : std::nullopt);
   }
+  // Totals of stages forgotten since `known` was listed are left out.
   if (memory_) {
     memory_->Collect();
-    for (const auto& [name, t] : memory_->Totals()) {
-      if (name != kUnattributedStage) engine_->OnMajorFaults(named(name), now, t.major_faults);
+    for (const auto& [id, t] : memory_->Totals()) {
+      const Stage* stage = known.Find(id);
+      if (stage && id != kUnattributedStageId) engine_->OnMajorFaults(*stage, now, t.major_faults);
     }
   }
   if (sched_) {
     sched_->Collect();
-    for (const auto& [name, t] : sched_->Totals()) {
-      if (name != kUnattributedStage) {
-        engine_->OnRunqLatency(named(name), now, t.runq_slots, t.runq_above);
+    for (const auto& [id, t] : sched_->Totals()) {
+      const Stage* stage = known.Find(id);
+      if (stage && id != kUnattributedStageId) {
+        engine_->OnRunqLatency(*stage, now, t.runq_slots, t.runq_above);
       }
     }
   }

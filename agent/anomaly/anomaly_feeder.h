@@ -3,7 +3,6 @@
 #pragma once
 
 #include <map>
-#include <string>
 
 #include "anomaly/anomaly_engine.h"
 #include "memory/memory_sampler.h"
@@ -20,7 +19,8 @@ class AnomalyFeeder {
                 SchedTracker* sched)
       : engine_(engine), stages_(stages), memory_(memory), sched_(sched) {}
 
-  void Feed(absl::Time now, const std::map<std::string, StageMemory>& sampled);
+  // `sampled` is the sampler's snapshot of `now`: its memory part feeds the memory detectors.
+  void Feed(absl::Time now, const Snapshot& sampled);
 
  private:
   AnomalyEngine* const engine_;

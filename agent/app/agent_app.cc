@@ -235,7 +235,13 @@ int RunAgent(const AgentOptions& options) {
     RunWatcher* w = runs.load();
     if (w && c.active) w->OnAnomaly(c.stage.name, {AnomalyRuleName(c.rule), c.at, c.summary});
   });
-  auto sampler = std::make_unique<MemorySampler>(&namer, *layout, config.memory);
+  // The snapshot holds the parts of the signals that are on.
+  unsigned parts = 0;
+  for (const Signal& s : Signals()) {
+    if (!s.collector_flag || config.collectors.at(std::string(s.name))) parts |= s.snapshot_parts;
+  }
+  auto sampler =
+      std::make_unique<MemorySampler>(&namer, *layout, config.memory, SampleReader{}, parts);
 
   signals.namer = &namer;
   signals.anomalies = &anomalies;
@@ -246,7 +252,7 @@ int RunAgent(const AgentOptions& options) {
   // The sampler's clock drives near-limit time, peaks and the anomaly detectors.
   AnomalyFeeder feeder(&anomalies, &stages, running.memory.get(), running.sched.get());
   sampler->Start(
-      [&feeder, &ready](absl::Time now, const std::map<std::string, StageMemory>& sampled) {
+      [&feeder, &ready](absl::Time now, const Snapshot& sampled) {
         feeder.Feed(now, sampled);
         ready = true;  // the probes attached before the sampler started
       });

@@ -108,20 +108,20 @@ std::vector<NamedCgroup> CgroupNamer::StageTops() {
 }
 
 void CgroupNamer::FindStageTopsLocked() {
-  absl::flat_hash_map<std::string_view, std::string_view> stage_of_path;
+  absl::flat_hash_map<std::string_view, StageId> stage_of_path;
   populated_.clear();
   for (const NamedCgroup& c : live_) {
-    stage_of_path[c.path] = c.stage.name;
-    populated_.insert(c.stage.name);
+    stage_of_path[c.path] = c.stage.id;
+    populated_.insert(c.stage.id);
   }
   tops_.clear();
   for (const NamedCgroup& c : live_) {
-    if (c.stage.name == kUnattributedStage) continue;
+    if (c.stage.id == kUnattributedStageId) continue;
     const size_t slash = c.path.rfind('/');
     const std::string_view parent =
         slash == 0 ? std::string_view("/") : std::string_view(c.path).substr(0, slash);
     auto it = stage_of_path.find(parent);
-    if (c.path == "/" || it == stage_of_path.end() || it->second != c.stage.name) {
+    if (c.path == "/" || it == stage_of_path.end() || it->second != c.stage.id) {
       tops_.push_back(c);
     }
   }

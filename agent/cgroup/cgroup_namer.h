@@ -86,7 +86,7 @@ class CgroupNamer {
   std::vector<NamedCgroup> live_ ABSL_GUARDED_BY(mu_);
   // Kept with live_: the stage tops, and the stages that have a live cgroup.
   std::vector<NamedCgroup> tops_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_set<std::string> populated_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<StageId> populated_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint64_t, Remembered> remembered_ ABSL_GUARDED_BY(mu_);
   std::deque<uint64_t> dead_order_ ABSL_GUARDED_BY(mu_);  // oldest death first
 };

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
@@ -13,6 +14,8 @@ namespace stagewatch {
 // Reads a whole cgroupfs file (they report a size of 0 or 4096, so read to EOF). Errors name
 // the file and the errno text; a missing file is NotFound.
 absl::StatusOr<std::string> ReadCgroupFile(const std::string& path);
+// How a reader gets a file's contents: ReadCgroupFile, or a cache of open files (the sampler).
+using CgroupFileRead = absl::FunctionRef<absl::StatusOr<std::string>(const std::string& path)>;
 
 // cgroupfs always ends its files with a newline: InvalidArgument when `contents` is empty or
 // its last line has none (it was cut short). `file` names the file in messages.

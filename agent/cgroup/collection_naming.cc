@@ -20,7 +20,7 @@ std::optional<Stage> CollectionNaming::StageFor(uint64_t id) {
     return std::nullopt;
   }
   if (dead_.insert(id).second) unknown_++;
-  return Stage{std::string(kUnattributedStage), ""};
+  return UnattributedStage();
 }
 
 void CollectionNaming::End() { unnamed_.swap(unnamed_next_); }

@@ -31,8 +31,9 @@ absl::StatusOr<uint64_t> UsecToNs(uint64_t usec, std::string_view key, std::stri
   return usec * 1000;
 }
 
-absl::StatusOr<std::string> ReadIn(const std::string& dir, std::string_view name) {
-  return ReadCgroupFile(absl::StrCat(dir, "/", ToAbsl(name)));
+absl::StatusOr<std::string> ReadIn(CgroupFileRead read, const std::string& dir,
+                                   std::string_view name) {
+  return read(absl::StrCat(dir, "/", ToAbsl(name)));
 }
 
 }  // namespace
@@ -100,11 +101,11 @@ absl::StatusOr<CpuCgroupStats> ParseCpuStatV2(std::string_view contents, std::st
 }
 
 absl::StatusOr<CpuCgroupStats> ReadCpuStats(const CgroupLayout& layout,
-                                            std::string_view cgroup_path) {
+                                            std::string_view cgroup_path, CgroupFileRead read) {
   if (layout.key == CGROUP_KEY_DEFAULT) {
     const std::string dir = ControllerDir(layout, "cpu", cgroup_path);
     if (dir.empty()) return absl::NotFoundError("no cgroup2 hierarchy is mounted to read cpu.stat");
-    absl::StatusOr<std::string> contents = ReadIn(dir, "cpu.stat");
+    absl::StatusOr<std::string> contents = ReadIn(read, dir, "cpu.stat");
     if (!contents.ok()) return contents.status();
     return ParseCpuStatV2(*contents, absl::StrCat(dir, "/cpu.stat"));
   }
@@ -116,7 +117,7 @@ absl::StatusOr<CpuCgroupStats> ReadCpuStats(const CgroupLayout& layout,
   }
   CpuCgroupStats stats;
   if (!cpu_dir.empty()) {
-    absl::StatusOr<std::string> contents = ReadIn(cpu_dir, "cpu.stat");
+    absl::StatusOr<std::string> contents = ReadIn(read, cpu_dir, "cpu.stat");
     if (!contents.ok()) return contents.status();
     absl::StatusOr<CpuCgroupStats> throttling =
         ParseCpuStatV1(*contents, absl::StrCat(cpu_dir, "/cpu.stat"));
@@ -124,7 +125,7 @@ absl::StatusOr<CpuCgroupStats> ReadCpuStats(const CgroupLayout& layout,
     stats = *throttling;
   }
   if (!cpuacct_dir.empty()) {
-    absl::StatusOr<std::string> contents = ReadIn(cpuacct_dir, "cpuacct.usage");
+    absl::StatusOr<std::string> contents = ReadIn(read, cpuacct_dir, "cpuacct.usage");
     if (!contents.ok()) return contents.status();
     absl::StatusOr<uint64_t> usage =
         ParseCpuacctUsage(*contents, absl::StrCat(cpuacct_dir, "/cpuacct.usage"));

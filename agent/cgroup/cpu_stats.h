@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "cgroup/cgroup_tree.h"
 #include "cgroup/layout.h"
 
 namespace stagewatch {
@@ -34,6 +35,7 @@ absl::StatusOr<CpuCgroupStats> ParseCpuStatV2(std::string_view contents, std::st
 // cpu.stat. Otherwise the same path in the v1 cpu and cpuacct hierarchies; a hierarchy the
 // host does not mount leaves its fields nullopt, a missing file there is NotFound.
 absl::StatusOr<CpuCgroupStats> ReadCpuStats(const CgroupLayout& layout,
-                                            std::string_view cgroup_path);
+                                            std::string_view cgroup_path,
+                                            CgroupFileRead read = ReadCgroupFile);
 
 }  // namespace stagewatch

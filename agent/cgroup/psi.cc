@@ -119,7 +119,7 @@ absl::StatusOr<PsiTotals> ParsePsi(std::string_view contents, std::string_view f
 }
 
 absl::StatusOr<PsiTotals> ReadPsi(const CgroupLayout& layout, std::string_view cgroup_path,
-                                  std::string_view resource) {
+                                  std::string_view resource, CgroupFileRead read) {
   if (resource != "cpu" && resource != "memory" && resource != "io") {
     return absl::InvalidArgumentError(absl::StrCat("unknown PSI resource \"", ToAbsl(resource),
                                                    "\" (expected cpu, memory or io)"));
@@ -131,7 +131,7 @@ absl::StatusOr<PsiTotals> ReadPsi(const CgroupLayout& layout, std::string_view c
         ".pressure) exists only there; mount cgroup2 (e.g. at /sys/fs/cgroup/unified)"));
   }
   const std::string file = absl::StrCat(dir, "/", ToAbsl(resource), ".pressure");
-  absl::StatusOr<std::string> contents = ReadCgroupFile(file);
+  absl::StatusOr<std::string> contents = read(file);
   if (!contents.ok()) return ExplainMissing(contents.status(), dir, file);
   return ParsePsi(*contents, file);
 }

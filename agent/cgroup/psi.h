@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "cgroup/cgroup_tree.h"
 #include "cgroup/layout.h"
 
 namespace stagewatch {
@@ -26,6 +27,7 @@ absl::StatusOr<PsiTotals> ParsePsi(std::string_view contents, std::string_view f
 // NotFound, saying why, when the host mounts no cgroup2 or its kernel has PSI off
 // (CONFIG_PSI unset, booted with psi=0, or cgroup.pressure set to 0).
 absl::StatusOr<PsiTotals> ReadPsi(const CgroupLayout& layout, std::string_view cgroup_path,
-                                  std::string_view resource);
+                                  std::string_view resource,
+                                  CgroupFileRead read = ReadCgroupFile);
 
 }  // namespace stagewatch

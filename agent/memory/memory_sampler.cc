@@ -2,24 +2,47 @@
 
 #include <algorithm>
 
-#include "cgroup/psi.h"
-
 namespace stagewatch {
 
-MemoryReader CgroupfsMemoryReader(const CgroupLayout& layout) {
-  return {
-      .stats = [layout](const std::string& path) { return ReadMemoryStats(layout, path); },
-      .limit = [layout](const std::string& path) { return ReadMemoryLimit(layout, path); },
-  };
+namespace {
+
+// The fields `reader` leaves empty read cgroupfs, the tops' files through `files`.
+SampleReader WithCgroupfs(SampleReader reader, const CgroupLayout& layout,
+                          OpenCgroupFiles* files) {
+  if (!reader.stats) {
+    reader.stats = [layout](const std::string& path) { return ReadMemoryStats(layout, path); };
+  }
+  if (!reader.limit) {
+    reader.limit = [layout](const std::string& path) { return ReadMemoryLimit(layout, path); };
+  }
+  if (!reader.pressure) {
+    reader.pressure = [layout, files](const NamedCgroup& top, std::string_view resource) {
+      return ReadPsi(layout, top.path, resource,
+                     [&](const std::string& file) { return files->Read(top.id, file); });
+    };
+  }
+  if (!reader.cpu) {
+    reader.cpu = [layout, files](const NamedCgroup& top) {
+      return ReadCpuStats(layout, top.path,
+                          [&](const std::string& file) { return files->Read(top.id, file); });
+    };
+  }
+  return reader;
 }
 
+}  // namespace
+
 MemorySampler::MemorySampler(CgroupNamer* namer, CgroupLayout layout, MemoryConfig config,
-                             std::optional<MemoryReader> reader)
+                             SampleReader reader, unsigned parts)
     : namer_(namer),
       layout_(std::move(layout)),
       config_(config),
-      reader_(reader ? std::move(*reader) : CgroupfsMemoryReader(layout_)),
-      events_(kMemoryEvents.size()) {}
+      parts_(parts | kMemoryPart),
+      reader_(WithCgroupfs(std::move(reader), layout_, &files_)),
+      events_(kMemoryEvents.size()),
+      pressure_(4),
+      cpu_(6),
+      latest_(std::make_shared<const Snapshot>()) {}
 
 MemorySampler::~MemorySampler() {
   stop_.Notify();
@@ -32,7 +55,7 @@ void MemorySampler::Start(Observer observer) {
     do {
       const absl::Time now = absl::Now();
       SampleOnce(now);
-      if (observer_) observer_(now, Snapshot());
+      if (observer_) observer_(now, *Latest());
     } while (!stop_.WaitForNotificationWithTimeout(config_.sample_interval));
   });
 }
@@ -41,7 +64,7 @@ const std::vector<NamedCgroup>& MemorySampler::Tops(const std::vector<NamedCgrou
   const bool same = std::equal(live.begin(), live.end(), tops_live_.begin(), tops_live_.end(),
                                [](const NamedCgroup& a, const NamedCgroup& b) {
                                  return a.id == b.id && a.path == b.path &&
-                                        a.stage.name == b.stage.name;
+                                        a.stage.id == b.stage.id;
                                });
   if (!same) {
     tops_ = namer_->StageTops();
@@ -69,7 +92,7 @@ void MemorySampler::FindLimited(const std::vector<NamedCgroup>& live,
       if (--fresh->second == 0) new_checks_.erase(fresh);
     }
     // A domain's limit comes with its stats, every sample; unattributed cgroups are no stage's.
-    if (!due || c.stage.name == kUnattributedStage || tops.contains(c.id) ||
+    if (!due || c.stage.id == kUnattributedStageId || tops.contains(c.id) ||
         limited_.contains(c.id)) {
       continue;
     }
@@ -131,18 +154,55 @@ std::vector<MemorySampler::Domain> MemorySampler::ReadDomains(
   return domains;
 }
 
-std::map<std::string, std::optional<double>> MemorySampler::ReadStagePsi(
-    const std::vector<NamedCgroup>& tops) {
-  std::map<std::string, std::optional<double>> psi;
+std::map<StageId, std::optional<double>> MemorySampler::ReadTops(
+    const std::vector<NamedCgroup>& tops, Snapshot* next) {
+  std::map<StageId, std::optional<double>> memory_full;
+  std::vector<CgroupCounterSample> pressure, cpu;
   for (const NamedCgroup& top : tops) {
-    if (no_psi_.contains(top.id) && !InRound(top.id)) continue;
-    absl::StatusOr<PsiTotals> p = ReadPsi(layout_, top.path, "memory");
-    if (absl::IsNotFound(p.status())) no_psi_.insert(top.id);
-    if (!p.ok()) continue;
-    no_psi_.erase(top.id);
-    psi[top.stage.name] = psi[top.stage.name].value_or(0) + p->full_us.value_or(0) * 1e-6;
+    // A top without PSI (on a hybrid host, a path only the v1 hierarchies have) counts zero,
+    // asked again on the slower round; a top still has a sample, or it would be retired.
+    PsiTotals mem, io, cpu_psi;
+    if (!no_psi_.contains(top.id) || InRound(top.id)) {
+      absl::StatusOr<PsiTotals> m = reader_.pressure(top, "memory");
+      if (absl::IsNotFound(m.status())) no_psi_.insert(top.id);
+      if (m.ok()) {
+        no_psi_.erase(top.id);
+        mem = *m;
+        memory_full[top.stage.id] =
+            memory_full[top.stage.id].value_or(0) + m->full_us.value_or(0) * 1e-6;
+        io = reader_.pressure(top, "io").value_or(PsiTotals{});
+        if (parts_ & kCpuPart) cpu_psi = reader_.pressure(top, "cpu").value_or(PsiTotals{});
+      }
+    }
+    pressure.push_back(
+        {top.id, top.stage.id,
+         {mem.some_us, mem.full_us.value_or(0), io.some_us, io.full_us.value_or(0)}});
+    if (!(parts_ & kCpuPart)) continue;
+    absl::StatusOr<CpuCgroupStats> stat = reader_.cpu(top);
+    if (!stat.ok() && !absl::IsNotFound(stat.status()) && next->cpu_error.ok()) {
+      next->cpu_error = stat.status();
+    }
+    const CpuCgroupStats c = stat.value_or(CpuCgroupStats{});
+    cpu.push_back({top.id, top.stage.id,
+                   {c.usage_ns.value_or(0), c.nr_periods.value_or(0), c.nr_throttled.value_or(0),
+                    c.throttled_ns.value_or(0), cpu_psi.some_us, cpu_psi.full_us.value_or(0)}});
   }
-  return psi;
+  const absl::flat_hash_set<StageId> known = namer_->stages()->KnownStageIds();
+  pressure_.Update(pressure);
+  pressure_.KeepStages(known);
+  for (const auto& [id, v] : pressure_.Totals()) {
+    next->pressure[id] = {.memory_some_us = v[0], .memory_full_us = v[1], .io_some_us = v[2],
+                          .io_full_us = v[3]};
+  }
+  if (parts_ & kCpuPart) {
+    cpu_.Update(cpu);
+    cpu_.KeepStages(known);
+    for (const auto& [id, v] : cpu_.Totals()) {
+      next->cpu[id] = {.usage_ns = v[0], .periods = v[1], .throttled_periods = v[2],
+                       .throttled_ns = v[3], .pressure_some_us = v[4], .pressure_full_us = v[5]};
+    }
+  }
+  return memory_full;
 }
 
 void MemorySampler::SampleOnce(absl::Time now) {
@@ -150,19 +210,26 @@ void MemorySampler::SampleOnce(absl::Time now) {
   const std::vector<NamedCgroup> live = namer_->Live();
   const std::vector<NamedCgroup>& tops = Tops(live);
   const std::vector<Domain> domains = ReadDomains(live, tops);
-  // PSI is read outside the lock, from the tops (it is hierarchical).
-  const std::map<std::string, std::optional<double>> psi = ReadStagePsi(tops);
+  auto next = std::make_shared<Snapshot>();
+  next->taken = now;
+  const std::map<StageId, std::optional<double>> psi = ReadTops(tops, next.get());
+  absl::flat_hash_set<uint64_t> top_ids;
+  for (const NamedCgroup& top : tops) top_ids.insert(top.id);
+  files_.Retain(top_ids);  // a removed top's files close
   samples_++;
   Fold(now, domains);
-  absl::MutexLock lock(&mu_);
   for (auto& [stage, m] : stages_) {
     auto it = psi.find(stage);
     m.psi_full_seconds = it == psi.end() ? std::nullopt : it->second;
   }
+  next->memory = stages_;
+  absl::MutexLock lock(&mu_);
+  latest_ = std::move(next);
 }
 
 void MemorySampler::Fold(absl::Time now, const std::vector<Domain>& domains) {
   struct Sum {
+    Stage stage;
     uint64_t usage = 0, working_set = 0, swap = 0, kernel_peak = 0;
     bool has_swap = false, near = false;
     int tops = 0;
@@ -171,13 +238,14 @@ void MemorySampler::Fold(absl::Time now, const std::vector<Domain>& domains) {
     double closest_fraction = -1;
     std::vector<DomainMemory> domains;
   };
-  std::map<std::string, Sum> sums;
+  std::map<StageId, Sum> sums;
   std::vector<CgroupCounterSample> event_samples;
   // v2 memory.events are hierarchical: the tops' count each event once. v1 keeps failcnt and
   // oom_kill per cgroup: every domain's own count is added.
   const bool hierarchical_events = layout_.key == CGROUP_KEY_DEFAULT;
   for (const Domain& d : domains) {
-    Sum& s = sums[d.cgroup.stage.name];
+    Sum& s = sums[d.cgroup.stage.id];
+    s.stage = d.cgroup.stage;
     s.domains.push_back({.id = d.cgroup.id, .path = d.cgroup.path, .top = d.top,
                          .sampled = d.stats.has_value(), .limit_bytes = d.limit});
     if (!d.stats) continue;
@@ -208,12 +276,11 @@ void MemorySampler::Fold(absl::Time now, const std::vector<Domain>& domains) {
         auto it = m.events.find(e);
         values.push_back(it == m.events.end() ? 0 : it->second);
       }
-      event_samples.push_back({d.cgroup.id, d.cgroup.stage.name, std::move(values)});
+      event_samples.push_back({d.cgroup.id, d.cgroup.stage.id, std::move(values)});
     }
   }
 
-  const absl::flat_hash_set<std::string> known = namer_->stages()->KnownStageNames();
-  absl::MutexLock lock(&mu_);
+  const absl::flat_hash_set<StageId> known = namer_->stages()->KnownStageIds();
   events_.Update(event_samples);
   events_.KeepStages(known);
   const auto event_totals = events_.Totals();
@@ -230,6 +297,7 @@ void MemorySampler::Fold(absl::Time now, const std::vector<Domain>& domains) {
       continue;
     }
     StageMemory& m = stages_[stage];
+    m.stage = s.stage;
     m.domains = std::move(s.domains);
     // The interval since the last sample counts as near the limit if that sample was.
     if (m.near_limit && m.sampled_at != absl::InfinitePast()) {
@@ -254,9 +322,9 @@ void MemorySampler::Fold(absl::Time now, const std::vector<Domain>& domains) {
   }
 }
 
-std::map<std::string, StageMemory> MemorySampler::Snapshot() const {
+std::shared_ptr<const Snapshot> MemorySampler::Latest() const {
   absl::MutexLock lock(&mu_);
-  return stages_;
+  return latest_;
 }
 
 }  // namespace stagewatch

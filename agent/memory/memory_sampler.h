@@ -1,5 +1,6 @@
-// Samples each stage's memory on a fixed interval into one snapshot that the memory collector
-// and the anomaly detectors both adapt: the only reader of memory limits in the agent.
+// Samples each stage's memory, pressure and CPU on a fixed interval into one immutable
+// Snapshot that the memory and sched collectors and the anomaly detectors all adapt: the only
+// reader of memory limits, PSI and cpu.stat in the agent.
 //
 // A stage's limit lives on whichever of its cgroups has one (often a run's cgroup beneath an
 // unlimited stage top). Each such cgroup, and each top, is a limit domain, watched on its own;
@@ -17,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
@@ -30,56 +32,29 @@
 #include "absl/time/time.h"
 #include "cgroup/cgroup_namer.h"
 #include "cgroup/layout.h"
+#include "cgroup/cpu_stats.h"
 #include "cgroup/memory_stats.h"
+#include "cgroup/open_cgroup_files.h"
+#include "cgroup/psi.h"
 #include "config.h"
+#include "memory/sample_snapshot.h"
 #include "stages/stage_counters.h"
 
 namespace stagewatch {
 
-// memory.events keys on v2; on v1, failcnt and oom_kill stand in.
-inline constexpr std::array<const char*, 7> kMemoryEvents = {
-    "low", "high", "max", "oom", "oom_kill", "oom_group_kill", "failcnt"};
-
-// One limit domain in a sample.
-struct DomainMemory {
-  uint64_t id = 0;    // its cgroup id
-  std::string path;   // in the memory hierarchy
-  bool top = false;   // a stage top (else a cgroup beneath with a limit of its own)
-  bool sampled = false;  // false: its files could not be read this sample, it sat it out
-  uint64_t usage_bytes = 0;
-  uint64_t working_set_bytes = 0;
-  std::optional<uint64_t> limit_bytes;  // the lower of the hard and the soft limit
-};
-
-struct StageMemory {
-  uint64_t usage_bytes = 0;        // of the stage's top cgroups
-  uint64_t working_set_bytes = 0;
-  std::optional<uint64_t> swap_bytes;
-  std::optional<double> psi_full_seconds;  // memory.pressure "full" total, where PSI exists
-  // From the domain closest to its limit (highest usage / limit); none when no domain of the
-  // stage has a limit.
-  std::optional<uint64_t> limit_bytes;
-  std::optional<uint64_t> headroom_bytes;  // limit - usage of that domain, floored at 0
-  bool near_limit = false;         // some domain is at or above near_limit_fraction now
-  double near_limit_seconds = 0;   // time any domain was near its limit
-  uint64_t peak_bytes = 0;         // since the agent started (and the kernel's own peak)
-  size_t limit_domains = 0;        // tops plus limited descendants, read this sample
-  // Every domain tracked this sample, read or not; empty once the stage has no cgroup.
-  std::vector<DomainMemory> domains;
-  std::vector<uint64_t> events = std::vector<uint64_t>(kMemoryEvents.size(), 0);
-  absl::Time sampled_at = absl::InfinitePast();
-};
-
-// How the sampler reads cgroupfs; tests count the reads.
-struct MemoryReader {
-  // Everything about one cgroup (its path in the memory hierarchy).
+// How the sampler reads cgroupfs; tests count the reads. A field left empty reads cgroupfs.
+struct SampleReader {
+  // Everything about one cgroup's memory (its path in the memory hierarchy).
   std::function<absl::StatusOr<MemoryCgroupStats>(const std::string&)> stats;
   // Only its own limit: memory.limit_in_bytes on v1, the lower of memory.max and memory.high
   // on v2; nullopt when unlimited. Asked of cgroups that are not domains, only on the clock
   // below (kNewCgroupChecks, kLimitRecheckSamples).
   std::function<absl::StatusOr<std::optional<uint64_t>>(const std::string&)> limit;
+  // A stage top's PSI totals of "memory", "io" or "cpu" (NotFound where there is no PSI), and
+  // its cpu.stat (with cpuacct.usage on v1): from files kept open between samples.
+  std::function<absl::StatusOr<PsiTotals>(const NamedCgroup&, std::string_view)> pressure;
+  std::function<absl::StatusOr<CpuCgroupStats>(const NamedCgroup&)> cpu;
 };
-MemoryReader CgroupfsMemoryReader(const CgroupLayout& layout);
 
 // Launchers (systemd, Slurm, runc, `stagewatch run`) write a cgroup's limit just after its
 // mkdir, before its first task moves in: a new cgroup's limit is checked in each of its first
@@ -93,12 +68,13 @@ inline constexpr uint64_t kLimitRecheckSamples = 60;
 
 class MemorySampler {
  public:
+  // `parts`: the SnapshotParts to read; the memory part is always read (the detectors').
   MemorySampler(CgroupNamer* namer, CgroupLayout layout, MemoryConfig config,
-                std::optional<MemoryReader> reader = std::nullopt);
+                SampleReader reader = {}, unsigned parts = kMemoryPart | kCpuPart);
   ~MemorySampler();  // stops the thread
 
   // Called after each sample, on the sampler's thread (the anomaly detectors' clock).
-  using Observer = std::function<void(absl::Time, const std::map<std::string, StageMemory>&)>;
+  using Observer = std::function<void(absl::Time, const Snapshot&)>;
 
   // Samples every config.sample_interval on a thread of its own.
   void Start(Observer observer = nullptr);
@@ -106,7 +82,8 @@ class MemorySampler {
   // One sample, now (the thread calls this; tests call it directly, from one thread at a time).
   void SampleOnce(absl::Time now);
 
-  std::map<std::string, StageMemory> Snapshot() const;
+  // The last sample, never null: what every scrape and detector adapts until the next one.
+  std::shared_ptr<const Snapshot> Latest() const;
 
   // Limited cgroups left untracked because memory.max_limit_domains was reached.
   uint64_t domain_overflows() const { return overflows_.load(); }
@@ -132,14 +109,18 @@ class MemorySampler {
   void FindLimited(const std::vector<NamedCgroup>& live, const absl::flat_hash_set<uint64_t>& tops);
   std::vector<Domain> ReadDomains(const std::vector<NamedCgroup>& live,
                                   const std::vector<NamedCgroup>& tops);
-  // Memory PSI "full" seconds per stage, from its tops.
-  std::map<std::string, std::optional<double>> ReadStagePsi(const std::vector<NamedCgroup>& tops);
+  // Pressure (and cpu.stat with kCpuPart) of every top, folded per stage into `next`; also
+  // memory PSI "full" seconds per stage, for the detectors.
+  std::map<StageId, std::optional<double>> ReadTops(const std::vector<NamedCgroup>& tops,
+                                                    Snapshot* next);
   void Fold(absl::Time now, const std::vector<Domain>& domains);
 
   CgroupNamer* const namer_;
   const CgroupLayout layout_;
   const MemoryConfig config_;
-  const MemoryReader reader_;
+  const unsigned parts_;
+  OpenCgroupFiles files_;  // before reader_, whose cgroupfs fields use it
+  const SampleReader reader_;
   std::atomic<uint64_t> overflows_{0}, skips_{0};
   // Only SampleOnce touches these.
   uint64_t samples_ = 0;
@@ -150,9 +131,12 @@ class MemorySampler {
   // has): asked again on the slower round, not every sample.
   absl::flat_hash_set<uint64_t> no_psi_;
   std::vector<NamedCgroup> tops_live_, tops_;  // Tops(): the live cgroups it was found for
+  std::map<StageId, StageMemory> stages_;
+  StageCounters events_;    // kMemoryEvents per domain
+  StageCounters pressure_;  // memory some, memory full, io some, io full (µs) per top
+  StageCounters cpu_;       // usage, periods, throttled periods, throttled ns, PSI some, full
   mutable absl::Mutex mu_;
-  std::map<std::string, StageMemory> stages_ ABSL_GUARDED_BY(mu_);
-  StageCounters events_ ABSL_GUARDED_BY(mu_);  // kMemoryEvents per domain
+  std::shared_ptr<const Snapshot> latest_ ABSL_GUARDED_BY(mu_);
   Observer observer_;
   absl::Notification stop_;
   std::thread thread_;

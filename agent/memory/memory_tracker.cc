@@ -28,18 +28,18 @@ void MemoryTracker::Collect() {
   std::vector<CgroupCounterSample> samples;
   for (const MemoryCgroupCounters& c : probe_->Read()) {
     if (std::optional<Stage> stage = naming_.StageFor(c.cgroup_id)) {
-      samples.push_back({c.cgroup_id, stage->name, Flatten(c)});
+      samples.push_back({c.cgroup_id, stage->id, Flatten(c)});
     }
   }
   cgroups_.Update(samples);
-  cgroups_.KeepStages(naming_.stages()->KnownStageNames());
+  cgroups_.KeepStages(naming_.stages()->KnownStageIds());
   for (uint64_t id : naming_.dead()) probe_->Delete(id);  // folded above, retired next time
   naming_.End();
 }
 
-std::map<std::string, MemoryStageTotals> MemoryTracker::Totals() const {
+std::map<StageId, MemoryStageTotals> MemoryTracker::Totals() const {
   absl::MutexLock lock(&mu_);
-  std::map<std::string, MemoryStageTotals> out;
+  std::map<StageId, MemoryStageTotals> out;
   for (const auto& [stage, v] : cgroups_.Totals()) {
     MemoryStageTotals& t = out[stage];
     t.minor_faults = v[kMinor];

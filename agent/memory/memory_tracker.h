@@ -28,7 +28,7 @@ class MemoryTracker {
 
   // Reads the probe's map, folds it, and drops the entries of cgroups that died.
   void Collect();
-  std::map<std::string, MemoryStageTotals> Totals() const;
+  std::map<StageId, MemoryStageTotals> Totals() const;
   uint64_t unknown_cgroups() const;
 
  private:

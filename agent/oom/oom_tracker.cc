@@ -65,13 +65,11 @@ std::string OomTracker::VictimCgroupPath(const oom_event& event) {
 
 std::pair<Stage, std::string> OomTracker::OnEvent(const oom_event& event) {
   const std::string cgroup = VictimCgroupPath(event);
-  const Stage stage = cgroup.empty() ? Stage{std::string(kUnattributedStage), ""}
-                                     : stages_->Resolve(cgroup);
+  const Stage stage = cgroup.empty() ? UnattributedStage() : stages_->Resolve(cgroup);
   const double when = EventUnixSeconds(event.timestamp_ns);
   {
     absl::MutexLock lock(&mu_);
-    OomStageTotals& t = totals_[stage.name];
-    t.pipeline = stage.pipeline;
+    OomStageTotals& t = totals_[stage.id];
     (event.kind == OOM_KIND_USERSPACE ? t.userspace_kills : t.kernel_kills)++;
     t.last_kill_unix_seconds = std::max(t.last_kill_unix_seconds, when);
     if (cgroup.empty()) unknown_cgroups_++;
@@ -105,7 +103,7 @@ std::pair<Stage, std::string> OomTracker::OnEvent(const oom_event& event) {
   return {stage, summary};
 }
 
-std::map<std::string, OomStageTotals> OomTracker::Totals() const {
+std::map<StageId, OomStageTotals> OomTracker::Totals() const {
   absl::MutexLock lock(&mu_);
   return totals_;
 }
@@ -124,9 +122,9 @@ absl::Status OomTracker::RefreshKernelCounts() {
   for (const auto& [id, path] : paths_->Current()) {
     absl::StatusOr<uint64_t> kills = ReadOomKillCount(paths_->root() + path, key_);
     if (!kills.ok()) continue;  // removed since the walk, or no memory controller here
-    samples.push_back({id, stages_->Resolve(path).name, {*kills}});
+    samples.push_back({id, stages_->Resolve(path).id, {*kills}});
   }
-  const absl::flat_hash_set<std::string> known = stages_->KnownStageNames();
+  const absl::flat_hash_set<StageId> known = stages_->KnownStageIds();
   absl::MutexLock lock(&mu_);
   kernel_counts_.Update(samples);
   kernel_counts_.KeepStages(known);
@@ -134,9 +132,9 @@ absl::Status OomTracker::RefreshKernelCounts() {
   return absl::OkStatus();
 }
 
-std::map<std::string, uint64_t> OomTracker::KernelCounts() const {
+std::map<StageId, uint64_t> OomTracker::KernelCounts() const {
   absl::MutexLock lock(&mu_);
-  std::map<std::string, uint64_t> counts;
+  std::map<StageId, uint64_t> counts;
   for (const auto& [stage, values] : kernel_counts_.Totals()) counts[stage] = values[0];
   return counts;
 }

@@ -19,7 +19,6 @@
 namespace stagewatch {
 
 struct OomStageTotals {
-  std::string pipeline;
   uint64_t kernel_kills = 0;     // chosen by the kernel's OOM killer
   uint64_t userspace_kills = 0;  // SIGKILLs from configured user-space killers
   double last_kill_unix_seconds = 0;
@@ -33,7 +32,7 @@ class OomTracker {
   // Counts and logs the kill; returns its stage and a one-line summary for pages.
   std::pair<Stage, std::string> OnEvent(const oom_event& event);
 
-  std::map<std::string, OomStageTotals> Totals() const;
+  std::map<StageId, OomStageTotals> Totals() const;
 
   // Reads every cgroup's own oom_kill counter (v1 memory.oom_control, v2
   // memory.events.local) and folds them per stage, counting from the first call. A file per
@@ -43,7 +42,7 @@ class OomTracker {
   absl::Status RefreshKernelCounts();
   static constexpr absl::Duration kKernelCountsInterval = absl::Seconds(60);
   static constexpr absl::Duration kAfterKillEvent = absl::Seconds(5);
-  std::map<std::string, uint64_t> KernelCounts() const;
+  std::map<StageId, uint64_t> KernelCounts() const;
 
   // Events whose victim cgroup could not be named (attributed to `unattributed`).
   uint64_t unknown_cgroups() const;
@@ -55,7 +54,7 @@ class OomTracker {
   StageResolver* const stages_;
   const cgroup_key_hierarchy key_;
   mutable absl::Mutex mu_;
-  std::map<std::string, OomStageTotals> totals_ ABSL_GUARDED_BY(mu_);
+  std::map<StageId, OomStageTotals> totals_ ABSL_GUARDED_BY(mu_);
   uint64_t unknown_cgroups_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time last_kill_event_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   absl::Time kernel_counts_read_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();

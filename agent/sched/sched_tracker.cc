@@ -42,7 +42,7 @@ void SchedTracker::Collect() {
   std::vector<CgroupCounterSample> samples;
   for (const auto& [id, stats] : cgroups) {
     if (std::optional<Stage> stage = naming_.StageFor(id)) {
-      samples.push_back({id, stage->name, Flatten(stats)});
+      samples.push_back({id, stage->id, Flatten(stats)});
     }
   }
   cgroups_.Update(samples);
@@ -52,11 +52,11 @@ void SchedTracker::Collect() {
     std::optional<Stage> preempted = naming_.StageFor(pair.first);
     std::optional<Stage> preempting = naming_.StageFor(pair.second);
     if (preempted && preempting) {
-      pair_samples.push_back({PairKey(pair), {preempted->name, preempting->name}, {n}});
+      pair_samples.push_back({PairKey(pair), {preempted->id, preempting->id}, {n}});
     }
   }
   pairs_.Update(pair_samples);
-  const absl::flat_hash_set<std::string> known = naming_.stages()->KnownStageNames();
+  const absl::flat_hash_set<StageId> known = naming_.stages()->KnownStageIds();
   cgroups_.KeepStages(known);
   pairs_.KeepStages([&known](const StagePair& pair) {
     return known.contains(pair.first) && known.contains(pair.second);
@@ -65,7 +65,7 @@ void SchedTracker::Collect() {
   running_.clear();
   for (const auto& [id, cpus] : running) {
     std::optional<Stage> stage = namer_->StageOf(id);
-    running_[stage ? stage->name : std::string(kUnattributedStage)] += cpus;
+    running_[stage ? stage->id : kUnattributedStageId] += cpus;
   }
   // Their last counts are folded in above; the next Update retires them.
   const std::set<uint64_t>& dead = naming_.dead();
@@ -80,9 +80,9 @@ void SchedTracker::Collect() {
   naming_.End();
 }
 
-std::map<std::string, SchedStageTotals> SchedTracker::Totals() const {
+std::map<StageId, SchedStageTotals> SchedTracker::Totals() const {
   absl::MutexLock lock(&mu_);
-  std::map<std::string, SchedStageTotals> out;
+  std::map<StageId, SchedStageTotals> out;
   for (const auto& [stage, v] : cgroups_.Totals()) {
     SchedStageTotals& t = out[stage];
     t.voluntary_switches = v[kVoluntary];

@@ -36,7 +36,7 @@ class SchedTracker {
   // Reads the maps, folds them, and drops the entries of cgroups that died.
   void Collect();
 
-  std::map<std::string, SchedStageTotals> Totals() const;
+  std::map<StageId, SchedStageTotals> Totals() const;
   std::map<StagePair, uint64_t> Preemptions() const;
   uint64_t unknown_cgroups() const;
 
@@ -52,7 +52,7 @@ class SchedTracker {
   StageCountersOf<StagePair> pairs_ ABSL_GUARDED_BY(mu_){1};
   std::map<std::pair<uint64_t, uint64_t>, uint64_t> pair_keys_ ABSL_GUARDED_BY(mu_);
   uint64_t next_pair_key_ ABSL_GUARDED_BY(mu_) = 1;
-  std::map<std::string, uint64_t> running_ ABSL_GUARDED_BY(mu_);
+  std::map<StageId, uint64_t> running_ ABSL_GUARDED_BY(mu_);
 
 };
 

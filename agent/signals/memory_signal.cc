@@ -1,6 +1,7 @@
 // memory: reclaim stalls and page faults from the memory probe; usage, limits and near-limit
 // time from the sampler's snapshot.
 #include "cgroup/layout.h"
+#include "config/collector_names.h"
 #include "exporters/collector.h"
 #include "exporters/memory_collector.h"
 #include "memory/memory_tracker.h"
@@ -30,12 +31,13 @@ void Start(const SignalContext& ctx) {
 }  // namespace
 
 Signal MemorySignal() {
-  return {.name = "memory",
+  return {.name = kMemoryCollector,
           .collector_flag = true,
           .try_probes = TryProbes,
           .not_started = MemoryProbe::NotStarted,
           .start = Start,
-          .collector = "memory"};
+          .collector = kMemoryCollector,
+          .snapshot_parts = kMemoryPart};
 }
 
 }  // namespace stagewatch

@@ -4,6 +4,7 @@
 #include "app/agent_runs.h"
 #include "cgroup/layout.h"
 #include "config.h"
+#include "config/collector_names.h"
 #include "exporters/collector.h"
 #include "exporters/oom_collector.h"
 #include "oom/oom_tracker.h"
@@ -46,12 +47,12 @@ void Start(const SignalContext& ctx) {
 }  // namespace
 
 Signal OomSignal() {
-  return {.name = "oom",
+  return {.name = kOomCollector,
           .collector_flag = true,
           .try_probes = TryProbes,
           .not_started = OomProbe::NotStarted,
           .start = Start,
-          .collector = "oom"};
+          .collector = kOomCollector};
 }
 
 }  // namespace stagewatch

@@ -1,6 +1,7 @@
 // sched: run-queue latency and preemptions from the sched probe; throttling, CPU usage and
 // pressure from cgroupfs.
 #include "cgroup/layout.h"
+#include "config/collector_names.h"
 #include "exporters/collector.h"
 #include "exporters/sched_collector.h"
 #include "probes/sched_probe.h"
@@ -19,20 +20,21 @@ void Start(const SignalContext& ctx) {
   r.sched_probe = Adopt(SchedProbe::Start({.key = ctx.layout.key, .features = ctx.features}),
                         &r.probe_reports);
   if (r.sched_probe) r.sched = std::make_unique<SchedTracker>(r.sched_probe.get(), ctx.namer);
-  // Without the probe, the cgroupfs half (throttling, usage, PSI) still runs.
+  // Without the probe, the snapshot's half (throttling, usage, PSI) still runs.
   ctx.collectors->Add(std::make_unique<exporters::SchedCollector>(
-      r.sched.get(), r.sched_probe.get(), ctx.namer, ctx.layout));
+      r.sched.get(), r.sched_probe.get(), ctx.stages, ctx.sampler));
 }
 
 }  // namespace
 
 Signal SchedSignal() {
-  return {.name = "sched",
+  return {.name = kSchedCollector,
           .collector_flag = true,
           .try_probes = TryProbes,
           .not_started = SchedProbe::NotStarted,
           .start = Start,
-          .collector = "sched"};
+          .collector = kSchedCollector,
+          .snapshot_parts = kCpuPart};
 }
 
 }  // namespace stagewatch

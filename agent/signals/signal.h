@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "bpf/cgroup_key.h"
+#include "memory/sample_snapshot.h"
 #include "probes/features.h"
 #include "probes/probe_status.h"
 #include "probes/program_stats.h"
@@ -119,8 +120,9 @@ struct ProbeTrial {
 
 struct Signal {
   std::string_view name;
-  // Switched by `collectors.<name>` and --collector.<name>; otherwise always started (a
-  // setting of its own, such as cgroup.lifecycle_events or runs.ledger_path, may idle it).
+  // Switched by `collectors.<name>` and --collector.<name>, its name then one of
+  // config/collector_names.h; otherwise always started (a setting of its own, such as
+  // cgroup.lifecycle_events or runs.ledger_path, may idle it).
   bool collector_flag = false;
   // Started before the agent serves or names a cgroup (the cgroup probe's events name them).
   bool starts_first = false;
@@ -132,6 +134,9 @@ struct Signal {
   void (*start)(const SignalContext& ctx) = nullptr;
   // The name() of the collector start() adds; empty when it adds none.
   std::string_view collector;
+  // The parts of the sampler's Snapshot its collector adapts (SnapshotPart bits; 0: none).
+  // The sampler reads the parts of the signals that are on.
+  unsigned snapshot_parts = 0;
 };
 
 // Every signal, in the order the agent starts them (within each phase) and `stagewatch

@@ -83,10 +83,10 @@ void StageCountersOf<Key>::KeepStages(const std::function<bool(const Key&)>& kee
 }
 
 template <typename Key>
-void StageCountersOf<Key>::KeepStages(const absl::flat_hash_set<std::string>& known)
-  requires std::same_as<Key, std::string>
+void StageCountersOf<Key>::KeepStages(const absl::flat_hash_set<StageId>& known)
+  requires std::same_as<Key, StageId>
 {
-  KeepStages([&known](const std::string& stage) { return known.contains(stage); });
+  KeepStages([&known](StageId stage) { return known.contains(stage); });
 }
 
 template <typename Key>
@@ -100,7 +100,7 @@ std::map<Key, std::vector<uint64_t>> StageCountersOf<Key>::Totals() const {
   return totals;
 }
 
-template class StageCountersOf<std::string>;
+template class StageCountersOf<StageId>;
 template class StageCountersOf<StagePair>;
 
 }  // namespace stagewatch

@@ -11,17 +11,16 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "stages/stage_id.h"
 
 namespace stagewatch {
 
-// What counts are folded under: a stage's name, or a (preempted, preempting) pair of them.
-using StagePair = std::pair<std::string, std::string>;
+// Counts are folded under a StageId, or a StagePair (preempted, preempting).
 
 template <typename Key>
 struct CgroupCounterSampleOf {
@@ -47,8 +46,8 @@ class StageCountersOf {
   // Drops every stage `keep` refuses, totals and cgroups: forgotten stages, which count from
   // zero if they come back.
   void KeepStages(const std::function<bool(const Key&)>& keep);
-  void KeepStages(const absl::flat_hash_set<std::string>& known)
-    requires std::same_as<Key, std::string>;
+  void KeepStages(const absl::flat_hash_set<StageId>& known)
+    requires std::same_as<Key, StageId>;
 
   size_t live_cgroups() const { return live_.size(); }
 
@@ -66,10 +65,10 @@ class StageCountersOf {
   std::map<Key, std::vector<uint64_t>> retired_;
 };
 
-extern template class StageCountersOf<std::string>;
+extern template class StageCountersOf<StageId>;
 extern template class StageCountersOf<StagePair>;
 
-using CgroupCounterSample = CgroupCounterSampleOf<std::string>;
-using StageCounters = StageCountersOf<std::string>;
+using CgroupCounterSample = CgroupCounterSampleOf<StageId>;
+using StageCounters = StageCountersOf<StageId>;
 
 }  // namespace stagewatch

@@ -17,12 +17,24 @@ bool IsValidStageName(std::string_view name) {
   return true;
 }
 
-Stage Unattributed() { return Stage{std::string(kUnattributedStage), ""}; }
+// Configured stages take ids 1..n in file order; one named `unattributed` is that stage.
+std::vector<Stage> WithIds(const std::vector<StageConfig>& stages) {
+  std::vector<Stage> out;
+  StageId next = kUnattributedStageId + 1;
+  for (const StageConfig& stage : stages) {
+    const StageId id = stage.name == kUnattributedStage ? kUnattributedStageId : next++;
+    out.push_back(Stage{id, stage.name, stage.pipeline});
+  }
+  return out;
+}
 
 }  // namespace
 
 StageResolver::StageResolver(std::vector<StageConfig> stages, DiscoveryConfig discovery)
-    : stages_(std::move(stages)), discovery_(std::move(discovery)) {}
+    : stages_(std::move(stages)),
+      configured_(WithIds(stages_)),
+      discovery_(std::move(discovery)),
+      next_id_(static_cast<StageId>(stages_.size()) + 1) {}
 
 Stage StageResolver::Resolve(std::string_view cgroup_path, bool memoise) {
   absl::MutexLock lock(&mu_);
@@ -50,13 +62,13 @@ StageResolver::Resolution StageResolver::ResolveUncached(std::string_view cgroup
   // Deepest ancestor first (the cgroup itself), up to the root (depth 0).
   for (size_t depth = components.size() + 1; depth-- > 0;) {
     if (const StageConfig* stage = MatchConfigured(components, depth)) {
-      return Resolution{Stage{stage->name, stage->pipeline}, false};
+      return Resolution{Configured(stage), false};
     }
     if (discovery_.enabled && depth >= 2 && components[depth - 2] == discovery_.directory) {
       return Discover(components[depth - 1]);
     }
   }
-  return Resolution{Unattributed(), false};
+  return Resolution{UnattributedStage(), false};
 }
 
 const StageConfig* StageResolver::MatchConfigured(const std::vector<std::string_view>& components,
@@ -82,18 +94,16 @@ const StageConfig* StageResolver::MatchConfigured(const std::vector<std::string_
 // `unattributed` rather than to an outer stage: the cgroup was made for a stage of its own.
 StageResolver::Resolution StageResolver::Discover(std::string_view name) {
   if (!IsValidStageName(name) || name == kUnattributedStage) {
-    return Resolution{Unattributed(), false};
+    return Resolution{UnattributedStage(), false};
   }
-  if (const StageConfig* stage = ConfiguredByName(name)) {
-    return Resolution{Stage{stage->name, stage->pipeline}, false};
-  }
-  for (const std::string& known : discovered_) {
-    if (known == name) return Resolution{Stage{known, discovery_.pipeline}, false};
+  if (const Stage* stage = ConfiguredByName(name)) return Resolution{*stage, false};
+  for (const Stage& known : discovered_) {
+    if (known.name == name) return Resolution{known, false};
   }
   if (discovery_.max_stages > 0 &&
       discovered_.size() < static_cast<size_t>(discovery_.max_stages)) {
-    discovered_.emplace_back(name);
-    return Resolution{Stage{std::string(name), discovery_.pipeline}, false};
+    discovered_.push_back(Stage{next_id_++, std::string(name), discovery_.pipeline});
+    return Resolution{discovered_.back(), false};
   }
   if (!overflow_logged_) {
     overflow_logged_ = true;
@@ -101,11 +111,11 @@ StageResolver::Resolution StageResolver::Discover(std::string_view name) {
               "unattributed; raise discovery.max_stages",
               {{"refused_stage", name}, {"max_stages", discovery_.max_stages}});
   }
-  return Resolution{Unattributed(), true};
+  return Resolution{UnattributedStage(), true};
 }
 
-const StageConfig* StageResolver::ConfiguredByName(std::string_view name) const {
-  for (const StageConfig& stage : stages_) {
+const Stage* StageResolver::ConfiguredByName(std::string_view name) const {
+  for (const Stage& stage : configured_) {
     if (stage.name == name) return &stage;
   }
   return nullptr;
@@ -114,40 +124,39 @@ const StageConfig* StageResolver::ConfiguredByName(std::string_view name) const 
 std::vector<Stage> StageResolver::KnownStages() const {
   absl::MutexLock lock(&mu_);
   std::vector<Stage> known;
-  for (const StageConfig& stage : stages_) {
-    if (stage.name != kUnattributedStage) known.push_back(Stage{stage.name, stage.pipeline});
+  for (const Stage& stage : configured_) {
+    if (stage.id != kUnattributedStageId) known.push_back(stage);
   }
-  for (const std::string& name : discovered_) known.push_back(Stage{name, discovery_.pipeline});
-  known.push_back(Unattributed());
+  known.insert(known.end(), discovered_.begin(), discovered_.end());
+  known.push_back(UnattributedStage());
   return known;
 }
 
-absl::flat_hash_set<std::string> StageResolver::KnownStageNames() const {
-  absl::flat_hash_set<std::string> names;
-  for (Stage& stage : KnownStages()) names.insert(std::move(stage.name));
-  return names;
+absl::flat_hash_set<StageId> StageResolver::KnownStageIds() const {
+  absl::flat_hash_set<StageId> ids;
+  for (const Stage& stage : KnownStages()) ids.insert(stage.id);
+  return ids;
 }
 
-bool StageResolver::ForgetGone(const absl::flat_hash_set<std::string>& populated,
-                               absl::Time now) {
+bool StageResolver::ForgetGone(const absl::flat_hash_set<StageId>& populated, absl::Time now) {
   absl::MutexLock lock(&mu_);
   bool forgot = false;
   for (auto it = discovered_.begin(); it != discovered_.end();) {
-    if (populated.contains(*it)) {
-      empty_since_.erase(*it);
+    if (populated.contains(it->id)) {
+      empty_since_.erase(it->id);
       ++it;
       continue;
     }
-    const absl::Time since = empty_since_.try_emplace(*it, now).first->second;
+    const absl::Time since = empty_since_.try_emplace(it->id, now).first->second;
     if (discovery_.forget_after <= absl::ZeroDuration() ||
         now - since < discovery_.forget_after) {
       ++it;
       continue;
     }
     Log::Info("forgot discovered stage: no cgroup of it for discovery.forget_after",
-              {{"pipeline_stage", *it},
+              {{"pipeline_stage", it->name},
                {"forget_after", absl::FormatDuration(discovery_.forget_after)}});
-    empty_since_.erase(*it);
+    empty_since_.erase(it->id);
     it = discovered_.erase(it);
     forgot = true;
   }

@@ -17,21 +17,30 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "config.h"
+#include "stages/stage_id.h"
 
 namespace stagewatch {
 
 inline constexpr std::string_view kUnattributedStage = "unattributed";
 
 struct Stage {
+  StageId id = kUnattributedStageId;
   std::string name;
   std::string pipeline;
 };
+
+// Where the cgroups of no stage go.
+inline Stage UnattributedStage() {
+  return Stage{kUnattributedStageId, std::string(kUnattributedStage), ""};
+}
 
 // Thread-safe. The set of stages is bounded by the configuration: configured stages plus at
 // most discovery.max_stages discovered names; further names resolve to `unattributed` and
 // are counted in discovery_overflows() (the first one also logs a warning). A discovered
 // stage none of whose cgroups is alive for discovery.forget_after is forgotten: it leaves
-// KnownStages() and frees its slot; if it comes back it is discovered anew.
+// KnownStages() and frees its slot; if it comes back it is discovered anew, under a new id.
+// Ids are handed out in order and never reused (2^32 discoveries are beyond reach), so a
+// tracker that still holds a forgotten stage's state cannot fold it into a newer stage.
 class StageResolver {
  public:
   StageResolver(std::vector<StageConfig> stages, DiscoveryConfig discovery);
@@ -46,14 +55,14 @@ class StageResolver {
   // Every stage that can appear in metrics so far: configured, discovered, and unattributed.
   std::vector<Stage> KnownStages() const;
 
-  // Their names, for dropping the state of forgotten stages.
-  absl::flat_hash_set<std::string> KnownStageNames() const;
+  // Their ids, for dropping the state of forgotten stages.
+  absl::flat_hash_set<StageId> KnownStageIds() const;
 
   uint64_t discovery_overflows() const;
 
   // Called with the stages that have a live cgroup now. Forgets discovered stages absent for
   // discovery.forget_after, logging each; returns whether any was forgotten.
-  bool ForgetGone(const absl::flat_hash_set<std::string>& populated, absl::Time now);
+  bool ForgetGone(const absl::flat_hash_set<StageId>& populated, absl::Time now);
 
  private:
   // A resolution, memoised per path: once a name is discovered or has overflowed it stays so,
@@ -69,13 +78,19 @@ class StageResolver {
   const StageConfig* MatchConfigured(const std::vector<std::string_view>& components,
                                      size_t depth) const;
   Resolution Discover(std::string_view name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  const StageConfig* ConfiguredByName(std::string_view name) const;
+  // The configured stage of that name, with its id.
+  const Stage* ConfiguredByName(std::string_view name) const;
+  const Stage& Configured(const StageConfig* stage) const {
+    return configured_[stage - stages_.data()];
+  }
 
   const std::vector<StageConfig> stages_;
+  const std::vector<Stage> configured_;  // stages_ with their ids, in the same order
   const DiscoveryConfig discovery_;
   mutable absl::Mutex mu_;
-  std::vector<std::string> discovered_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<std::string, absl::Time> empty_since_ ABSL_GUARDED_BY(mu_);
+  StageId next_id_ ABSL_GUARDED_BY(mu_);
+  std::vector<Stage> discovered_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<StageId, absl::Time> empty_since_ ABSL_GUARDED_BY(mu_);
   bool overflow_logged_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t overflows_ ABSL_GUARDED_BY(mu_) = 0;
   absl::flat_hash_map<std::string, Resolution> memo_ ABSL_GUARDED_BY(mu_);

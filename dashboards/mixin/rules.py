@@ -226,21 +226,23 @@ def memory_limit_eta(cfg):
         cfg, "StagewatchMemoryLimitETAShort",
         f"stagewatch_memory_limit_eta_seconds{{{s}}} < {number(c['seconds'])}\n"
         f"and on ({STAGE_KEY})\n"
-        f"stagewatch_memory_working_set_bytes{{{s}}} / stagewatch_memory_limit_bytes{{{s}}}"
-        f" >= {number(c['min_ratio'])}",
+        f"stagewatch_memory_headroom_bytes{{{s}}} / stagewatch_memory_limit_bytes{{{s}}}"
+        f" <= {number(round(1 - c['min_ratio'], 6))}",
         c["for"], "critical",
         "Stage {{ $labels.pipeline_stage }} on {{ $labels.instance }} reaches its memory limit "
         "in about {{ $value | humanizeDuration }}",
         fold(f"""
         At its current growth rate, the working set of {STAGE_ON} reaches the memory limit in
-        about {{{{ $value | humanizeDuration }}}}{{{{ with {query_labels('stagewatch_memory_working_set_bytes')} | query }}}}
-        (now {{{{ . | first | value | humanize1024 }}}}B{{{{ end }}}}{{{{ with {query_labels('stagewatch_memory_limit_bytes')} | query }}}}
+        about {{{{ $value | humanizeDuration }}}}{{{{ with {query_labels('stagewatch_memory_headroom_bytes')} | query }}}}
+        (now {{{{ . | first | value | humanize1024 }}}}B left{{{{ end }}}}{{{{ with {query_labels('stagewatch_memory_limit_bytes')} | query }}}}
         of {{{{ . | first | value | humanize1024 }}}}B){{{{ end }}}}. When it gets there the
         kernel OOM-kills a process of the stage."""),
         comment="The agent's least-squares forecast. Only once part of the limit is used "
                 f"({percent(c['min_ratio'])}), as in the agent's limit_eta detector: a stage "
-                "filling up from empty has a steep but harmless slope. A short for: rides out "
-                "one noisy fit without eating much of the warning.")
+                "filling up from empty has a steep but harmless slope. Headroom and limit are "
+                "the same cgroup's (the stage's closest to its limit, often a run's beneath "
+                "the stage), never the stage's own working set against a child's limit. A "
+                "short for: rides out one noisy fit without eating much of the warning.")
 
 
 def memory_climb(cfg):

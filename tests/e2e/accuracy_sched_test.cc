@@ -102,7 +102,33 @@ TEST(AccuracyE2E, SwitchesExitsCpuTimeThrottlingAndPressureMatchTheKernel) {
   const Pressure cpu0 = ReadPressure(psi_dir + "/cpu.pressure");
   const Pressure mem0 = ReadPressure(psi_dir + "/memory.pressure");
   const Pressure io0 = ReadPressure(psi_dir + "/io.pressure");
-  m = agent.Scrape();
+  // These series come from the sampler's snapshot (memory.sample_interval 100ms here): wait for
+  // one taken after the reads above, each of its counters at least theirs. Usage and throttled
+  // time stand still now, so those must be reached exactly.
+  const double usage_s = cgroup.CpuUsageNs() * 1e-9;
+  const double throttled0_s = cgroup.v2() ? testing::KeyedValue(cpu_stat, "throttled_usec") * 1e-6
+                                          : testing::KeyedValue(cpu_stat, "throttled_time") * 1e-9;
+  auto at_least = [&](const std::string& family, double floor) {
+    return ValueOr(m, Series(family, stage), -1) >= floor - 1e-6;
+  };
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] {
+        m = agent.Scrape();
+        return at_least("stagewatch_cgroup_cpu_usage_seconds_total", usage_s) &&
+               at_least("stagewatch_cpu_cfs_throttled_seconds_total", throttled0_s) &&
+               at_least("stagewatch_cpu_cfs_periods_total", periods0) &&
+               at_least("stagewatch_cpu_cfs_throttled_periods_total", throttled0) &&
+               at_least("stagewatch_pressure_cpu_waiting_seconds_total", cpu0.some) &&
+               at_least("stagewatch_pressure_cpu_stalled_seconds_total", cpu0.full) &&
+               at_least("stagewatch_pressure_memory_waiting_seconds_total", mem0.some) &&
+               at_least("stagewatch_pressure_memory_stalled_seconds_total", mem0.full) &&
+               at_least("stagewatch_pressure_io_waiting_seconds_total", io0.some) &&
+               at_least("stagewatch_pressure_io_stalled_seconds_total", io0.full);
+      },
+      5000))
+      << "the snapshot never caught up with cgroupfs: cpu usage "
+      << ValueOr(m, Series("stagewatch_cgroup_cpu_usage_seconds_total", stage), -1) << " of "
+      << usage_s << " s\n" << agent.log();
   const double periods1 = testing::KeyedValue(cpu_stat, "nr_periods");
   const double throttled1 = testing::KeyedValue(cpu_stat, "nr_throttled");
   const double throttled_s = cgroup.v2() ? testing::KeyedValue(cpu_stat, "throttled_usec") * 1e-6

@@ -116,10 +116,11 @@ TEST(OomProbeTest, RealOomKillGivesExactlyOneEventWithStagePidAndComm) {
   CgroupPathCache paths(cgroup.layout().key_root);
   StageResolver stages({}, DiscoveryConfig{});
   OomTracker tracker(&paths, &stages, cgroup.layout().key);
-  tracker.OnEvent(e);
+  const Stage stage = tracker.OnEvent(e).first;
+  EXPECT_EQ(stage.name, "train");
   auto totals = tracker.Totals();
-  ASSERT_TRUE(totals.contains("train"));
-  EXPECT_EQ(totals["train"].kernel_kills, 1u);
+  ASSERT_TRUE(totals.contains(stage.id));
+  EXPECT_EQ(totals[stage.id].kernel_kills, 1u);
   EXPECT_EQ(tracker.unknown_cgroups(), 0u);
 }
 
@@ -153,8 +154,9 @@ TEST(OomProbeTest, ClassicTracepointFallbackNamesTheVictimsStageFromProc) {
   CgroupPathCache paths(cgroup.layout().key_root);
   StageResolver stages({}, DiscoveryConfig{});
   OomTracker tracker(&paths, &stages, cgroup.layout().key);
-  tracker.OnEvent(events[0]);
-  EXPECT_EQ(tracker.Totals()["features"].kernel_kills, 1u);
+  const Stage stage = tracker.OnEvent(events[0]).first;
+  EXPECT_EQ(stage.name, "features");
+  EXPECT_EQ(tracker.Totals()[stage.id].kernel_kills, 1u);
   EXPECT_EQ(tracker.unknown_cgroups(), 0u);
   EXPECT_EQ(testing::WaitForChild(hog), SIGKILL);
 }

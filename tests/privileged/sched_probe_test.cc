@@ -443,16 +443,19 @@ TEST(SchedProbeTest, PreemptionMatrixShowsBothDirectionsAndNothingForAnIdleStage
   for (const auto& [pair, n] : baseline) matrix[pair] -= n;
   std::erase_if(matrix, [](const auto& entry) { return entry.second == 0; });
   auto count = [&](const std::string& x, const std::string& y) {
-    auto it = matrix.find({x, y});
+    const StagePair pair = {stages.Resolve("/stagewatch/" + x).id,
+                            stages.Resolve("/stagewatch/" + y).id};
+    auto it = matrix.find(pair);
     return it == matrix.end() ? uint64_t{0} : it->second;
   };
   std::printf("train preempted by validate: %lu, validate by train: %lu\n",
               count("train", "validate"), count("validate", "train"));
   EXPECT_GT(count("train", "validate"), 10u);
   EXPECT_GT(count("validate", "train"), 10u);
+  const StageId serve = stages.Resolve("/stagewatch/serve").id;
   for (const auto& [pair, n] : matrix) {
-    EXPECT_NE(pair.first, "serve") << "serve preempted by " << pair.second << ": " << n;
-    EXPECT_NE(pair.second, "serve") << pair.first << " preempted by serve: " << n;
+    EXPECT_NE(pair.first, serve) << "serve preempted by stage " << pair.second << ": " << n;
+    EXPECT_NE(pair.second, serve) << "stage " << pair.first << " preempted by serve: " << n;
   }
   kill(c, SIGKILL);
 }

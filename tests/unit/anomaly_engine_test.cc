@@ -8,7 +8,7 @@
 namespace stagewatch {
 namespace {
 
-const Stage kTrain{"train", "nightly"};
+const Stage kTrain{7, "train", "nightly"};
 const absl::Time kStart = absl::FromUnixSeconds(1'800'000'000);
 
 TEST(Log2HistogramQuantileTest, TakesTheQuantileOfTheIncreaseOnly) {
@@ -23,6 +23,23 @@ TEST(Log2HistogramQuantileTest, TakesTheQuantileOfTheIncreaseOnly) {
   EXPECT_FALSE(Log2HistogramQuantile(older, older, 0.99).has_value());
 }
 
+// A forgotten stage's state goes with it; a stage discovered later under a new id starts clean,
+// even with the old one's name.
+TEST(AnomalyEngineTest, StatesOfForgottenStagesAreDropped) {
+  AnomalyEngine engine(AnomalyConfig{}, [](const AnomalyChange&) {});
+  const Stage eval{8, "eval", ""};
+  engine.OnOomKill(kTrain, kStart, "killed");
+  engine.OnOomKill(eval, kStart, "killed");
+  engine.KeepStages({eval.id});
+  EXPECT_EQ(engine.Snapshot().size(), 1u);
+  EXPECT_TRUE(engine.Snapshot().contains(eval.id));
+  const Stage train_again{9, "train", "nightly"};
+  engine.OnMajorFaults(train_again, kStart + absl::Seconds(1), 0);
+  const size_t oom = static_cast<size_t>(AnomalyRule::kOomKill);
+  EXPECT_EQ(engine.Snapshot().at(train_again.id).fired[oom], 0u);
+  EXPECT_FALSE(engine.Snapshot().contains(kTrain.id));
+}
+
 TEST(AnomalyEngineTest, OomKillFiresAtOnceCountsEveryKillAndEndsAfterItsHold) {
   std::vector<AnomalyChange> changes;
   AnomalyConfig config;
@@ -35,13 +52,13 @@ TEST(AnomalyEngineTest, OomKillFiresAtOnceCountsEveryKillAndEndsAfterItsHold) {
   EXPECT_TRUE(changes[0].active);
   EXPECT_EQ(changes[0].stage.pipeline, "nightly");
   const size_t oom = static_cast<size_t>(AnomalyRule::kOomKill);
-  EXPECT_TRUE(engine.Snapshot()["train"].active[oom]);
-  EXPECT_EQ(engine.Snapshot()["train"].fired[oom], 2u);
+  EXPECT_TRUE(engine.Snapshot()[kTrain.id].active[oom]);
+  EXPECT_EQ(engine.Snapshot()[kTrain.id].fired[oom], 2u);
 
   engine.Tick(kStart + absl::Seconds(60));  // the hold runs from the last kill
-  EXPECT_TRUE(engine.Snapshot()["train"].active[oom]);
+  EXPECT_TRUE(engine.Snapshot()[kTrain.id].active[oom]);
   engine.Tick(kStart + absl::Seconds(71));
-  EXPECT_FALSE(engine.Snapshot()["train"].active[oom]);
+  EXPECT_FALSE(engine.Snapshot()[kTrain.id].active[oom]);
   ASSERT_EQ(changes.size(), 3u);
   EXPECT_FALSE(changes[2].active);
 }
@@ -64,7 +81,7 @@ TEST(AnomalyEngineTest, ASteadyStageThenAStepFiresMemoryClimbOnceAndSetsAnEta) {
   int climbs = 0;
   for (const AnomalyChange& c : changes) climbs += c.rule == AnomalyRule::kMemoryClimb && c.active;
   EXPECT_EQ(climbs, 1);
-  EXPECT_TRUE(engine.Snapshot()["train"].limit_eta_seconds.has_value());
+  EXPECT_TRUE(engine.Snapshot()[kTrain.id].limit_eta_seconds.has_value());
 }
 
 TEST(AnomalyEngineTest, DisabledDetectorsNeverFire) {

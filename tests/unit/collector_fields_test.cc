@@ -15,6 +15,7 @@
 #include "exporters/memory_collector.h"
 #include "exporters/oom_collector.h"
 #include "gtest/gtest.h"
+#include "metric_values.h"
 #include "memory/memory_sampler.h"
 #include "oom/oom_tracker.h"
 #include "stages/stage_resolver.h"
@@ -22,22 +23,9 @@
 namespace stagewatch {
 namespace {
 
-using Labels = std::map<std::string, std::string>;
+using Labels = testing::SeriesLabels;
 
-// The value of the series of `name` with exactly `labels`; -1 if there is none.
-double ValueOf(const std::vector<prometheus::MetricFamily>& families, const std::string& name,
-               const Labels& labels) {
-  for (const auto& f : families) {
-    if (f.name != name) continue;
-    for (const auto& m : f.metric) {
-      Labels got;
-      for (const auto& l : m.label) got[l.name] = l.value;
-      if (got != labels) continue;
-      return f.type == prometheus::MetricType::Counter ? m.counter.value : m.gauge.value;
-    }
-  }
-  return -1;
-}
+using testing::ValueOf;
 
 void Write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
@@ -126,7 +114,7 @@ TEST_F(CollectorFieldsTest, EachPressureSeriesShowsItsOwnTotal) {
   CgroupPathCache paths(key_root_);
   StageResolver stages({}, DiscoveryConfig{});
   CgroupNamer namer(&paths, &stages, absl::ZeroDuration());
-  MemoryReader reader{
+  SampleReader reader{
       .stats = [](const std::string& path) -> absl::StatusOr<MemoryCgroupStats> {
         return absl::NotFoundError(path);
       },
@@ -135,6 +123,7 @@ TEST_F(CollectorFieldsTest, EachPressureSeriesShowsItsOwnTotal) {
       },
   };
   MemorySampler sampler(&namer, layout_, MemoryConfig{}, reader);
+  sampler.SampleOnce(absl::Now());  // pressure is read by the sampler, the scrape adapts it
   exporters::MemoryCollector collector({.sampler = &sampler, .namer = &namer, .layout = layout_});
   std::vector<prometheus::MetricFamily> families;
   ASSERT_TRUE(collector.Collect(&families).ok());

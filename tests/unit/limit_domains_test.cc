@@ -23,6 +23,7 @@ struct Naming {
   CgroupPathCache paths;
   StageResolver stages{{}, DiscoveryConfig{}};
   CgroupNamer namer{&paths, &stages, absl::ZeroDuration()};
+  StageId Id(const char* path) { return stages.Resolve(path).id; }
 };
 
 class LimitDomainsTest : public ::testing::Test {
@@ -46,7 +47,7 @@ class LimitDomainsTest : public ::testing::Test {
     m.events = std::move(events);
   }
 
-  MemoryReader Reader() {
+  SampleReader Reader() {
     return {
         .stats = [this](const std::string& path) -> absl::StatusOr<MemoryCgroupStats> {
           stats_reads_[path]++;
@@ -85,7 +86,7 @@ TEST_F(LimitDomainsTest, AChildsLimitBeneathAnUnlimitedTopIsTheStagesLimit) {
   sampler.SampleOnce(t0);
   sampler.SampleOnce(t0 + absl::Seconds(1));
   sampler.SampleOnce(t0 + absl::Seconds(3));
-  const StageMemory m = sampler.Snapshot().at("validate");
+  const StageMemory m = sampler.Latest()->memory.at(naming.Id(kTop));
   EXPECT_EQ(m.limit_bytes, 400 * kMiB);
   EXPECT_EQ(m.headroom_bytes, 20 * kMiB);
   ASSERT_EQ(m.domains.size(), 2u);
@@ -115,14 +116,14 @@ TEST_F(LimitDomainsTest, TwoLimitedChildrenTheOneCloserToItsLimitGivesLimitAndHe
   Naming naming(root_);
   MemorySampler sampler(&naming.namer, layout_, MemoryConfig{}, Reader());
   sampler.SampleOnce(absl::FromUnixSeconds(1000));
-  StageMemory m = sampler.Snapshot().at("validate");
+  StageMemory m = sampler.Latest()->memory.at(naming.Id(kTop));
   EXPECT_EQ(m.limit_bytes, 1024 * kMiB);
   EXPECT_EQ(m.headroom_bytes, 124 * kMiB);
   EXPECT_FALSE(m.near_limit);
 
   Set(kRun7, 250 * kMiB, 256 * kMiB);  // now run-7 is the closer one
   sampler.SampleOnce(absl::FromUnixSeconds(1001));
-  m = sampler.Snapshot().at("validate");
+  m = sampler.Latest()->memory.at(naming.Id(kTop));
   EXPECT_EQ(m.limit_bytes, 256 * kMiB);
   EXPECT_EQ(m.headroom_bytes, 6 * kMiB);
   EXPECT_TRUE(m.near_limit);
@@ -137,7 +138,7 @@ TEST_F(LimitDomainsTest, V1CountersOfEachDomainAreSummedOnce) {
   MemorySampler sampler(&naming.namer, layout_, MemoryConfig{}, Reader());
   sampler.SampleOnce(absl::FromUnixSeconds(1000));
   sampler.SampleOnce(absl::FromUnixSeconds(1001));
-  const StageMemory m = sampler.Snapshot().at("validate");
+  const StageMemory m = sampler.Latest()->memory.at(naming.Id(kTop));
   auto event = [&m](std::string_view name) {
     for (size_t i = 0; i < kMemoryEvents.size(); i++) {
       if (kMemoryEvents[i] == name) return m.events[i];
@@ -156,14 +157,14 @@ TEST_F(LimitDomainsTest, AMalformedDomainIsSkippedAndCountedAndTheRestGoOn) {
   Naming naming(root_);
   MemorySampler sampler(&naming.namer, layout_, MemoryConfig{}, Reader());
   sampler.SampleOnce(absl::FromUnixSeconds(1000));
-  StageMemory m = sampler.Snapshot().at("validate");
+  StageMemory m = sampler.Latest()->memory.at(naming.Id(kTop));
   EXPECT_EQ(sampler.domain_skips(), 1u);
   EXPECT_EQ(m.limit_bytes, 400 * kMiB);  // run-8 (91% of its limit) sat this sample out
   EXPECT_EQ(m.limit_domains, 2u);
 
   broken_.clear();
   sampler.SampleOnce(absl::FromUnixSeconds(1001));
-  m = sampler.Snapshot().at("validate");
+  m = sampler.Latest()->memory.at(naming.Id(kTop));
   EXPECT_EQ(m.limit_bytes, 11 * kMiB);
   EXPECT_EQ(sampler.domain_skips(), 1u);
 }
@@ -177,7 +178,7 @@ TEST_F(LimitDomainsTest, DomainsBeyondTheBoundAreCountedNotWatched) {
   config.max_limit_domains = 2;
   MemorySampler sampler(&naming.namer, layout_, config, Reader());
   sampler.SampleOnce(absl::FromUnixSeconds(1000));
-  EXPECT_EQ(sampler.Snapshot().at("validate").limit_domains, 2u);
+  EXPECT_EQ(sampler.Latest()->memory.at(naming.Id(kTop)).limit_domains, 2u);
   EXPECT_EQ(sampler.domain_overflows(), 1u);
 }
 
@@ -201,7 +202,7 @@ TEST_F(LimitDomainsTest, LimitsAreCheckedAtBirthAndOnASlowerRoundNotEverySample)
     for (const auto& [path, reads] : limit_reads_) n += reads;
     return n;
   };
-  auto domains = [&] { return sampler.Snapshot().at("validate").limit_domains; };
+  auto domains = [&] { return sampler.Latest()->memory.at(naming.Id(kTop)).limit_domains; };
 
   next();  // the first sample checks every cgroup once
   EXPECT_EQ(limit_reads(), kIdle + 2);
@@ -223,7 +224,7 @@ TEST_F(LimitDomainsTest, LimitsAreCheckedAtBirthAndOnASlowerRoundNotEverySample)
   Set(run9, 50 * kMiB, 64 * kMiB);
   next();
   EXPECT_EQ(domains(), 2u);
-  EXPECT_EQ(sampler.Snapshot().at("validate").limit_bytes, 64 * kMiB);
+  EXPECT_EQ(sampler.Latest()->memory.at(naming.Id(kTop)).limit_bytes, 64 * kMiB);
 
   // A limit written on a cgroup long after its birth is found by the slower round.
   Set(kRun8, 10 * kMiB, 16 * kMiB);
@@ -239,7 +240,7 @@ TEST_F(LimitDomainsTest, LimitsAreCheckedAtBirthAndOnASlowerRoundNotEverySample)
   std::filesystem::remove(root_ + run9);
   next();
   EXPECT_EQ(domains(), 1u);
-  EXPECT_EQ(sampler.Snapshot().at("validate").domains.size(), 1u);
+  EXPECT_EQ(sampler.Latest()->memory.at(naming.Id(kTop)).domains.size(), 1u);
 }
 
 // The limit ETA each domain would give alone, from a sampler fed to the engine.
@@ -260,7 +261,7 @@ TEST_F(LimitDomainsTest, TwoDomainsClimbingAtDifferentSpeedsEachGetTheirOwnEta) 
   const absl::Time t0 = absl::FromUnixSeconds(1000);
   auto sample = [&](int i) {
     sampler.SampleOnce(t0 + absl::Seconds(i));
-    feeder.Feed(t0 + absl::Seconds(i), sampler.Snapshot());
+    feeder.Feed(t0 + absl::Seconds(i), *sampler.Latest());
   };
   int i = 0;
   for (; i < 60; i++) {
@@ -271,11 +272,11 @@ TEST_F(LimitDomainsTest, TwoDomainsClimbingAtDifferentSpeedsEachGetTheirOwnEta) 
   }
   const int last = i - 1;
   // The stage's ETA is the smaller: run-8's, though run-7 gives the stage's limit and headroom.
-  EXPECT_EQ(sampler.Snapshot().at("validate").limit_bytes, 256 * kMiB);
+  EXPECT_EQ(sampler.Latest()->memory.at(naming.Id(kTop)).limit_bytes, 256 * kMiB);
   const double eta8 = double(1024 * kMiB - run8(last)) / (8 * kMiB);
   const double eta7 = double(256 * kMiB - run7(last)) / (kMiB / 10.0);
-  ASSERT_TRUE(engine.Snapshot().at("validate").limit_eta_seconds.has_value());
-  EXPECT_NEAR(*engine.Snapshot().at("validate").limit_eta_seconds, eta8, 0.5);
+  ASSERT_TRUE(engine.Snapshot().at(naming.Id(kTop)).limit_eta_seconds.has_value());
+  EXPECT_NEAR(*engine.Snapshot().at(naming.Id(kTop)).limit_eta_seconds, eta8, 0.5);
   ASSERT_EQ(changes.size(), 1u);
   EXPECT_TRUE(changes[0].active);
   EXPECT_EQ(changes[0].stage.name, "validate");
@@ -287,8 +288,8 @@ TEST_F(LimitDomainsTest, TwoDomainsClimbingAtDifferentSpeedsEachGetTheirOwnEta) 
   Set(kRun7, run7(i), 256 * kMiB);
   Set(kTop, run7(i), std::nullopt);
   sample(i);
-  ASSERT_TRUE(engine.Snapshot().at("validate").limit_eta_seconds.has_value());
-  EXPECT_NEAR(*engine.Snapshot().at("validate").limit_eta_seconds, eta7 - 1, 1.0);
+  ASSERT_TRUE(engine.Snapshot().at(naming.Id(kTop)).limit_eta_seconds.has_value());
+  EXPECT_NEAR(*engine.Snapshot().at(naming.Id(kTop)).limit_eta_seconds, eta7 - 1, 1.0);
   ASSERT_EQ(changes.size(), 2u);
   EXPECT_FALSE(changes[1].active);
 }
@@ -320,7 +321,7 @@ TEST_F(LimitDomainsTest, TheScrapeAndTheDetectorsSeeOneSnapshotReadOncePerInterv
     Set(kRun7, (200 + 2 * i) * kMiB, 400 * kMiB);
     Set(kTop, (200 + 2 * i) * kMiB, std::nullopt);
     sampler.SampleOnce(now);
-    feeder.Feed(now, sampler.Snapshot());
+    feeder.Feed(now, *sampler.Latest());
   }
   const int reads = stats_reads_[kRun7] + limit_reads_[kRun7];
   std::vector<prometheus::MetricFamily> first, second;
@@ -329,7 +330,7 @@ TEST_F(LimitDomainsTest, TheScrapeAndTheDetectorsSeeOneSnapshotReadOncePerInterv
   EXPECT_EQ(stats_reads_[kRun7] + limit_reads_[kRun7], reads);  // scrapes read no cgroup files
   EXPECT_EQ(stats_reads_[kRun7], 61);
 
-  const StageMemory m = sampler.Snapshot().at("validate");
+  const StageMemory m = sampler.Latest()->memory.at(naming.Id(kTop));
   for (const auto* scrape : {&first, &second}) {
     EXPECT_EQ(Value(*scrape, "stagewatch_memory_limit_bytes"), 400.0 * kMiB);
     EXPECT_EQ(Value(*scrape, "stagewatch_memory_headroom_bytes"), double(*m.headroom_bytes));
@@ -337,7 +338,7 @@ TEST_F(LimitDomainsTest, TheScrapeAndTheDetectorsSeeOneSnapshotReadOncePerInterv
   }
   EXPECT_EQ(*m.headroom_bytes, 80 * kMiB);
   // The limit ETA was fed run-7's figures: 80 MiB left at 2 MiB/s.
-  const std::optional<double> eta = engine.Snapshot().at("validate").limit_eta_seconds;
+  const std::optional<double> eta = engine.Snapshot().at(naming.Id(kTop)).limit_eta_seconds;
   ASSERT_TRUE(eta.has_value());
   EXPECT_NEAR(*eta, 40.0, 0.5);
 }

@@ -1,5 +1,6 @@
 #include "stages/stage_resolver.h"
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -203,7 +204,7 @@ TEST(StageResolverTest, DiscoveredStageWithoutCgroupsIsForgottenAfterForgetAfter
   EXPECT_EQ(NameOf(resolver, "/stagewatch/a/1"), "a");
   EXPECT_EQ(NameOf(resolver, "/stagewatch/b/1"), kUnattributedStage);  // no slot
 
-  EXPECT_FALSE(resolver.ForgetGone({"a"}, t0));
+  EXPECT_FALSE(resolver.ForgetGone({resolver.Resolve("/stagewatch/a/1").id}, t0));
   EXPECT_FALSE(resolver.ForgetGone({}, t0 + absl::Seconds(1)));  // gone from here
   EXPECT_FALSE(resolver.ForgetGone({}, t0 + absl::Seconds(5.9)));
   EXPECT_EQ(KnownNames(resolver), (std::vector<std::string>{"train", "a", "unattributed"}));
@@ -221,9 +222,9 @@ TEST(StageResolverTest, AStageThatComesBackInTimeIsKept) {
   discovery.forget_after = absl::Seconds(5);
   StageResolver resolver({}, discovery);
   const absl::Time t0 = absl::FromUnixSeconds(1700000000);
-  NameOf(resolver, "/stagewatch/a/1");
+  const StageId a = resolver.Resolve("/stagewatch/a/1").id;
   EXPECT_FALSE(resolver.ForgetGone({}, t0));
-  EXPECT_FALSE(resolver.ForgetGone({"a"}, t0 + absl::Seconds(4)));  // a new run of it
+  EXPECT_FALSE(resolver.ForgetGone({a}, t0 + absl::Seconds(4)));  // a new run of it
   EXPECT_FALSE(resolver.ForgetGone({}, t0 + absl::Seconds(8)));      // the clock restarts
   EXPECT_TRUE(resolver.ForgetGone({}, t0 + absl::Seconds(13)));
 }
@@ -237,6 +238,40 @@ TEST(StageResolverTest, ZeroForgetAfterNeverForgets) {
   EXPECT_FALSE(resolver.ForgetGone({}, t0));
   EXPECT_FALSE(resolver.ForgetGone({}, t0 + absl::Hours(1000)));
   EXPECT_EQ(KnownNames(resolver), (std::vector<std::string>{"a", "unattributed"}));
+}
+
+// A forgotten stage's id is never handed out again: not to the next stage discovered in its
+// slot, nor to itself when it comes back, so state still kept under the old id (until the
+// tracker's next KeepStages) cannot be counted as a newer stage's.
+TEST(StageResolverTest, IdsOfForgottenStagesAreNeverReused) {
+  DiscoveryConfig discovery = Discovery(1);
+  discovery.forget_after = absl::Seconds(1);
+  StageResolver resolver({MakeStage("train", {"/train"}, {}, "nightly")}, discovery);
+  const absl::Time t0 = absl::FromUnixSeconds(1700000000);
+  const Stage train = resolver.Resolve("/train/job");
+  EXPECT_NE(train.id, kUnattributedStageId);
+  EXPECT_EQ(resolver.Resolve("/elsewhere").id, kUnattributedStageId);
+  const Stage a = resolver.Resolve("/stagewatch/a/1");
+  EXPECT_NE(a.id, train.id);
+  EXPECT_EQ(resolver.Resolve("/stagewatch/a/2").id, a.id);  // one stage, one id
+  EXPECT_EQ(resolver.Resolve("/stagewatch/b/1").id, kUnattributedStageId);  // no slot
+
+  std::vector<StageId> seen = {kUnattributedStageId, train.id, a.id};
+  for (int round = 0; round < 4; ++round) {
+    const absl::Time t = t0 + absl::Seconds(10 * round);
+    EXPECT_FALSE(resolver.ForgetGone({}, t));
+    EXPECT_TRUE(resolver.ForgetGone({}, t + absl::Seconds(2)));
+    // The slot goes to b, then to a again, alternately: each time under a new id.
+    const Stage next = resolver.Resolve(round % 2 == 0 ? "/stagewatch/b/1" : "/stagewatch/a/1");
+    EXPECT_EQ(next.name, round % 2 == 0 ? "b" : "a");
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), next.id), 0) << "reused id " << next.id;
+    EXPECT_TRUE(resolver.KnownStageIds().contains(next.id));
+    seen.push_back(next.id);
+  }
+  // Configured stages keep theirs, and the retired ids are not known any more.
+  EXPECT_EQ(resolver.Resolve("/train").id, train.id);
+  EXPECT_FALSE(resolver.KnownStageIds().contains(a.id));
+  EXPECT_EQ(resolver.KnownStageIds().size(), 3u);  // train, the last discovered, unattributed
 }
 
 TEST(StageResolverTest, KnownStagesListsConfiguredDiscoveredAndUnattributed) {

@@ -1,0 +1,79 @@
+// What the sampler read from cgroupfs in one pass, as one immutable object: the memory
+// collector, the sched collector, the anomaly feeder and its detectors all adapt the same
+// Snapshot, so a scrape and a detector never see two readings of one file.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "stages/stage_resolver.h"
+
+namespace stagewatch {
+
+// The parts of a Snapshot, one per signal that adapts it (Signal::snapshot_parts).
+enum SnapshotPart : unsigned {
+  kMemoryPart = 1 << 0,  // Snapshot::memory and Snapshot::pressure: signal "memory"
+  kCpuPart = 1 << 1,     // Snapshot::cpu: signal "sched"
+};
+
+// memory.events keys on v2; on v1, failcnt and oom_kill stand in.
+inline constexpr std::array<const char*, 7> kMemoryEvents = {
+    "low", "high", "max", "oom", "oom_kill", "oom_group_kill", "failcnt"};
+
+// One limit domain in a sample.
+struct DomainMemory {
+  uint64_t id = 0;    // its cgroup id
+  std::string path;   // in the memory hierarchy
+  bool top = false;   // a stage top (else a cgroup beneath with a limit of its own)
+  bool sampled = false;  // false: its files could not be read this sample, it sat it out
+  uint64_t usage_bytes = 0;
+  uint64_t working_set_bytes = 0;
+  std::optional<uint64_t> limit_bytes;  // the lower of the hard and the soft limit
+};
+
+struct StageMemory {
+  Stage stage;
+  uint64_t usage_bytes = 0;        // of the stage's top cgroups
+  uint64_t working_set_bytes = 0;
+  std::optional<uint64_t> swap_bytes;
+  std::optional<double> psi_full_seconds;  // memory.pressure "full" total, where PSI exists
+  // From the domain closest to its limit (highest usage / limit); none when no domain of the
+  // stage has a limit.
+  std::optional<uint64_t> limit_bytes;
+  std::optional<uint64_t> headroom_bytes;  // limit - usage of that domain, floored at 0
+  bool near_limit = false;         // some domain is at or above near_limit_fraction now
+  double near_limit_seconds = 0;   // time any domain was near its limit
+  uint64_t peak_bytes = 0;         // since the agent started (and the kernel's own peak)
+  size_t limit_domains = 0;        // tops plus limited descendants, read this sample
+  // Every domain tracked this sample, read or not; empty once the stage has no cgroup.
+  std::vector<DomainMemory> domains;
+  std::vector<uint64_t> events = std::vector<uint64_t>(kMemoryEvents.size(), 0);
+  absl::Time sampled_at = absl::InfinitePast();
+};
+
+// PSI of the stage's tops, in µs since the agent saw them (a top without PSI counts 0).
+struct StagePressure {
+  uint64_t memory_some_us = 0, memory_full_us = 0, io_some_us = 0, io_full_us = 0;
+};
+
+// cpu.stat (v1 cpu + cpuacct) and cpu.pressure of the stage's tops, since the agent saw them.
+struct StageCpu {
+  uint64_t usage_ns = 0, periods = 0, throttled_periods = 0, throttled_ns = 0;
+  uint64_t pressure_some_us = 0, pressure_full_us = 0;
+};
+
+struct Snapshot {
+  absl::Time taken = absl::InfinitePast();  // InfinitePast: nothing sampled yet
+  std::map<StageId, StageMemory> memory;
+  std::map<StageId, StagePressure> pressure;  // every stage that had a top
+  std::map<StageId, StageCpu> cpu;            // likewise; empty without kCpuPart
+  absl::Status cpu_error;  // the first cpu.stat of a top that could not be read, but exists
+};
+
+}  // namespace stagewatch

@@ -1,0 +1,185 @@
+// The sampler's snapshot: every part read once per interval, and the memory collector, the
+// sched collector and the anomaly feeder all adapt the same immutable object.
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "anomaly/anomaly_engine.h"
+#include "anomaly/anomaly_feeder.h"
+#include "cgroup/cgroup_namer.h"
+#include "cgroup/open_cgroup_files.h"
+#include "cgroup/path_cache.h"
+#include "exporters/memory_collector.h"
+#include "exporters/sched_collector.h"
+#include "gtest/gtest.h"
+#include "metric_values.h"
+#include "memory/memory_sampler.h"
+#include "stages/stage_resolver.h"
+
+namespace stagewatch {
+namespace {
+
+using Labels = testing::SeriesLabels;
+
+using testing::ValueOf;
+
+class SampleSnapshotTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/stagewatch-snapshot-XXXXXX";
+    root_ = mkdtemp(tmpl);
+    std::filesystem::create_directories(root_ + kTop);
+  }
+  void TearDown() override { std::filesystem::remove_all(root_); }
+
+  // Serves `psi_` and `cpu_` for the top, and counts every read by file.
+  SampleReader Reader() {
+    return {
+        .stats = [this](const std::string& path) -> absl::StatusOr<MemoryCgroupStats> {
+          reads_["memory " + path]++;
+          MemoryCgroupStats m;
+          m.usage_bytes = m.working_set_bytes = 100 << 20;
+          return m;
+        },
+        .limit = [this](const std::string& path) -> absl::StatusOr<std::optional<uint64_t>> {
+          reads_["limit " + path]++;
+          return std::nullopt;
+        },
+        .pressure = [this](const NamedCgroup& top,
+                           std::string_view resource) -> absl::StatusOr<PsiTotals> {
+          reads_[std::string(resource) + ".pressure " + top.path]++;
+          return psi_.at(std::string(resource));
+        },
+        .cpu = [this](const NamedCgroup& top) -> absl::StatusOr<CpuCgroupStats> {
+          reads_["cpu.stat " + top.path]++;
+          return cpu_;
+        },
+    };
+  }
+  int Reads() const {
+    int n = 0;
+    for (const auto& [file, count] : reads_) n += count;
+    return n;
+  }
+  void Serve(uint64_t scale) {
+    psi_["memory"] = {.some_us = 3000000 * scale, .full_us = 1000000 * scale};
+    psi_["io"] = {.some_us = 500000 * scale, .full_us = 250000 * scale};
+    psi_["cpu"] = {.some_us = 2000000 * scale, .full_us = 0};
+    cpu_ = {.usage_ns = 7000000000 * scale, .nr_periods = 40 * scale,
+            .nr_throttled = 4 * scale, .throttled_ns = 1500000000 * scale};
+  }
+
+  static constexpr const char* kTop = "/stagewatch/snapshot-train";
+  std::string root_;
+  CgroupLayout layout_;  // v2-keyed, no mounts: every file comes from Reader()
+  std::map<std::string, PsiTotals> psi_;
+  CpuCgroupStats cpu_;
+  std::map<std::string, int> reads_;
+};
+
+TEST_F(SampleSnapshotTest, ScrapesReadNothingAndSeeWhatTheDetectorsWereFed) {
+  CgroupPathCache paths(root_);
+  StageResolver stages({}, DiscoveryConfig{});
+  CgroupNamer namer(&paths, &stages, absl::ZeroDuration());
+  MemorySampler sampler(&namer, layout_, MemoryConfig{}, Reader());
+  AnomalyEngine engine(AnomalyConfig{}, [](const AnomalyChange&) {});
+  AnomalyFeeder feeder(&engine, &stages, nullptr, nullptr);
+  exporters::MemoryCollector memory({.sampler = &sampler, .namer = &namer, .layout = layout_});
+  exporters::SchedCollector sched(nullptr, nullptr, &stages, &sampler);
+  const Labels train = {{"pipeline_stage", "snapshot-train"}};
+
+  const absl::Time t0 = absl::FromUnixSeconds(5000);
+  Serve(1);
+  sampler.SampleOnce(t0);
+  Serve(2);
+  sampler.SampleOnce(t0 + absl::Seconds(1));
+  const std::shared_ptr<const Snapshot> snapshot = sampler.Latest();
+  feeder.Feed(t0 + absl::Seconds(1), *snapshot);
+  // One read of each file of the top per sample, memory.pressure, io.pressure, cpu.pressure
+  // and cpu.stat among them.
+  for (const char* file : {"memory.pressure ", "io.pressure ", "cpu.pressure ", "cpu.stat "}) {
+    EXPECT_EQ(reads_[file + std::string(kTop)], 2) << file;
+  }
+
+  const int reads = Reads();
+  std::vector<prometheus::MetricFamily> scrapes[2];
+  for (auto& scrape : scrapes) {
+    ASSERT_TRUE(memory.Collect(&scrape).ok());
+    ASSERT_TRUE(sched.Collect(&scrape).ok());
+  }
+  EXPECT_EQ(Reads(), reads) << "a scrape read a cgroup file";
+  EXPECT_EQ(sampler.Latest(), snapshot) << "the scrapes saw the object the feeder was given";
+
+  const StageId id = stages.Resolve(kTop).id;
+  const StagePressure& p = snapshot->pressure.at(id);
+  const StageCpu& c = snapshot->cpu.at(id);
+  // The kernel's totals of the second reading (cgroupfs counts from the cgroup's birth).
+  EXPECT_EQ(p.memory_some_us, 6000000u);
+  EXPECT_EQ(c.usage_ns, 14000000000u);
+  EXPECT_EQ(c.throttled_periods, 8u);
+  for (const auto& scrape : scrapes) {
+    auto value = [&](const std::string& name) { return ValueOf(scrape, name, train); };
+    EXPECT_DOUBLE_EQ(value("stagewatch_pressure_memory_waiting_seconds_total"), 6.0);
+    EXPECT_DOUBLE_EQ(value("stagewatch_pressure_memory_stalled_seconds_total"), 2.0);
+    EXPECT_DOUBLE_EQ(value("stagewatch_pressure_io_waiting_seconds_total"), 1.0);
+    EXPECT_DOUBLE_EQ(value("stagewatch_pressure_io_stalled_seconds_total"), 0.5);
+    EXPECT_DOUBLE_EQ(value("stagewatch_pressure_cpu_waiting_seconds_total"), 4.0);
+    EXPECT_DOUBLE_EQ(value("stagewatch_cgroup_cpu_usage_seconds_total"), 14.0);
+    EXPECT_DOUBLE_EQ(value("stagewatch_cpu_cfs_periods_total"), 80);
+    EXPECT_DOUBLE_EQ(value("stagewatch_cpu_cfs_throttled_periods_total"), 8);
+    EXPECT_DOUBLE_EQ(value("stagewatch_cpu_cfs_throttled_seconds_total"), 3.0);
+  }
+  // The pressure detector was fed the memory "full" total of the same reading.
+  ASSERT_TRUE(snapshot->memory.at(id).psi_full_seconds.has_value());
+  EXPECT_DOUBLE_EQ(*snapshot->memory.at(id).psi_full_seconds, 2.0);
+
+  // The next sample replaces the snapshot; the old one, still held, is unchanged.
+  Serve(3);
+  sampler.SampleOnce(t0 + absl::Seconds(2));
+  EXPECT_NE(sampler.Latest(), snapshot);
+  EXPECT_EQ(sampler.Latest()->cpu.at(id).usage_ns, 21000000000u);
+  EXPECT_EQ(snapshot->cpu.at(id).usage_ns, 14000000000u);
+}
+
+TEST_F(SampleSnapshotTest, WithoutTheSchedSignalTheCpuPartIsNotRead) {
+  CgroupPathCache paths(root_);
+  StageResolver stages({}, DiscoveryConfig{});
+  CgroupNamer namer(&paths, &stages, absl::ZeroDuration());
+  MemorySampler sampler(&namer, layout_, MemoryConfig{}, Reader(), kMemoryPart);
+  Serve(1);
+  sampler.SampleOnce(absl::FromUnixSeconds(5000));
+  EXPECT_EQ(reads_["memory.pressure " + std::string(kTop)], 1);
+  EXPECT_EQ(reads_["cpu.stat " + std::string(kTop)], 0);
+  EXPECT_EQ(reads_["cpu.pressure " + std::string(kTop)], 0);
+  EXPECT_TRUE(sampler.Latest()->cpu.empty());
+  EXPECT_EQ(sampler.Latest()->pressure.size(), 1u);
+}
+
+TEST(OpenCgroupFilesTest, KeepsOneDescriptorPerFileAndRereadsFromTheStart) {
+  char tmpl[] = "/tmp/stagewatch-openfiles-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  const std::string file = dir + "/cpu.stat";
+  std::ofstream(file) << "usage_usec 100\n";
+  OpenCgroupFiles files;
+  EXPECT_EQ(*files.Read(7, file), "usage_usec 100\n");
+  std::ofstream(file) << "usage_usec 2000\n";  // rewritten in place, as cgroupfs files are
+  EXPECT_EQ(*files.Read(7, file), "usage_usec 2000\n");
+  std::ofstream(file) << "usage_usec 3\n";  // shorter: nothing of the old text is left
+  EXPECT_EQ(*files.Read(7, file), "usage_usec 3\n");
+  EXPECT_EQ(files.opens(), 1u);
+  EXPECT_EQ(files.open_files(), 1u);
+
+  files.Retain({8});  // cgroup 7 was removed: its file closes
+  EXPECT_EQ(files.open_files(), 0u);
+  std::filesystem::remove(file);
+  absl::StatusOr<std::string> gone = files.Read(7, file);
+  EXPECT_TRUE(absl::IsNotFound(gone.status())) << gone.status();
+  EXPECT_EQ(files.open_files(), 0u);
+  EXPECT_EQ(files.opens(), 2u);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace stagewatch

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "accuracy_support.h"
 
@@ -173,12 +174,16 @@ std::map<char, int> ProcStates(const TestCgroup& cgroup) {
   return states;
 }
 
-TEST(AccuracyE2E, TaskStatesMatchProc) {
-  STAGEWATCH_REQUIRE_PRIVILEGES();
-  const std::string stage = StageName("tasks");
+// stagewatch_tasks of a stage holding threads in every state, against /proc, from the task
+// iterator (`iterator`) or from the cgroup's task list and /proc (memory.task_iterator: false).
+void ExpectTaskStatesMatchProc(bool iterator) {
+  const std::string stage = StageName(iterator ? "tasks" : "tasks-proc");
   TestCgroup cgroup(stage);
-  Agent agent(StageConfig(stage));
+  Agent agent(StageConfig(stage, iterator ? "" : "  task_iterator: false\n"));
   ASSERT_TRUE(agent.Ready()) << agent.log();
+  const std::string probe = R"(stagewatch_probe_attached{probe="task_states",attach_type=)";
+  EXPECT_EQ(ValueOr(agent.Scrape(), probe + (iterator ? R"("iter"})" : R"(""})"), -1),
+            iterator ? 1 : 0);
 
   for (int i = 0; i < 3; i++) cgroup.Spawn("sw-acc-sleep", [] { pause(); });
   // Stopped once in the cgroup: a child names itself after joining.
@@ -235,6 +240,27 @@ TEST(AccuracyE2E, TaskStatesMatchProc) {
   EXPECT_TRUE(settled) << agent.log();
   EXPECT_LE(state(m, "running"), 1);  // one CPU for the three
   EXPECT_GE(state(m, "runnable"), 2);
+}
+
+TEST(AccuracyE2E, TaskStatesMatchProc) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();
+  ExpectTaskStatesMatchProc(/*iterator=*/true);
+}
+
+TEST(AccuracyE2E, TaskStatesMatchProcWithoutTheTaskIterator) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();
+  ExpectTaskStatesMatchProc(/*iterator=*/false);
+  // `features` says which source is in use, and why.
+  const std::string config = testing::WriteTempConfig("memory:\n  task_iterator: false\n");
+  const std::string off = testing::RunWithInput(
+      absl::StrCat(STAGEWATCH_BINARY, " --config.file ", config, " features 2>&1"), "").second;
+  unlink(config.c_str());
+  EXPECT_NE(off.find("task_states          -               NOT attached: turned off by "
+                     "memory.task_iterator: false; task states are read from /proc"),
+            std::string::npos) << off;
+  const std::string on =
+      testing::RunWithInput(absl::StrCat(STAGEWATCH_BINARY, " features 2>&1"), "").second;
+  EXPECT_NE(on.find("task_states          iter            attached"), std::string::npos) << on;
 }
 
 }  // namespace

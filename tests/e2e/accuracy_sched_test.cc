@@ -3,7 +3,6 @@
 // the stage ran, cpu.stat, cpuacct, the cgroup's PSI files), and its task states against /proc.
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -186,22 +185,8 @@ void ExpectTaskStatesMatchProc(bool iterator) {
             iterator ? 1 : 0);
 
   for (int i = 0; i < 3; i++) cgroup.Spawn("sw-acc-sleep", [] { pause(); });
-  // Stopped once in the cgroup: a child names itself after joining.
-  for (int i = 0; i < 2; i++) {
-    const pid_t pid = cgroup.Spawn("sw-acc-stop", [] { pause(); });
-    ASSERT_TRUE(testing::WaitUntil(
-        [&] { return testing::ReadFile("/proc/" + std::to_string(pid) + "/comm") == "sw-acc-stop\n"; },
-        2000));
-    kill(pid, SIGSTOP);
-  }
-  // vfork's parent waits killable, which /proc shows as D, until the child goes.
-  cgroup.Spawn("sw-acc-vfork", [] {
-    if (vfork() == 0) {
-      prctl(PR_SET_PDEATHSIG, SIGKILL);  // the test ends its parent, never it
-      pause();
-      _exit(0);
-    }
-  });
+  for (int i = 0; i < 2; i++) ASSERT_GT(cgroup.SpawnStopped("sw-acc-stop"), 0);
+  cgroup.SpawnUninterruptible("sw-acc-vfork");
   // Three hogs on one CPU: at most one running, the others runnable.
   for (int i = 0; i < 3; i++) {
     cgroup.Spawn("sw-acc-spin", [] {

@@ -5,10 +5,10 @@
 
 #include <dirent.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <string>
 #include <thread>
@@ -99,20 +99,8 @@ void StartWorkload(TestCgroup& cgroup) {
     for (int i = 0; i < 3; i++) std::thread([] { pause(); }).detach();
     pause();
   });
-  const pid_t stopped = cgroup.Spawn("sw-ti-stop", [] { pause(); });
-  ASSERT_TRUE(testing::WaitUntil(
-      [&] {
-        return testing::ReadFile("/proc/" + std::to_string(stopped) + "/comm") == "sw-ti-stop\n";
-      },
-      2000));
-  kill(stopped, SIGSTOP);
-  cgroup.Spawn("sw-ti-vfork", [] {
-    if (vfork() == 0) {
-      prctl(PR_SET_PDEATHSIG, SIGKILL);  // the test ends its parent, never it
-      pause();
-      _exit(0);
-    }
-  });
+  ASSERT_GT(cgroup.SpawnStopped("sw-ti-stop"), 0);
+  cgroup.SpawnUninterruptible("sw-ti-vfork");
   cgroup.Spawn("sw-ti-spin", [] { testing::BusyFor(std::chrono::milliseconds(20000)); });
   // A child that exits and is never reaped while its parent lives.
   cgroup.Spawn("sw-ti-reaper", [] {
@@ -136,6 +124,7 @@ void ExpectCountsMatchProc(TestCgroup& cgroup, const std::map<char, int>& want,
         return before == after && counted == before;
       },
       3000);
+  std::printf("counted %s; /proc %s\n", Show(counted).c_str(), Show(before).c_str());
   EXPECT_TRUE(matched) << "counted " << Show(counted) << "; /proc " << Show(before) << "then "
                        << Show(after);
 }

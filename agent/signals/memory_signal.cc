@@ -1,10 +1,10 @@
 // memory: reclaim stalls and page faults from the memory probe; usage, limits and near-limit
 // time from the sampler's snapshot; task states from the task_states iterator, else /proc.
 #include "cgroup/layout.h"
+#include "config.h"
 #include "exporters/collector.h"
 #include "exporters/memory_collector.h"
 #include "memory/memory_tracker.h"
-#include "config.h"
 #include "probes/memory_probe.h"
 #include "probes/task_states_probe.h"
 #include "signals/modules.h"

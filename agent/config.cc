@@ -336,6 +336,7 @@ class ConfigParser {
          }},
         {"max_limit_domains",
          [&](const Value& v) { ReadInt(v, 1, 100000, memory.max_limit_domains); }},
+        {"task_iterator", [&](const Value& v) { ReadBool(v, memory.task_iterator); }},
     });
   }
 

@@ -72,6 +72,9 @@ struct MemoryConfig {
   // Limit domains (stage tops plus their cgroups with a limit of their own) sampled at most;
   // limited cgroups beyond it are counted, not watched.
   int max_limit_domains = 256;
+  // Count task states (stagewatch_tasks) with one pass of a BPF task iterator per scrape;
+  // false reads each cgroup's task list and /proc/<tid>/stat, as where it cannot load.
+  bool task_iterator = true;
 };
 
 // Where the agent pages directly (Alertmanager v2 API); no URLs: no direct pages.

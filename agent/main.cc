@@ -150,7 +150,8 @@ int main(int argc, char** argv) {
     return stagewatch::RunFeaturesReport({.json = json,
                                           .btf_path = btf_path,
                                           .attach = *policy,
-                                          .lifecycle_events = config->cgroup.lifecycle_events},
+                                          .lifecycle_events = config->cgroup.lifecycle_events,
+                                          .task_iterator = config->memory.task_iterator},
                                          std::cout);
   }
   if (!ledger_path.empty()) config->runs.ledger_path = ledger_path;

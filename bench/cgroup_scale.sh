@@ -4,6 +4,8 @@
 # Reports idle CPU (scraped every 15 s, as Prometheus would), the median /metrics time, the
 # agent's CPU per scrape, and its RSS while 20,000 more cgroups are made and removed.
 # Needs root and a built agent; AGENT_BIN picks the binary (to compare two builds).
+# With TASK_STATES_PASSES=N, first times N passes of task-state reads over the tree
+# (build/bench/task_states_cost: /proc against the task_states iterator) before the agent.
 # Usage: [AGENT_BIN=build/stagewatch] bench/cgroup_scale.sh [idle-seconds] [churn-cgroups]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -56,6 +58,11 @@ for ((s = 0; s < stages; s++)); do
     echo $! >"$dir/cgroup.procs"
   done
 done
+
+if [ -n "${TASK_STATES_PASSES:-}" ]; then
+  build/bench/task_states_cost "$top" "$TASK_STATES_PASSES"
+fi
+
 sleep 15  # every run recorded (1 s after its cgroup appears), one ledger row each
 runs=$(grep -c 'msg="run started"' "$AGENT_LOG" || true)
 curl -s "$url" >/dev/null  # the first scrape names every stage

@@ -31,4 +31,17 @@ static __always_inline __u64 mm_rss_pages(struct mm_struct *mm, int member)
 	return pages > 0 ? pages : 0;
 }
 
+/* Before 5.14 a task's state was `long state`; since then it is `unsigned int __state`
+ * (commit 2f064a59a11f, "sched: Change task_struct::state"). */
+struct task_struct___pre514 {
+	long state;
+};
+
+static __always_inline __u32 task_state_word(struct task_struct *task)
+{
+	if (bpf_core_field_exists(task->__state))
+		return BPF_CORE_READ(task, __state);
+	return BPF_CORE_READ((struct task_struct___pre514 *)task, state);
+}
+
 #endif

@@ -2,7 +2,7 @@
 
 #include <array>
 
-#include "cgroup/task_states.h"
+#include "cgroup/task_state_source.h"
 #include "exporters/metric_builders.h"
 #include "exporters/stage_labels.h"
 
@@ -14,7 +14,7 @@ constexpr double kHistUnitSeconds = (1 << HIST_UNIT_SHIFT) * 1e-9;
 }  // namespace
 
 MemoryCollector::MemoryCollector(MemoryCollectorSources sources)
-    : s_(std::move(sources)) {}
+    : s_(std::move(sources)), task_states_(s_.task_states) {}
 
 absl::Status MemoryCollector::Collect(std::vector<prometheus::MetricFamily>* out) {
   s_.namer->Refresh();
@@ -131,9 +131,10 @@ void MemoryCollector::CollectTasks(const std::vector<Stage>& stages,
                                    std::vector<prometheus::MetricFamily>* out) {
   // Tasks are listed by the cgroup they sit in, not its ancestors: add up every cgroup.
   std::map<StageId, TaskStateCounts> counts;
+  task_states_.BeginPass();
   for (const NamedCgroup& c : s_.namer->Live()) {
     if (c.stage.id == kUnattributedStageId) continue;  // the rest of the host: not ours to list
-    absl::StatusOr<TaskStateCounts> t = task_states_.Read(s_.layout.key_root + c.path);
+    absl::StatusOr<TaskStateCounts> t = task_states_.Read(c.id, s_.layout.key_root + c.path);
     if (!t.ok()) continue;
     TaskStateCounts& sum = counts[c.stage.id];
     sum.runnable += t->runnable;

@@ -5,7 +5,7 @@
 
 #include "cgroup/cgroup_namer.h"
 #include "cgroup/layout.h"
-#include "cgroup/task_states.h"
+#include "cgroup/task_state_source.h"
 #include "exporters/collector.h"
 #include "memory/memory_sampler.h"
 #include "memory/memory_tracker.h"
@@ -19,6 +19,7 @@ struct MemoryCollectorSources {
   MemorySampler* sampler = nullptr;
   SchedTracker* sched = nullptr;     // tasks on a CPU right now; null without the sched probe
   CgroupNamer* namer = nullptr;
+  TaskStatesProbe* task_states = nullptr;  // null: task states are read from /proc
   CgroupLayout layout;
 };
 
@@ -35,7 +36,7 @@ class MemoryCollector : public Collector {
   void CollectTasks(const std::vector<Stage>& stages, std::vector<prometheus::MetricFamily>* out);
 
   MemoryCollectorSources s_;
-  TaskStateReader task_states_;
+  TaskStateSource task_states_;
 };
 
 }  // namespace stagewatch::exporters

@@ -227,6 +227,8 @@ TestCgroup::~TestCgroup() {
   }
   // cgroupfs directories are removed with rmdir, deepest first; only what this object made.
   for (auto it = created_.rbegin(); it != created_.rend(); ++it) {
+    // Children's own children (killed by PR_SET_PDEATHSIG) may take a moment to go.
+    WaitUntil([&] { return ReadFile(*it + "/cgroup.procs").empty(); }, 2000);
     if (rmdir(it->c_str()) != 0) ADD_FAILURE() << "cannot remove cgroup " << *it << ": " << strerror(errno);
   }
 }
@@ -262,6 +264,27 @@ pid_t TestCgroup::Spawn(const std::string& comm, std::function<void()> body) {
   const pid_t pid = SpawnIn(joined_, comm, std::move(body));
   children_.push_back(pid);
   return pid;
+}
+
+pid_t TestCgroup::SpawnStopped(const std::string& comm) {
+  const pid_t pid = Spawn(comm, [] { pause(); });
+  // In the cgroup once named: a child names itself after joining.
+  const bool named = WaitUntil(
+      [&] { return ReadFile("/proc/" + std::to_string(pid) + "/comm") == comm.substr(0, 15) + "\n"; },
+      2000);
+  if (!named) return -1;
+  kill(pid, SIGSTOP);
+  return pid;
+}
+
+pid_t TestCgroup::SpawnUninterruptible(const std::string& comm) {
+  return Spawn(comm, [] {
+    if (vfork() == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);  // the test ends its parent, never it
+      pause();
+      _exit(0);
+    }
+  });
 }
 
 pid_t SpawnIn(const std::vector<std::string>& dirs, const std::string& comm,

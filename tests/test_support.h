@@ -89,6 +89,10 @@ class TestCgroup {
 
   // Forks a child that joins this cgroup, names itself `comm`, and runs `body`.
   pid_t Spawn(const std::string& comm, std::function<void()> body);
+  // A child stopped by SIGSTOP once it is in the cgroup (T in /proc); -1 if it never got there.
+  pid_t SpawnStopped(const std::string& comm);
+  // A child waiting in vfork() for a child of its own: a killable wait, which /proc shows as D.
+  pid_t SpawnUninterruptible(const std::string& comm);
 
  private:
   void MakeDirs(const std::string& root, const std::string& path);

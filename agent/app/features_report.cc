@@ -55,7 +55,8 @@ int RunFeaturesReport(const FeaturesReportOptions& options, std::ostream& out) {
   const std::vector<ProbeStatus> probes =
       TryProbes({.features = ApplyAttachPolicy(f, options.attach),
                  .key = layout.ok() ? layout->key : CGROUP_KEY_DEFAULT,
-                 .lifecycle_events = options.lifecycle_events},
+                 .lifecycle_events = options.lifecycle_events,
+                 .task_iterator = options.task_iterator},
                 btf_path);
   // The agent learns cgroups from the cgroup probe's events where it attaches, else by walks.
   bool events = false;

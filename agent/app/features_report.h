@@ -16,6 +16,7 @@ struct FeaturesReportOptions {
   std::string btf_path;
   AttachPolicy attach = AttachPolicy::kAuto;  // --bpf.attach
   bool lifecycle_events = true;  // cgroup.lifecycle_events: false reports the walks instead
+  bool task_iterator = true;     // memory.task_iterator: false reports /proc reads instead
 };
 int RunFeaturesReport(const FeaturesReportOptions& options, std::ostream& out);
 

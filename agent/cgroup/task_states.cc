@@ -25,31 +25,6 @@ namespace {
 // v2 `cgroup.threads` too, and `cgroup.procs` (processes only) is the last resort.
 constexpr std::string_view kTaskLists[] = {"tasks", "cgroup.threads", "cgroup.procs"};
 
-// The counter for a state letter; nullptr for a letter this code does not know.
-uint64_t* CounterFor(char state, TaskStateCounts& counts) {
-  switch (state) {
-    case 'R':
-    case 'W':  // waking (kernels before 4.14)
-      return &counts.runnable;
-    case 'S':
-    case 'I':
-    case 'P':
-      return &counts.sleeping;
-    case 'D':
-    case 'K':  // wakekill: a killable sleep (kernels before 4.14)
-      return &counts.uninterruptible;
-    case 'T':
-    case 't':
-      return &counts.stopped;
-    case 'Z':
-    case 'X':
-    case 'x':  // dead (kernels before 4.14)
-      return &counts.zombie;
-    default:
-      return nullptr;
-  }
-}
-
 // Reads the whole file `path` into `out` (reusing its buffer). Errors name the file and the
 // errno text; a missing file is NotFound.
 absl::Status ReadInto(const std::string& path, std::string* out) {
@@ -109,6 +84,30 @@ absl::Status ReadTaskList(const std::string& cgroup_dir, std::string* contents,
 }
 
 }  // namespace
+
+uint64_t* CounterFor(char state, TaskStateCounts& counts) {
+  switch (state) {
+    case 'R':
+    case 'W':  // waking (kernels before 4.14)
+      return &counts.runnable;
+    case 'S':
+    case 'I':
+    case 'P':
+      return &counts.sleeping;
+    case 'D':
+    case 'K':  // wakekill: a killable sleep (kernels before 4.14)
+      return &counts.uninterruptible;
+    case 'T':
+    case 't':
+      return &counts.stopped;
+    case 'Z':
+    case 'X':
+    case 'x':  // dead (kernels before 4.14)
+      return &counts.zombie;
+    default:
+      return nullptr;
+  }
+}
 
 absl::StatusOr<char> ParseStatState(std::string_view stat_line) {
   const size_t open = stat_line.find(" (");

@@ -19,6 +19,10 @@ struct TaskStateCounts {
   uint64_t zombie = 0;           // Z, X (dead, being reaped)
 };
 
+// The counter of `counts` for a /proc state letter; nullptr for a letter this code does not
+// know.
+uint64_t* CounterFor(char state, TaskStateCounts& counts);
+
 // The state letter of a /proc/<tid>/stat line "tid (comm) S ...". comm may hold spaces and
 // parentheses, so the state follows the LAST ')'. InvalidArgument when the line has no such
 // shape.

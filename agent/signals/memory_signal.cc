@@ -1,18 +1,32 @@
 // memory: reclaim stalls and page faults from the memory probe; usage, limits and near-limit
-// time from the sampler's snapshot.
+// time from the sampler's snapshot; task states from the task_states iterator, else /proc.
 #include "cgroup/layout.h"
+#include "config.h"
 #include "config/collector_names.h"
 #include "exporters/collector.h"
 #include "exporters/memory_collector.h"
 #include "memory/memory_tracker.h"
 #include "probes/memory_probe.h"
+#include "probes/task_states_probe.h"
 #include "signals/modules.h"
 
 namespace stagewatch {
 namespace {
 
 std::vector<ProbeStatus> TryProbes(const ProbeTrial& t) {
-  return StatusesOf(MemoryProbe::Start({.key = t.key, .features = t.features}));
+  std::vector<ProbeStatus> all =
+      StatusesOf(MemoryProbe::Start({.key = t.key, .features = t.features}));
+  for (ProbeStatus& s : StatusesOf(TaskStatesProbe::Start(
+           {.enabled = t.task_iterator, .key = t.key, .features = t.features}))) {
+    all.push_back(std::move(s));
+  }
+  return all;
+}
+
+std::vector<ProbeStatus> NotStarted(const std::string& why) {
+  std::vector<ProbeStatus> all = MemoryProbe::NotStarted(why);
+  for (ProbeStatus& s : TaskStatesProbe::NotStarted(why)) all.push_back(std::move(s));
+  return all;
 }
 
 void Start(const SignalContext& ctx) {
@@ -22,10 +36,15 @@ void Start(const SignalContext& ctx) {
   if (r.memory_probe) {
     r.memory = std::make_unique<MemoryTracker>(r.memory_probe.get(), ctx.namer);
   }
+  r.task_states_probe = Adopt(TaskStatesProbe::Start({.enabled = ctx.config.memory.task_iterator,
+                                                      .key = ctx.layout.key,
+                                                      .features = ctx.features}),
+                              &r.probe_reports);
   // Listed after "sched", whose collection refreshes the tasks running right now.
   ctx.collectors->Add(std::make_unique<exporters::MemoryCollector>(exporters::MemoryCollectorSources{
       .tracker = r.memory.get(), .probe = r.memory_probe.get(), .sampler = ctx.sampler,
-      .sched = r.sched.get(), .namer = ctx.namer, .layout = ctx.layout}));
+      .sched = r.sched.get(), .namer = ctx.namer, .task_states = r.task_states_probe.get(),
+      .layout = ctx.layout}));
 }
 
 }  // namespace
@@ -34,7 +53,7 @@ Signal MemorySignal() {
   return {.name = kMemoryCollector,
           .collector_flag = true,
           .try_probes = TryProbes,
-          .not_started = MemoryProbe::NotStarted,
+          .not_started = NotStarted,
           .start = Start,
           .collector = kMemoryCollector,
           .snapshot_parts = kMemoryPart};

@@ -3,6 +3,7 @@
 #include "probes/memory_probe.h"
 #include "probes/oom_probe.h"
 #include "probes/sched_probe.h"
+#include "probes/task_states_probe.h"
 #include "runs/run_watcher.h"
 #include "sched/sched_tracker.h"
 #include "signals/signal.h"
@@ -19,6 +20,7 @@ void RunningSignals::Stop() {
   sched_probe.reset();
   memory.reset();
   memory_probe.reset();
+  task_states_probe.reset();
   cgroup_probe.reset();
 }
 

@@ -33,6 +33,7 @@ class OomTracker;
 class RunWatcher;
 class SchedProbe;
 class SchedTracker;
+class TaskStatesProbe;
 class StageResolver;
 namespace exporters {
 class CollectorRegistry;
@@ -83,6 +84,7 @@ struct RunningSignals {
   std::unique_ptr<SchedTracker> sched;
   std::unique_ptr<MemoryProbe> memory_probe;
   std::unique_ptr<MemoryTracker> memory;
+  std::unique_ptr<TaskStatesProbe> task_states_probe;
   std::unique_ptr<RunWatcher> run_watcher;
   std::vector<ProbeReport> probe_reports;
   std::vector<RingPoller> pollers;
@@ -116,6 +118,7 @@ struct ProbeTrial {
   KernelFeatures features;
   cgroup_key_hierarchy key = CGROUP_KEY_DEFAULT;
   bool lifecycle_events = true;  // cgroup.lifecycle_events
+  bool task_iterator = true;     // memory.task_iterator
 };
 
 struct Signal {

@@ -3,7 +3,6 @@
 // the stage ran, cpu.stat, cpuacct, the cgroup's PSI files), and its task states against /proc.
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -15,6 +14,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "accuracy_support.h"
 
@@ -199,30 +199,20 @@ std::map<char, int> ProcStates(const TestCgroup& cgroup) {
   return states;
 }
 
-TEST(AccuracyE2E, TaskStatesMatchProc) {
-  STAGEWATCH_REQUIRE_PRIVILEGES();
-  const std::string stage = StageName("tasks");
+// stagewatch_tasks of a stage holding threads in every state, against /proc, from the task
+// iterator (`iterator`) or from the cgroup's task list and /proc (memory.task_iterator: false).
+void ExpectTaskStatesMatchProc(bool iterator) {
+  const std::string stage = StageName(iterator ? "tasks" : "tasks-proc");
   TestCgroup cgroup(stage);
-  Agent agent(StageConfig(stage));
+  Agent agent(StageConfig(stage, iterator ? "" : "  task_iterator: false\n"));
   ASSERT_TRUE(agent.Ready()) << agent.log();
+  const std::string probe = R"(stagewatch_probe_attached{probe="task_states",attach_type=)";
+  EXPECT_EQ(ValueOr(agent.Scrape(), probe + (iterator ? R"("iter"})" : R"(""})"), -1),
+            iterator ? 1 : 0);
 
   for (int i = 0; i < 3; i++) cgroup.Spawn("sw-acc-sleep", [] { pause(); });
-  // Stopped once in the cgroup: a child names itself after joining.
-  for (int i = 0; i < 2; i++) {
-    const pid_t pid = cgroup.Spawn("sw-acc-stop", [] { pause(); });
-    ASSERT_TRUE(testing::WaitUntil(
-        [&] { return testing::ReadFile("/proc/" + std::to_string(pid) + "/comm") == "sw-acc-stop\n"; },
-        2000));
-    kill(pid, SIGSTOP);
-  }
-  // vfork's parent waits killable, which /proc shows as D, until the child goes.
-  cgroup.Spawn("sw-acc-vfork", [] {
-    if (vfork() == 0) {
-      prctl(PR_SET_PDEATHSIG, SIGKILL);  // the test ends its parent, never it
-      pause();
-      _exit(0);
-    }
-  });
+  for (int i = 0; i < 2; i++) ASSERT_GT(cgroup.SpawnStopped("sw-acc-stop"), 0);
+  cgroup.SpawnUninterruptible("sw-acc-vfork");
   // Three hogs on one CPU: at most one running, the others runnable.
   for (int i = 0; i < 3; i++) {
     cgroup.Spawn("sw-acc-spin", [] {
@@ -261,6 +251,27 @@ TEST(AccuracyE2E, TaskStatesMatchProc) {
   EXPECT_TRUE(settled) << agent.log();
   EXPECT_LE(state(m, "running"), 1);  // one CPU for the three
   EXPECT_GE(state(m, "runnable"), 2);
+}
+
+TEST(AccuracyE2E, TaskStatesMatchProc) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();
+  ExpectTaskStatesMatchProc(/*iterator=*/true);
+}
+
+TEST(AccuracyE2E, TaskStatesMatchProcWithoutTheTaskIterator) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();
+  ExpectTaskStatesMatchProc(/*iterator=*/false);
+  // `features` says which source is in use, and why.
+  const std::string config = testing::WriteTempConfig("memory:\n  task_iterator: false\n");
+  const std::string off = testing::RunWithInput(
+      absl::StrCat(STAGEWATCH_BINARY, " --config.file ", config, " features 2>&1"), "").second;
+  unlink(config.c_str());
+  EXPECT_NE(off.find("task_states          -               NOT attached: turned off by "
+                     "memory.task_iterator: false; task states are read from /proc"),
+            std::string::npos) << off;
+  const std::string on =
+      testing::RunWithInput(absl::StrCat(STAGEWATCH_BINARY, " features 2>&1"), "").second;
+  EXPECT_NE(on.find("task_states          iter            attached"), std::string::npos) << on;
 }
 
 }  // namespace

@@ -489,6 +489,16 @@ TEST(ConfigMemoryTest, MaxLimitDomainsIsABoundedCount) {
               ::testing::HasSubstr("memory.max_limit_domains must be between 1 and 100000 (got 0)"));
 }
 
+TEST(ConfigMemoryTest, TaskIteratorIsOnByDefaultAndABoolean) {
+  EXPECT_TRUE(ParseConfig("", "cfg.yaml")->memory.task_iterator);
+  absl::StatusOr<Config> off = ParseConfig("memory:\n  task_iterator: false\n", "cfg.yaml");
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_FALSE(off->memory.task_iterator);
+  absl::StatusOr<Config> bad = ParseConfig("memory:\n  task_iterator: sometimes\n", "cfg.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), ::testing::HasSubstr("cfg.yaml:2:18"));
+}
+
 }  // namespace
 }  // namespace stagewatch
 

@@ -108,7 +108,13 @@ def main():
         apt = in_root(root, ["apt-get", "install", "-y", "--no-install-recommends",
                              f"/tmp/{os.path.basename(deb)}"])
         timings["apt-get install"] = time.monotonic() - started
-        for package in ("stagewatch", "libbpf1", "libprometheus-cpp-core1.0", "libyaml-cpp0.7"):
+        # Every package the .deb depends on (dpkg-shlibdeps wrote them from what the binary
+        # links), and libbpf1, which a probe-loading agent cannot do without.
+        depends = run(["dpkg-deb", "-f", deb, "Depends"]).stdout
+        needed = {re.split(r"[ (]", d.strip())[0] for d in depends.split(",") if d.strip()}
+        if "libbpf1" not in needed:
+            fail(f"the package does not depend on libbpf1: {depends}")
+        for package in ["stagewatch", *sorted(needed)]:
             if not installed(root, package):
                 fail(f"{package} is not installed after apt-get install:\n{apt.stdout}")
         log("apt: the package and its dependencies are installed")

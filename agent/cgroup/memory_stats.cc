@@ -22,9 +22,9 @@ std::string Path(std::string_view dir, std::string_view name) {
 }
 
 // The contents of dir/name, nullopt when the file does not exist.
-absl::StatusOr<std::optional<std::string>> ReadOptional(std::string_view dir,
+absl::StatusOr<std::optional<std::string>> ReadOptional(CgroupFileRead read, std::string_view dir,
                                                         std::string_view name) {
-  absl::StatusOr<std::string> contents = ReadCgroupFile(Path(dir, name));
+  absl::StatusOr<std::string> contents = read(Path(dir, name));
   if (absl::IsNotFound(contents.status())) return std::nullopt;
   if (!contents.ok()) return contents.status();
   return std::move(*contents);
@@ -32,8 +32,8 @@ absl::StatusOr<std::optional<std::string>> ReadOptional(std::string_view dir,
 
 // Reads and parses dir/name into `out` when the file exists; leaves `out` alone otherwise.
 template <typename T, typename Parser>
-absl::Status ReadOptionalInto(std::string_view dir, std::string_view name, Parser parse, T& out) {
-  absl::StatusOr<std::optional<std::string>> contents = ReadOptional(dir, name);
+absl::Status ReadOptionalInto(CgroupFileRead read, std::string_view dir, std::string_view name, Parser parse, T& out) {
+  absl::StatusOr<std::optional<std::string>> contents = ReadOptional(read, dir, name);
   if (!contents.ok()) return contents.status();
   if (!contents->has_value()) return absl::OkStatus();
   auto parsed = parse(**contents, Path(dir, name));
@@ -42,15 +42,15 @@ absl::Status ReadOptionalInto(std::string_view dir, std::string_view name, Parse
   return absl::OkStatus();
 }
 
-absl::StatusOr<uint64_t> ReadRequiredValue(std::string_view dir, std::string_view name) {
-  absl::StatusOr<std::string> contents = ReadCgroupFile(Path(dir, name));
+absl::StatusOr<uint64_t> ReadRequiredValue(CgroupFileRead read, std::string_view dir, std::string_view name) {
+  absl::StatusOr<std::string> contents = read(Path(dir, name));
   if (!contents.ok()) return contents.status();
   return ParseMemoryValue(*contents, Path(dir, name));
 }
 
-absl::Status ReadMemoryStat(std::string_view dir, MemoryCgroupStats& stats) {
+absl::Status ReadMemoryStat(CgroupFileRead read, std::string_view dir, MemoryCgroupStats& stats) {
   const std::string file = Path(dir, "memory.stat");
-  absl::StatusOr<std::string> contents = ReadCgroupFile(file);
+  absl::StatusOr<std::string> contents = read(file);
   if (!contents.ok()) return contents.status();
   absl::StatusOr<std::map<std::string, uint64_t>> stat = ParseMemoryKeyedFile(*contents, file);
   if (!stat.ok()) return stat.status();
@@ -64,9 +64,9 @@ void FinishWorkingSet(MemoryCgroupStats& stats) {
                                 : 0;
 }
 
-absl::StatusOr<MemoryCgroupStats> ReadV1(const std::string& dir) {
+absl::StatusOr<MemoryCgroupStats> ReadV1(CgroupFileRead read, const std::string& dir) {
   MemoryCgroupStats stats;
-  absl::StatusOr<uint64_t> usage = ReadRequiredValue(dir, "memory.usage_in_bytes");
+  absl::StatusOr<uint64_t> usage = ReadRequiredValue(read, dir, "memory.usage_in_bytes");
   if (!usage.ok()) return usage.status();
   stats.usage_bytes = *usage;
 
@@ -74,12 +74,12 @@ absl::StatusOr<MemoryCgroupStats> ReadV1(const std::string& dir) {
   std::optional<uint64_t> failcnt;
   std::optional<std::map<std::string, uint64_t>> oom_control;
   for (absl::Status status :
-       {ReadOptionalInto(dir, "memory.limit_in_bytes", ParseMemoryLimitV1, stats.limit_bytes),
-        ReadOptionalInto(dir, "memory.max_usage_in_bytes", ParseMemoryValue, stats.peak_bytes),
-        ReadOptionalInto(dir, "memory.memsw.usage_in_bytes", ParseMemoryValue, memsw),
-        ReadOptionalInto(dir, "memory.failcnt", ParseMemoryValue, failcnt),
-        ReadOptionalInto(dir, "memory.oom_control", ParseMemoryKeyedFile, oom_control),
-        ReadMemoryStat(dir, stats)}) {
+       {ReadOptionalInto(read, dir, "memory.limit_in_bytes", ParseMemoryLimitV1, stats.limit_bytes),
+        ReadOptionalInto(read, dir, "memory.max_usage_in_bytes", ParseMemoryValue, stats.peak_bytes),
+        ReadOptionalInto(read, dir, "memory.memsw.usage_in_bytes", ParseMemoryValue, memsw),
+        ReadOptionalInto(read, dir, "memory.failcnt", ParseMemoryValue, failcnt),
+        ReadOptionalInto(read, dir, "memory.oom_control", ParseMemoryKeyedFile, oom_control),
+        ReadMemoryStat(read, dir, stats)}) {
     if (!status.ok()) return status;
   }
   // memsw counts memory + swap; the two files are read apart, so floor the difference at 0.
@@ -95,9 +95,9 @@ absl::StatusOr<MemoryCgroupStats> ReadV1(const std::string& dir) {
   return stats;
 }
 
-absl::StatusOr<MemoryCgroupStats> ReadV2(const std::string& dir) {
+absl::StatusOr<MemoryCgroupStats> ReadV2(CgroupFileRead read, const std::string& dir) {
   MemoryCgroupStats stats;
-  absl::StatusOr<uint64_t> usage = ReadRequiredValue(dir, "memory.current");
+  absl::StatusOr<uint64_t> usage = ReadRequiredValue(read, dir, "memory.current");
   if (absl::IsNotFound(usage.status())) {
     return absl::NotFoundError(
         absl::StrCat(usage.status().message(),
@@ -107,12 +107,12 @@ absl::StatusOr<MemoryCgroupStats> ReadV2(const std::string& dir) {
   stats.usage_bytes = *usage;
 
   for (absl::Status status :
-       {ReadOptionalInto(dir, "memory.max", ParseMemoryLimitV2, stats.limit_bytes),
-        ReadOptionalInto(dir, "memory.high", ParseMemoryLimitV2, stats.high_bytes),
-        ReadOptionalInto(dir, "memory.swap.current", ParseMemoryValue, stats.swap_bytes),
-        ReadOptionalInto(dir, "memory.peak", ParseMemoryValue, stats.peak_bytes),
-        ReadOptionalInto(dir, "memory.events", ParseMemoryKeyedFile, stats.events),
-        ReadMemoryStat(dir, stats)}) {
+       {ReadOptionalInto(read, dir, "memory.max", ParseMemoryLimitV2, stats.limit_bytes),
+        ReadOptionalInto(read, dir, "memory.high", ParseMemoryLimitV2, stats.high_bytes),
+        ReadOptionalInto(read, dir, "memory.swap.current", ParseMemoryValue, stats.swap_bytes),
+        ReadOptionalInto(read, dir, "memory.peak", ParseMemoryValue, stats.peak_bytes),
+        ReadOptionalInto(read, dir, "memory.events", ParseMemoryKeyedFile, stats.events),
+        ReadMemoryStat(read, dir, stats)}) {
     if (!status.ok()) return status;
   }
   FinishWorkingSet(stats);
@@ -199,14 +199,15 @@ absl::Status ApplyMemoryStat(const std::map<std::string, uint64_t>& stat, std::s
 }
 
 absl::StatusOr<MemoryCgroupStats> ReadMemoryStats(const CgroupLayout& layout,
-                                                  std::string_view cgroup_path) {
+                                                  std::string_view cgroup_path,
+                                                  CgroupFileRead read) {
   const std::string dir = ControllerDir(layout, "memory", cgroup_path);
   const bool v2 = layout.key == CGROUP_KEY_DEFAULT;
   if (dir.empty()) {
     return absl::NotFoundError(v2 ? "no cgroup2 hierarchy is mounted to read memory files from"
                                   : "no v1 memory hierarchy is mounted");
   }
-  return v2 ? ReadV2(dir) : ReadV1(dir);
+  return v2 ? ReadV2(read, dir) : ReadV1(read, dir);
 }
 
 std::optional<uint64_t> LowerLimit(std::optional<uint64_t> a, std::optional<uint64_t> b) {

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "cgroup/cgroup_tree.h"
 #include "cgroup/layout.h"
 
 namespace stagewatch {
@@ -52,8 +53,10 @@ absl::Status ApplyMemoryStat(const std::map<std::string, uint64_t>& stat, std::s
 
 // The stats of the cgroup at `cgroup_path` in the memory hierarchy: v2 when the layout keys on
 // it, else v1. Missing usage or memory.stat files are NotFound; other files are optional.
+// `read` gets each file's contents (the sampler keeps its domains' files open).
 absl::StatusOr<MemoryCgroupStats> ReadMemoryStats(const CgroupLayout& layout,
-                                                  std::string_view cgroup_path);
+                                                  std::string_view cgroup_path,
+                                                  CgroupFileRead read = ReadCgroupFile);
 
 // Only the cgroup's own limit, cheap enough to ask of every cgroup of a stage: v1
 // memory.limit_in_bytes, v2 the lower of memory.max and memory.high (a soft limit); nullopt

@@ -10,7 +10,10 @@ namespace {
 SampleReader WithCgroupfs(SampleReader reader, const CgroupLayout& layout,
                           OpenCgroupFiles* files) {
   if (!reader.stats) {
-    reader.stats = [layout](const std::string& path) { return ReadMemoryStats(layout, path); };
+    reader.stats = [layout, files](const NamedCgroup& c) {
+      return ReadMemoryStats(layout, c.path,
+                             [&](const std::string& file) { return files->Read(c.id, file); });
+    };
   }
   if (!reader.limit) {
     reader.limit = [layout](const std::string& path) { return ReadMemoryLimit(layout, path); };
@@ -117,7 +120,7 @@ std::vector<MemorySampler::Domain> MemorySampler::ReadDomains(
 
   auto read = [&](const NamedCgroup& c, bool top) {
     Domain d{.cgroup = c, .top = top};
-    if (absl::StatusOr<MemoryCgroupStats> m = reader_.stats(c.path); m.ok()) {
+    if (absl::StatusOr<MemoryCgroupStats> m = reader_.stats(c); m.ok()) {
       d.limit = LowerLimit(m->limit_bytes, m->high_bytes);
       d.stats = std::move(*m);
     } else {
@@ -213,9 +216,10 @@ void MemorySampler::SampleOnce(absl::Time now) {
   auto next = std::make_shared<Snapshot>();
   next->taken = now;
   const std::map<StageId, std::optional<double>> psi = ReadTops(tops, next.get());
-  absl::flat_hash_set<uint64_t> top_ids;
-  for (const NamedCgroup& top : tops) top_ids.insert(top.id);
-  files_.Retain(top_ids);  // a removed top's files close
+  absl::flat_hash_set<uint64_t> read_ids;
+  for (const Domain& d : domains) read_ids.insert(d.cgroup.id);
+  for (const NamedCgroup& top : tops) read_ids.insert(top.id);
+  files_.Retain(read_ids);  // the files of a removed top or a domain no more close
   samples_++;
   Fold(now, domains);
   for (auto& [stage, m] : stages_) {

@@ -44,8 +44,8 @@ namespace stagewatch {
 
 // How the sampler reads cgroupfs; tests count the reads. A field left empty reads cgroupfs.
 struct SampleReader {
-  // Everything about one cgroup's memory (its path in the memory hierarchy).
-  std::function<absl::StatusOr<MemoryCgroupStats>(const std::string&)> stats;
+  // Everything about one cgroup's memory, from files kept open between samples.
+  std::function<absl::StatusOr<MemoryCgroupStats>(const NamedCgroup&)> stats;
   // Only its own limit: memory.limit_in_bytes on v1, the lower of memory.max and memory.high
   // on v2; nullopt when unlimited. Asked of cgroups that are not domains, only on the clock
   // below (kNewCgroupChecks, kLimitRecheckSamples).

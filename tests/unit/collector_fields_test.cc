@@ -115,7 +115,8 @@ TEST_F(CollectorFieldsTest, EachPressureSeriesShowsItsOwnTotal) {
   StageResolver stages({}, DiscoveryConfig{});
   CgroupNamer namer(&paths, &stages, absl::ZeroDuration());
   SampleReader reader{
-      .stats = [](const std::string& path) -> absl::StatusOr<MemoryCgroupStats> {
+      .stats = [](const NamedCgroup& c) -> absl::StatusOr<MemoryCgroupStats> {
+          const std::string& path = c.path;
         return absl::NotFoundError(path);
       },
       .limit = [](const std::string& path) -> absl::StatusOr<std::optional<uint64_t>> {

@@ -49,7 +49,8 @@ class LimitDomainsTest : public ::testing::Test {
 
   SampleReader Reader() {
     return {
-        .stats = [this](const std::string& path) -> absl::StatusOr<MemoryCgroupStats> {
+        .stats = [this](const NamedCgroup& c) -> absl::StatusOr<MemoryCgroupStats> {
+          const std::string& path = c.path;
           stats_reads_[path]++;
           if (broken_.contains(path)) return absl::InvalidArgumentError(path + ": not a number");
           auto it = stats_.find(path);

@@ -37,7 +37,8 @@ class SampleSnapshotTest : public ::testing::Test {
   // Serves `psi_` and `cpu_` for the top, and counts every read by file.
   SampleReader Reader() {
     return {
-        .stats = [this](const std::string& path) -> absl::StatusOr<MemoryCgroupStats> {
+        .stats = [this](const NamedCgroup& c) -> absl::StatusOr<MemoryCgroupStats> {
+          const std::string& path = c.path;
           reads_["memory " + path]++;
           MemoryCgroupStats m;
           m.usage_bytes = m.working_set_bytes = 100 << 20;
@@ -178,6 +179,34 @@ TEST(OpenCgroupFilesTest, KeepsOneDescriptorPerFileAndRereadsFromTheStart) {
   EXPECT_TRUE(absl::IsNotFound(gone.status())) << gone.status();
   EXPECT_EQ(files.open_files(), 0u);
   EXPECT_EQ(files.opens(), 2u);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(OpenCgroupFilesTest, AMissingFileIsLookedForAgainAfterDoublingGapsAndFoundOnceMade) {
+  char tmpl[] = "/tmp/stagewatch-openfiles-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  const std::string file = dir + "/cpu.stat";
+  OpenCgroupFiles files;
+  // Reads 1..11 with the file missing open it at 1, 3, 6 and 11 (gaps of 1, 2 and 4 skips).
+  std::vector<uint64_t> opens_after;
+  for (int read = 1; read <= 11; read++) {
+    absl::StatusOr<std::string> missing = files.Read(7, file);
+    EXPECT_TRUE(absl::IsNotFound(missing.status())) << read << ": " << missing.status();
+    opens_after.push_back(files.opens());
+  }
+  EXPECT_EQ(opens_after, (std::vector<uint64_t>{1, 1, 2, 2, 2, 3, 3, 3, 3, 3, 4}));
+
+  std::ofstream(file) << "usage_usec 5\n";  // the mirror is made: found at the next open
+  int reads_until_found = 0;
+  absl::StatusOr<std::string> found;
+  do {
+    found = files.Read(7, file);
+    reads_until_found++;
+  } while (!found.ok() && reads_until_found < 2 * OpenCgroupFiles::kMaxMissingSkips);
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_EQ(*found, "usage_usec 5\n");
+  EXPECT_LE(reads_until_found, 9);  // 8 skips were due after the open at read 11
+  EXPECT_EQ(files.open_files(), 1u);
   std::filesystem::remove_all(dir);
 }
 

@@ -215,7 +215,10 @@ TEST(AccuracyE2E, AgentSelfMetricsMatchTheKernel) {
         received_before = receiver.batches();
         m = agent.Scrape();
         received_after = receiver.batches();
+        // The agent counts a success once the response is back, a moment after the receiver
+        // counted the request: wait for the counter to catch up with what was received.
         return received_before > 0 && requests(m, closed, "failure") > 0 &&
+               requests(m, receiver.url(), "success") >= received_before &&
                SumOf(m, "stagewatch_alertmanager_queue_length") == 0;
       },
       10000))

@@ -90,7 +90,7 @@ printf 'SOURCE=%q\nBUILD=%q\nRESULTS=%q\nPLAN=%q\n' "$source_dir" "$build" "$res
 # then (timer softirqs no longer run; seen at the IPIs of a BPF link's attach or release). Such
 # a guest panics and powers off; it is booted again, up to kBoots times, and each boot skips
 # the plan lines an earlier one finished (tests/vm/guest.sh), so a stall costs one line's run.
-kBoots=4
+kBoots=7
 rm -rf "$results"/*
 boot() {
   rm -rf "$results/status" "$results/console.log" "$build/vm-scratch" && mkdir -p "$build/vm-scratch"

@@ -143,16 +143,20 @@ TEST(AccuracyE2E, SwitchesExitsCpuTimeThrottlingAndPressureMatchTheKernel) {
                                          "ctxswitchtype=\"nonvoluntary\""), -1);
   const double oncpu = ValueOr(m, Series("stagewatch_cpu_seconds_total", stage), -1);
   std::printf("switches voluntary %.0f (rusage %.0f), nonvoluntary %.0f (rusage %.0f); on-cpu "
-              "%.4f s (rusage %.4f s); periods %.0f throttled %.0f (%.4f s); psi cpu %.4f/%.4f "
+              "%.4f s (cgroup usage %.4f s, rusage %.4f s); periods %.0f throttled %.0f (%.4f s); psi cpu %.4f/%.4f "
               "memory %.4f/%.4f io %.4f/%.4f s\n",
-              vol, truth.voluntary, invol, truth.nonvoluntary, oncpu, truth.cpu_s, periods1,
+              vol, truth.voluntary, invol, truth.nonvoluntary, oncpu, usage_s, truth.cpu_s, periods1,
               throttled1, throttled_s, cpu1.some, cpu1.full, mem1.some, mem1.full, io1.some,
               io1.full);
   // Each process makes a switch or two before it has joined the stage's cgroup.
   const double slack = 3.0 * truth.processes;
   EXPECT_NEAR(vol, truth.voluntary, slack + 0.02 * truth.voluntary);
   EXPECT_NEAR(invol, truth.nonvoluntary, slack + 0.02 * truth.nonvoluntary);
-  EXPECT_NEAR(oncpu, truth.cpu_s, 0.005 + 0.02 * truth.cpu_s);
+  // CPU time in the stage is what the cgroup's own usage counts; rusage also has each child's
+  // steps before it joined (a few ms each under the VM stage's emulation), so it bounds from
+  // above only.
+  EXPECT_NEAR(oncpu, usage_s, 0.005 + 0.02 * usage_s);
+  EXPECT_LE(oncpu, truth.cpu_s + 0.005 + 0.02 * truth.cpu_s);
   EXPECT_NEAR(ValueOr(m, Series("stagewatch_cgroup_cpu_usage_seconds_total", stage), -1),
               cgroup.CpuUsageNs() * 1e-9, 1e-6);
 

@@ -21,7 +21,7 @@ inline constexpr AccuracyRow kAccuracyTable[] = {
     {"stagewatch_processes_exited_total", "e2e:AccuracyE2E.SwitchesExitsCpuTimeThrottlingAndPressureMatchTheKernel",
      "the processes the test started and reaped in the stage"},
     {"stagewatch_cpu_seconds_total", "e2e:AccuracyE2E.SwitchesExitsCpuTimeThrottlingAndPressureMatchTheKernel",
-     "wait4 rusage utime + stime summed over the stage's processes"},
+     "the cgroup's own cpuacct.usage (v2 cpu.stat usage_usec); wait4 rusage utime + stime of its processes bounds it from above"},
     {"stagewatch_cgroup_cpu_usage_seconds_total", "e2e:AccuracyE2E.SwitchesExitsCpuTimeThrottlingAndPressureMatchTheKernel",
      "cpuacct.usage (v2 cpu.stat usage_usec)"},
     {"stagewatch_cpu_cfs_periods_total", "e2e:AccuracyE2E.SwitchesExitsCpuTimeThrottlingAndPressureMatchTheKernel",

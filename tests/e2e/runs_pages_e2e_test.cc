@@ -51,14 +51,15 @@ class RunsPagesE2E : public ::testing::Test {
   }
 
   // Runs headless Chromium on `url` with `mode` (--dump-dom or --screenshot=FILE); its output,
-  // or "" if it had to be killed (by its pid, after 60 s).
+  // or "" if it had to be killed (by its pid, after 180 s: a cold start under the VM stage's
+  // single-threaded emulation takes over a minute).
   std::string Chromium(const std::string& mode, const std::string& url) {
     const std::string profile = dir_ + "/chromium-profile";
     AgentProcess browser({"--headless", "--no-sandbox", "--disable-gpu",
                           "--disable-background-networking", "--no-first-run",
                           "--user-data-dir=" + profile, "--window-size=900,1200", mode, url},
                          nullptr, kChromium);
-    const int rc = browser.WaitExit(60000);  // -1: still running, killed by the destructor
+    const int rc = browser.WaitExit(180000);  // -1: still running, killed by the destructor
     EXPECT_EQ(rc, 0) << browser.log();
     return rc == 0 ? browser.log() : "";
   }

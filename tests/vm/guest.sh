@@ -23,6 +23,10 @@ echo "$delegate" > $cg/vm-tests/cgroup.subtree_control
 # CAP_SYS_ADMIN whatever CAP_PERFMON; set 2, as docs/deploy.md tells users of such nodes.
 echo 2 > /proc/sys/kernel/perf_event_paranoid
 
+# Proof of life for tests/vm/run.sh, which stops a guest whose CPUs all stalled.
+(while :; do date +%s > "$results/heartbeat"; sleep 10; done) &
+heartbeat=$!
+
 export STAGEWATCH_REQUIRE_PRIVILEGED=1
 declare -A featured=()
 while read -r run kind filter environment attach; do
@@ -43,7 +47,7 @@ while read -r run kind filter environment attach; do
   dir=$cg/vm-tests/$run-$kind
   mkdir -p "$dir"
   start=$(date +%s)
-  timeout -k 10 900 env $environment sh -c 'echo $$ > "$1/cgroup.procs" && exec "$2" --gtest_filter="$3" --gtest_output=xml:"$4"' \
+  timeout -k 10 1200 env $environment sh -c 'echo $$ > "$1/cgroup.procs" && exec "$2" --gtest_filter="$3" --gtest_output=xml:"$4"' \
     _ "$dir" "$build/tests/${kind}_tests" "$filter" "$results/$run.$kind.xml" > "$results/$run.$kind.log" 2>&1
   rc=$?
   echo "vm: run $run, $kind tests ($filter): exit $rc," \
@@ -53,5 +57,6 @@ while read -r run kind filter environment attach; do
   # Whatever a crashed binary left behind, deepest first.
   find "$dir" -depth -type d -exec rmdir {} \; 2>/dev/null
 done < "$plan"
+kill "$heartbeat"
 sync
 echo done > "$results/status"

@@ -8,8 +8,9 @@
 # Exit: 0 when the guest ran its test plan, 77 when this host cannot run a VM (no qemu, no
 # kernel in the archive) and STAGEWATCH_REQUIRE_PRIVILEGED is not 1, else 1.
 # Environment: STAGEWATCH_VM_CACHE (kernel cache, default /var/cache/stagewatch-vm),
-# STAGEWATCH_VM_KERNEL (a package name instead of the newest), STAGEWATCH_VM_TIMEOUT (seconds,
-# default 1500), STAGEWATCH_VM_PLAN (another plan file, for a quick manual run of a few
+# STAGEWATCH_VM_KERNEL (a package name instead of the newest), STAGEWATCH_VM_TIMEOUT (seconds
+# for all boots together, default 3300, inside ctest's 3600), STAGEWATCH_VM_TCG_THREAD (multi
+# to emulate each guest CPU on its own host thread), STAGEWATCH_VM_PLAN (another plan file, for a quick manual run of a few
 # tests; ctest's vm.* entries always follow tests/vm/plan.txt).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -88,33 +89,66 @@ printf 'SOURCE=%q\nBUILD=%q\nRESULTS=%q\nPLAN=%q\n' "$source_dir" "$build" "$res
 # the guest falls back to the HPET, an emulated device access on every clock read.
 # softlockup_panic, panic_on_rcu_stall: software emulation stalls a guest CPU for good now and
 # then (timer softirqs no longer run; seen at the IPIs of a BPF link's attach or release). Such
-# a guest panics and powers off; it is booted again, up to kBoots times, and each boot skips
-# the plan lines an earlier one finished (tests/vm/guest.sh), so a stall costs one line's run.
+# a guest panics and powers off. When both CPUs stall nothing is left to panic: the guest
+# writes a heartbeat file every 10 s (tests/vm/guest.sh), and one silent for kSilence seconds
+# is stopped here. Either way the guest is booted again, up to kBoots times within the time
+# budget, and each boot skips the plan lines an earlier one finished, so a stall costs one
+# line's run.
 kBoots=7
+tcg_threads=${STAGEWATCH_VM_TCG_THREAD:-single}
+kSilence=300
+deadline=$(( $(date +%s) + ${STAGEWATCH_VM_TIMEOUT:-3300} ))
 rm -rf "$results"/*
+# Returns 0 when the guest finished its plan, 2 when it stalled, 1 otherwise.
 boot() {
-  rm -rf "$results/status" "$results/console.log" "$build/vm-scratch" && mkdir -p "$build/vm-scratch"
-  echo "vm: booting $pkg under qemu (software emulation), results in $results"
-  local start=$(date +%s) rc
-  set +e
-  timeout "${STAGEWATCH_VM_TIMEOUT:-1500}" qemu-system-x86_64 \
-    -accel tcg,thread=multi -cpu max -smp 2 -m 2048 \
+  rm -rf "$results/status" "$results/console.log" "$results/heartbeat" "$build/vm-scratch"
+  mkdir -p "$build/vm-scratch"
+  echo "vm: booting $pkg under qemu (software emulation, ${tcg_threads}-threaded), results in $results"
+  local start=$(date +%s) qemu rc stalled="" now last
+  qemu-system-x86_64 \
+    -accel tcg,thread=$tcg_threads -cpu max -smp 2 -m 2048 \
     -kernel "$kdir/vmlinuz" -initrd "$build/vm-initramfs.cpio.gz" \
     -append "console=ttyS0 cgroup_no_v1=all tsc=reliable panic=-1 softlockup_panic=1 sysctl.kernel.panic_on_rcu_stall=1 quiet loglevel=4" \
     -virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap" \
     -virtfs "local,path=$results,mount_tag=results,security_model=none,multidevs=remap" \
     -virtfs "local,path=$build/vm-scratch,mount_tag=scratch,security_model=none,multidevs=remap" \
-    -nic none -display none -serial stdio -monitor none -no-reboot </dev/null | tee "$results/console.log"
-  rc=${PIPESTATUS[0]}
+    -nic none -display none -serial stdio -monitor none -no-reboot \
+    </dev/null > >(tee "$results/console.log") 2>&1 &
+  qemu=$!
+  while kill -0 "$qemu" 2>/dev/null; do
+    sleep 5
+    now=$(date +%s)
+    last=$(stat -c %Y "$results/heartbeat" 2>/dev/null || echo "$start")
+    if (( now - last > kSilence )); then
+      stalled="no heartbeat from the guest for $(( now - last )) s"
+    elif (( now > deadline )); then
+      stalled="out of time (STAGEWATCH_VM_TIMEOUT)"
+    fi
+    if [ -n "$stalled" ]; then
+      echo "vm: $stalled; stopping qemu" >&2
+      kill "$qemu" 2>/dev/null
+      break
+    fi
+  done
+  set +e
+  wait "$qemu"
+  rc=$?
   set -e
+  sleep 1  # tee's last lines
   echo "vm: qemu exited with $rc after $(( $(date +%s) - start )) s"
   rm -rf "$build/vm-scratch"
-  [ -f "$results/status" ] && grep -q '^done' "$results/status"
+  if [ -f "$results/status" ] && grep -q '^done' "$results/status"; then return 0; fi
+  if [[ $stalled == "no heartbeat"* ]] ||
+     grep -q 'Kernel panic - not syncing: \(softlockup\|RCU Stall\)' "$results/console.log"; then
+    return 2
+  fi
+  return 1
 }
 for attempt in $(seq 1 $kBoots); do
-  boot && break
-  if [ "$attempt" -lt $kBoots ] &&
-     grep -q 'Kernel panic - not syncing: \(softlockup\|RCU Stall\)' "$results/console.log"; then
+  rc=0
+  boot || rc=$?
+  [ $rc = 0 ] && break
+  if [ $rc = 2 ] && [ "$attempt" -lt $kBoots ] && (( $(date +%s) + kSilence < deadline )); then
     echo "vm: the guest stalled under emulation (console above); booting it again" >&2
     cp "$results/console.log" "$build/vm-stalled-console.$attempt.log"
   else

@@ -87,24 +87,27 @@ printf 'SOURCE=%q\nBUILD=%q\nRESULTS=%q\nPLAN=%q\n' "$source_dir" "$build" "$res
 # ---- boot ---------------------------------------------------------------------------------
 # tsc=reliable: qemu derives the emulated TSC from the host clock, so it is stable; without it
 # the guest falls back to the HPET, an emulated device access on every clock read.
-# softlockup_panic, panic_on_rcu_stall: software emulation stalls a guest CPU for good now and
-# then (timer softirqs no longer run; seen at the IPIs of a BPF link's attach or release). Such
-# a guest panics and powers off. When both CPUs stall nothing is left to panic: the guest
-# writes a heartbeat file every 10 s (tests/vm/guest.sh), and one silent for kSilence seconds
-# is stopped here. Either way the guest is booted again, up to kBoots times within the time
-# budget, and each boot skips the plan lines an earlier one finished, so a stall costs one
-# line's run.
+# Single-threaded TCG: with a host thread per guest CPU (thread=multi), a guest CPU wedges now
+# and then (its timers stop; the IPIs that patch a tracepoint at a BPF link's attach or release
+# never return), about once every 300 s of guest time (tests/vm/README.md, Stalls).
+# softlockup_panic, panic_on_rcu_stall: a guest with one CPU wedged all the same panics and
+# powers off. When every CPU wedges nothing is left to panic: the guest writes a heartbeat file
+# every 10 s (tests/vm/guest.sh), and one silent for kSilence seconds is stopped here. Either
+# way the guest is booted again, up to kBoots times within the time budget, and each boot skips
+# the plan lines an earlier one finished, so a stall costs one line's run.
 kBoots=7
 tcg_threads=${STAGEWATCH_VM_TCG_THREAD:-single}
 kSilence=300
 deadline=$(( $(date +%s) + ${STAGEWATCH_VM_TIMEOUT:-3300} ))
 rm -rf "$results"/*
+qemu=""
+trap '[ -n "$qemu" ] && kill "$qemu" 2>/dev/null' EXIT
 # Returns 0 when the guest finished its plan, 2 when it stalled, 1 otherwise.
 boot() {
   rm -rf "$results/status" "$results/console.log" "$results/heartbeat" "$build/vm-scratch"
   mkdir -p "$build/vm-scratch"
   echo "vm: booting $pkg under qemu (software emulation, ${tcg_threads}-threaded), results in $results"
-  local start=$(date +%s) qemu rc stalled="" now last
+  local start=$(date +%s) rc stalled="" now last
   qemu-system-x86_64 \
     -accel tcg,thread=$tcg_threads -cpu max -smp 2 -m 2048 \
     -kernel "$kdir/vmlinuz" -initrd "$build/vm-initramfs.cpio.gz" \
@@ -133,6 +136,7 @@ boot() {
   set +e
   wait "$qemu"
   rc=$?
+  qemu=""
   set -e
   sleep 1  # tee's last lines
   echo "vm: qemu exited with $rc after $(( $(date +%s) - start )) s"

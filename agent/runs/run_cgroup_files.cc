@@ -46,14 +46,14 @@ RunCgroupFiles::~RunCgroupFiles() {
   }
 }
 
-std::optional<std::string> RunCgroupFiles::ReadSlot(Slot slot) {
+std::optional<std::string> RunCgroupFiles::ReadSlot(Slot slot, bool last_look) {
   File& f = files_[slot];
   if (f.path.empty() || f.gone) return std::nullopt;
   int fd = f.fd;
   if (fd < 0) {
     fd = open(f.path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-      if (errno == ENOENT && ++f.attempts >= kOpenAttempts) f.gone = true;
+      if (errno == ENOENT && (++f.attempts >= kOpenAttempts || last_look)) f.gone = true;
       return std::nullopt;
     }
     if (budget_->left > 0) {
@@ -81,8 +81,10 @@ std::optional<std::string> RunCgroupFiles::ReadSlot(Slot slot) {
 std::optional<RunCgroupReading> RunCgroupFiles::Read(absl::Time now) {
   RunCgroupReading r;
   r.usage.at = now;
+  if (!first_read_) first_read_ = now;
+  const bool last_look = now - *first_read_ >= kOpenWindow;
   auto read = [&](Slot slot) {
-    std::optional<std::string> text = ReadSlot(slot);
+    std::optional<std::string> text = ReadSlot(slot, last_look);
     r.reads += text.has_value();
     return text;
   };

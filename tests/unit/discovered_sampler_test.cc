@@ -53,7 +53,7 @@ TEST_F(DiscoveredSamplerTest, KeepsWithinItsReadsASecondAndTakesEveryRunInTurn) 
   for (int i = 0; i < 10; ++i) {
     const std::string path = "/stagewatch/s/run_" + std::to_string(i);
     MemoryFiles(path, 100 << 20, 200 << 20, 150 << 20);
-    sampler.Add("run_" + std::to_string(i), path, t0);
+    sampler.Add("run_" + std::to_string(i), path, 100 + i, {100u + i}, t0);
   }
   // Four memory files a run, and the cpu ones looked for: 20 reads take 5 runs a second.
   sampler.Sample(t0);
@@ -77,7 +77,7 @@ TEST_F(DiscoveredSamplerTest, EndFactsComeFromTheLastReadingAndTheSeries) {
   const std::string cpu_dir = root_ + "/cpu" + path;
   const absl::Time t0 = absl::FromUnixSeconds(1000);
   MemoryFiles(path, 100 << 20, 200 << 20, 120 << 20);
-  sampler.Add("job_1", path, t0);
+  sampler.Add("job_1", path, 1, {1}, t0);
   sampler.Sample(t0);
   // The cpu hierarchy's directory comes a moment later: its files are looked for again.
   Write(cpu_dir + "/cpuacct.usage", "2000000000\n");

@@ -31,7 +31,7 @@ void DiscoveredSampler::Add(const std::string& run_id, const std::string& cgroup
                                              .usage = RunUsage(options_.near_limit_fraction),
                                              .next = now})
                    .first->second;
-  s.files = std::make_unique<RunCgroupFiles>(options_.layout, cgroup_path, &open_files_);
+  s.files = std::make_unique<RunCgroupFiles>(options_.layout, cgroup_path, &open_files_, now);
   turn_.push_back(run_id);
 }
 
@@ -58,7 +58,8 @@ void DiscoveredSampler::Sample(absl::Time now) {
     Sampled& s = found->second;
     if (s.next > now) continue;
     s.next = now + options_.interval;
-    if (s.last && !gate_.Due(s.cgroup_id, s.cgroup_ids, look.get(), now)) {
+    const bool due = gate_.Due(s.cgroup_id, s.cgroup_ids, look.get(), now);
+    if (s.last && !due) {
       // Nothing of it ran: its files still say what they said.
       CgroupReading same = s.last->usage;
       same.at = now;

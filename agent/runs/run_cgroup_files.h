@@ -34,15 +34,17 @@ class RunCgroupFiles {
  public:
   // The files of the cgroup at `cgroup_path` in the keyed hierarchy, and of the same path in
   // the cpu, cpuacct and cgroup2 (PSI) hierarchies of a v1 or hybrid host.
+  // `found_at`: when the cgroup was found, from which its missing files are waited for.
   RunCgroupFiles(const CgroupLayout& layout, const std::string& cgroup_path,
-                 OpenFileBudget* budget);
+                 OpenFileBudget* budget, absl::Time found_at);
   ~RunCgroupFiles();
   RunCgroupFiles(const RunCgroupFiles&) = delete;
   RunCgroupFiles& operator=(const RunCgroupFiles&) = delete;
 
-  // Reads every file there is. A file missing at the first read is looked for again on the
-  // next reads within kOpenWindow of it, at most kOpenAttempts in all (a mirror hierarchy's
-  // directory is often made a moment after the keyed one), then given up on. Without memory usage the cgroup is gone: nullopt.
+  // Reads every file there is. A missing file is looked for again on the reads within
+  // kOpenWindow of the cgroup being found, at most kOpenAttempts in all (a mirror hierarchy's
+  // directory is often made a moment after the keyed one), then given up on: a run first read
+  // later looks for it once. Without memory usage the cgroup is gone: nullopt.
   std::optional<RunCgroupReading> Read(absl::Time now);
   // The CFS period, read once the cpu files are found.
   std::optional<double> cfs_period_seconds() const { return cfs_period_; }
@@ -68,7 +70,7 @@ class RunCgroupFiles {
   File files_[kSlots];
   std::optional<double> cfs_period_;
   bool period_read_ = false;
-  std::optional<absl::Time> first_read_;
+  absl::Time found_at_;
 };
 
 }  // namespace stagewatch

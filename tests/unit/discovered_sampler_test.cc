@@ -110,5 +110,20 @@ TEST_F(DiscoveredSamplerTest, EndFactsComeFromTheLastReadingAndTheSeries) {
   EXPECT_FALSE(sampler.Remove("job_1", points));
 }
 
+TEST_F(DiscoveredSamplerTest, AMirrorMissingPastTheWindowIsLookedForOnce) {
+  DiscoveredSampler sampler({.layout = layout_, .interval = absl::Seconds(1),
+                             .reads_per_second = 1000});
+  const std::string path = "/stagewatch/s/late_1";
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  MemoryFiles(path, 100 << 20, 200 << 20, 120 << 20);
+  sampler.Add("late_1", path, 1, {1}, t0);
+  // First read 10 s after the run was found (a long turn): its cpu mirror is not there.
+  sampler.Sample(t0 + absl::Seconds(10));
+  EXPECT_EQ(sampler.reads(), 4u);
+  Write(root_ + "/cpu" + path + "/cpuacct.usage", "2000000000\n");
+  sampler.Sample(t0 + absl::Seconds(11));
+  EXPECT_EQ(sampler.reads(), 8u) << "given up on at its first miss: the memory files only";
+}
+
 }  // namespace
 }  // namespace stagewatch

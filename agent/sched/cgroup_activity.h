@@ -32,9 +32,9 @@ struct ActivityLook {
   uint64_t refused = 0;
 };
 
-// The sched tracker's look from its last collection (null: the probe is off, or none yet:
-// every key is read). It is taken before the reads it gates, so activity after it shows in a
-// later look: a cgroup that starts running is read within a sample of its first run.
+// A look at the sched tracker's counters (null: the probe is off, or none yet: every key is
+// read), taken before the reads it gates, so activity after it shows in a later look. The
+// memory sampler's is taken just before each sample; the run sampler uses the newest.
 using ActivitySource = std::function<std::shared_ptr<const ActivityLook>()>;
 
 // Per key (a stage, a run), what its cgroups' counters summed to at its last read. Not

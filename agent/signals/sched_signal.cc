@@ -22,8 +22,13 @@ void Start(const SignalContext& ctx) {
                         &r.probe_reports);
   if (r.sched_probe) {
     r.sched = std::make_unique<SchedTracker>(r.sched_probe.get(), ctx.namer);
-    // Quiet stages keep their last read (the sampler starts after the signals).
-    ctx.sampler->SetActivity([tracker = r.sched.get()] { return tracker->LastLook(); });
+    // Quiet stages keep their last read (the sampler starts after the signals). Collected
+    // just before each sample, so a stage that starts running is read at the next one; the
+    // anomaly feeder then uses this collection.
+    ctx.sampler->SetActivity([tracker = r.sched.get()] {
+      tracker->Collect();
+      return tracker->LastLook();
+    });
   }
   // Without the probe, the snapshot's half (throttling, usage, PSI) still runs.
   ctx.collectors->Add(std::make_unique<exporters::SchedCollector>(

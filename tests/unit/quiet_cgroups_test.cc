@@ -1,11 +1,9 @@
-// Quiet cgroups are not read: the gate over the sched tracker's counters, the memory sampler
-// (a stage none of whose cgroups ran keeps its last read, an active one is read every sample,
-// the floor reads a quiet one anyway) and the discovered-run sampler (a quiet run's turn
-// repeats its last reading and reads no file).
+// Quiet cgroups are not read: the gate over the sched tracker's counters, and the memory
+// sampler (a stage none of whose cgroups ran keeps its last read, an active one is read every
+// sample, the floor reads a quiet one anyway). The run sampler's: discovered_sampler_test.cc.
 #include <sys/stat.h>
 
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <string>
 
@@ -13,7 +11,6 @@
 #include "cgroup/path_cache.h"
 #include "gtest/gtest.h"
 #include "memory/memory_sampler.h"
-#include "runs/discovered_sampler.h"
 #include "sched/cgroup_activity.h"
 #include "stages/stage_resolver.h"
 
@@ -172,74 +169,6 @@ TEST_F(QuietStageTest, WithoutALookEverySampleReads) {
   for (int s = 0; s < 3; s++) sampler.SampleOnce(kT0 + absl::Seconds(s));
   EXPECT_EQ(stats_reads_, 3);
   EXPECT_EQ(cpu_reads_, 3);
-}
-
-// Discovered runs: a quiet run's turn repeats its reading, its descendants wake it.
-class QuietRunTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/stagewatch-quietrun-XXXXXX";
-    root_ = mkdtemp(tmpl);
-    layout_.mode = CgroupMode::kHybrid;
-    layout_.key = CGROUP_KEY_V1_MEMORY;
-    layout_.key_root = root_ + "/memory";
-    layout_.v1_memory_root = layout_.key_root;
-    layout_.v1_roots = {{"memory", root_ + "/memory"}};
-  }
-  void TearDown() override { fs::remove_all(root_); }
-  void Usage(uint64_t bytes) {
-    const std::string dir = root_ + "/memory" + kPath;
-    fs::create_directories(dir);
-    std::ofstream(dir + "/memory.usage_in_bytes") << bytes << "\n";
-    std::ofstream(dir + "/memory.limit_in_bytes") << 1000 * kMiB << "\n";
-  }
-  static constexpr const char* kPath = "/stagewatch/quietrun/job_1";
-  std::string root_;
-  CgroupLayout layout_;
-  std::shared_ptr<const ActivityLook> look_;
-};
-
-TEST_F(QuietRunTest, AQuietRunsTurnRepeatsItsReadingUntilOneOfItsCgroupsRuns) {
-  DiscoveredSampler sampler({.layout = layout_, .interval = absl::Seconds(1),
-                             .reads_per_second = 100,
-                             .activity = [this] { return look_; }});
-  Usage(100 * kMiB);
-  look_ = Look({{11, 7}});
-  sampler.Add("job_1", kPath, 11, {11}, kT0);
-  sampler.Sample(kT0);
-  const uint64_t first = sampler.reads();
-  EXPECT_EQ(first, 2u);  // usage and limit; the other files are missing here
-
-  Usage(200 * kMiB);
-  sampler.Sample(kT0 + absl::Seconds(1));
-  sampler.Sample(kT0 + absl::Seconds(2));
-  EXPECT_EQ(sampler.reads(), first) << "quiet: no file read";
-  EXPECT_EQ(sampler.repeats(), 2u);
-  std::map<std::string, std::vector<RunSample>> points = sampler.TakePoints();
-  ASSERT_EQ(points["job_1"].size(), 3u) << "a point every turn, as when read";
-  EXPECT_EQ(points["job_1"][2].memory_bytes, 100 * kMiB);
-  EXPECT_EQ(points["job_1"][2].at, kT0 + absl::Seconds(2));
-
-  // A descendant made later runs: the run is read.
-  sampler.AddCgroup("job_1", 12);
-  look_ = Look({{11, 7}, {12, 1}});
-  sampler.Sample(kT0 + absl::Seconds(3));
-  EXPECT_EQ(sampler.reads(), 2 * first);
-  points = sampler.TakePoints();
-  ASSERT_EQ(points["job_1"].size(), 1u);
-  EXPECT_EQ(points["job_1"][0].memory_bytes, 200 * kMiB);
-
-  // Quiet for the run floor: read anyway.
-  Usage(150 * kMiB);
-  sampler.Sample(kT0 + absl::Seconds(3) + kIdleRunRereadInterval - absl::Seconds(1));
-  EXPECT_EQ(sampler.reads(), 2 * first);
-  sampler.Sample(kT0 + absl::Seconds(3) + kIdleRunRereadInterval);
-  EXPECT_EQ(sampler.reads(), 3 * first);
-  std::vector<RunSample> left;
-  std::optional<CgroupFacts> facts = sampler.Remove("job_1", left);
-  ASSERT_TRUE(facts);
-  ASSERT_FALSE(left.empty());
-  EXPECT_EQ(left.back().memory_bytes, 150 * kMiB);
 }
 
 }  // namespace

@@ -47,7 +47,8 @@ void SchedTracker::Collect() {
     look->counters[id] = s.voluntary_switches + s.nonvoluntary_switches + s.oncpu_ns;
   }
   for (const auto& [id, cpus] : running) look->running.insert(id);
-  look_ = std::move(look);
+  // Counters that stand still say nothing of who ran: no look, every cgroup is read.
+  if (probe_->switches_counted()) look_ = std::move(look);
 
   std::vector<CgroupCounterSample> samples;
   for (const auto& [id, stats] : cgroups) {

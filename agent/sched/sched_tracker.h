@@ -40,8 +40,8 @@ class SchedTracker {
   std::map<StageId, SchedStageTotals> Totals() const;
   std::map<StagePair, uint64_t> Preemptions() const;
   uint64_t unknown_cgroups() const;
-  // Which cgroups had run as of the last Collect() (null before the first): what the samplers
-  // skip the files of quiet cgroups by.
+  // Which cgroups had run as of the last Collect() (null before the first, and where
+  // sched_switch did not attach): what the samplers skip the files of quiet cgroups by.
   std::shared_ptr<const ActivityLook> LastLook() const;
 
  private:

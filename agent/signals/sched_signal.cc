@@ -20,8 +20,8 @@ void Start(const SignalContext& ctx) {
   RunningSignals& r = *ctx.running;
   r.sched_probe = Adopt(SchedProbe::Start({.key = ctx.layout.key, .features = ctx.features}),
                         &r.probe_reports);
-  if (r.sched_probe) {
-    r.sched = std::make_unique<SchedTracker>(r.sched_probe.get(), ctx.namer);
+  if (r.sched_probe) r.sched = std::make_unique<SchedTracker>(r.sched_probe.get(), ctx.namer);
+  if (r.sched_probe && r.sched_probe->switches_counted()) {
     // Quiet stages keep their last read (the sampler starts after the signals). Collected
     // just before each sample, so a stage that starts running is read at the next one; the
     // anomaly feeder then uses this collection.

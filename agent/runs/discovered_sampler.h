@@ -19,10 +19,10 @@
 
 #include "absl/time/time.h"
 #include "cgroup/layout.h"
-#include "sched/cgroup_activity.h"
 #include "runs/run_cgroup_files.h"
 #include "runs/run_facts.h"
 #include "runs/run_record.h"
+#include "sched/cgroup_activity.h"
 
 namespace stagewatch {
 

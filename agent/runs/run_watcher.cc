@@ -457,6 +457,20 @@ RunsSnapshot RunWatcher::Snapshot() const {
   return out;
 }
 
+RunWatcher::Held RunWatcher::held() const {
+  Held h;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    h.open_runs = open_.size();
+    h.cgroups = by_cgroup_.size();
+    h.sampled = sampler_ ? sampler_->runs() : 0;
+  }
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  h.published = published_.size();
+  h.queued = queue_.size();
+  return h;
+}
+
 void RunWatcher::Warn(const std::string& what, const std::string& id,
                       const absl::Status& s) const {
   Log::Warn(what, {{"run", id}, {"err", s.message()}});

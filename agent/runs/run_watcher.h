@@ -102,6 +102,17 @@ class RunWatcher {
 
   RunsSnapshot Snapshot() const;
 
+  // What the watcher holds by run or cgroup, for tests and benches: all of it goes with the
+  // run, so each count is bounded by the runs open (and the events not yet handled).
+  struct Held {
+    size_t open_runs = 0;  // open_
+    size_t cgroups = 0;    // by_cgroup_
+    size_t published = 0;  // ids the deliverers read at rmdir
+    size_t sampled = 0;    // runs the sampler holds
+    size_t queued = 0;     // events not yet handled
+  };
+  Held held() const;
+
  private:
   // A run's cgroup, from its mkdir on. A launcher makes the cgroup a moment before it writes
   // the run's row, so the row is looked for until kGrace has passed; only then is it recorded as

@@ -1,5 +1,6 @@
 #include "runs/run_watcher.h"
 
+#include <malloc.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -336,6 +337,7 @@ void RunWatcher::CloseByAgent(OpenRun& run, bool saw_end, const MemcgAtRmdir& me
 void RunWatcher::Count(uint64_t key) {
   const std::string id = open_.at(key).start.id;
   open_.erase(key);
+  closed_since_trim_++;
   absl::StatusOr<std::optional<RunRecord>> r = ledger_->Get(id);
   if (!r.ok() || !*r || !(*r)->end) return;
   const std::string verdict(VerdictName(JudgeRun(**r, options_.runs).kind));
@@ -405,13 +407,14 @@ void RunWatcher::Tick() {
     }
   }
   // After the records above, so a run recorded now gets its first sample now.
-  if (sampler_) {
-    const absl::Time now = absl::Now();
-    sampler_->Sample(now);
-    if (now >= next_samples_write_) {
-      WriteSamples();
-      next_samples_write_ = now + options_.write_samples_every;
-    }
+  const absl::Time now = absl::Now();
+  if (sampler_) sampler_->Sample(now);
+  if (now >= next_samples_write_) {
+    WriteSamples();
+    next_samples_write_ = now + options_.write_samples_every;
+    // What closed runs freed (their rows' SQLite work, events, samples) is spread over the
+    // threads' malloc arenas, which keep it; give it back to the OS once in a while.
+    if (std::exchange(closed_since_trim_, 0) > 0) malloc_trim(0);
   }
 }
 

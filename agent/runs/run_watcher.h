@@ -182,6 +182,7 @@ class RunWatcher {
   std::map<uint64_t, OpenRun> open_;        // by its own cgroup id (or a made-up key)
   std::map<uint64_t, uint64_t> by_cgroup_;  // cgroup id (its own, descendants) → open_ key
   uint64_t next_gone_key_ = UINT64_MAX;     // keys of runs whose cgroup went while unwatched
+  uint64_t closed_since_trim_ = 0;          // runs closed since the heap was last trimmed
   RunsSnapshot counted_;
   std::map<std::string, std::deque<EndedRun>> recent_;  // by stage, newest first
   // Guards the queue and `published_`; never held while calling out.

@@ -39,6 +39,27 @@ class RunWatcherTest : public ::testing::Test {
     return w.ok() ? *std::move(w) : nullptr;
   }
 
+  // A watcher that samples discovered runs every 20 ms from v1 memory files in the tree.
+  std::unique_ptr<RunWatcher> StartSampling() {
+    CgroupLayout layout;
+    layout.mode = CgroupMode::kV1;
+    layout.key = CGROUP_KEY_V1_MEMORY;
+    layout.key_root = layout.v1_memory_root = root_;
+    layout.v1_roots = {{"memory", root_}};
+    absl::StatusOr<std::unique_ptr<Ledger>> ledger = Ledger::Open(ledger_path_);
+    EXPECT_TRUE(ledger.ok()) << ledger.status();
+    if (!ledger.ok()) return nullptr;
+    absl::StatusOr<std::unique_ptr<RunWatcher>> w = RunWatcher::Start(
+        *std::move(ledger), &stages_,
+        {.key_root = root_, .oom_observed = true, .tick = absl::Milliseconds(20),
+         .sampling = DiscoveredSamplerOptions{.layout = layout,
+                                              .interval = absl::Milliseconds(20),
+                                              .reads_per_second = 1000}},
+        {});
+    EXPECT_TRUE(w.ok()) << w.status();
+    return w.ok() ? *std::move(w) : nullptr;
+  }
+
   // Makes the directory and returns the event the probe would deliver for it.
   cgroup_event Mkdir(const std::string& path) {
     std::filesystem::create_directories(root_ + path);
@@ -239,22 +260,8 @@ namespace {
 // A discovered run sampled by the agent from its (fixture) v1 memory files while it lives, and
 // closed with the kernel's figures the rmdir event carries: those beat the last sample's.
 TEST_F(RunWatcherTest, ADiscoveredRunIsSampledAndClosedWithTheKernelsPeakAtRmdir) {
-  CgroupLayout layout;
-  layout.mode = CgroupMode::kV1;
-  layout.key = CGROUP_KEY_V1_MEMORY;
-  layout.key_root = layout.v1_memory_root = root_;
-  layout.v1_roots = {{"memory", root_}};
-  absl::StatusOr<std::unique_ptr<Ledger>> ledger = Ledger::Open(ledger_path_);
-  ASSERT_TRUE(ledger.ok()) << ledger.status();
-  absl::StatusOr<std::unique_ptr<RunWatcher>> started = RunWatcher::Start(
-      *std::move(ledger), &stages_,
-      {.key_root = root_, .oom_observed = true, .tick = absl::Milliseconds(20),
-       .sampling = DiscoveredSamplerOptions{.layout = layout,
-                                            .interval = absl::Milliseconds(20),
-                                            .reads_per_second = 1000}},
-      {});
-  ASSERT_TRUE(started.ok()) << started.status();
-  std::unique_ptr<RunWatcher> watcher = *std::move(started);
+  std::unique_ptr<RunWatcher> watcher = StartSampling();
+  ASSERT_NE(watcher, nullptr);
   watcher->OnCgroupEvent(Mkdir("/stagewatch"));
   watcher->OnCgroupEvent(Mkdir("/stagewatch/train"));
   const std::string dir = root_ + "/stagewatch/train/job_9";
@@ -301,22 +308,8 @@ TEST_F(RunWatcherTest, ADiscoveredRunIsSampledAndClosedWithTheKernelsPeakAtRmdir
 // row, and once it is closed the watcher and its sampler hold nothing of it, so an agent's
 // memory does not grow with the runs it has seen.
 TEST_F(RunWatcherTest, NothingOfARunIsHeldOnceItsRowIsClosed) {
-  CgroupLayout layout;
-  layout.mode = CgroupMode::kV1;
-  layout.key = CGROUP_KEY_V1_MEMORY;
-  layout.key_root = layout.v1_memory_root = root_;
-  layout.v1_roots = {{"memory", root_}};
-  absl::StatusOr<std::unique_ptr<Ledger>> ledger = Ledger::Open(ledger_path_);
-  ASSERT_TRUE(ledger.ok()) << ledger.status();
-  absl::StatusOr<std::unique_ptr<RunWatcher>> started = RunWatcher::Start(
-      *std::move(ledger), &stages_,
-      {.key_root = root_, .oom_observed = true, .tick = absl::Milliseconds(20),
-       .sampling = DiscoveredSamplerOptions{.layout = layout,
-                                            .interval = absl::Milliseconds(20),
-                                            .reads_per_second = 1000}},
-      {});
-  ASSERT_TRUE(started.ok()) << started.status();
-  std::unique_ptr<RunWatcher> watcher = *std::move(started);
+  std::unique_ptr<RunWatcher> watcher = StartSampling();
+  ASSERT_NE(watcher, nullptr);
   watcher->OnCgroupEvent(Mkdir("/stagewatch"));
   watcher->OnCgroupEvent(Mkdir("/stagewatch/churn"));
 

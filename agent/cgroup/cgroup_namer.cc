@@ -1,6 +1,7 @@
 #include "cgroup/cgroup_namer.h"
 
 #include <string_view>
+#include <utility>
 
 #include "absl/container/flat_hash_set.h"
 
@@ -38,7 +39,7 @@ void CgroupNamer::RebuildLocked() {
   seen_version_ = paths_->version();
   std::vector<std::pair<uint64_t, std::string>> current = paths_->Current();
   absl::flat_hash_set<uint64_t> alive;
-  live_.clear();
+  std::vector<NamedCgroup> previous = std::exchange(live_, {});
   for (auto& [id, path] : current) {
     Stage stage = stages_->Resolve(path);
     remembered_[id] = {stage, true, 0};
@@ -62,7 +63,17 @@ void CgroupNamer::RebuildLocked() {
   for (const auto& [id, r] : remembered_) {
     if (r.alive && !alive.contains(id)) vanished.push_back({id, r.stage});
   }
-  for (auto& [id, stage] : vanished) BuryLocked(id, std::move(stage));
+  if (!vanished.empty()) {
+    // Their paths leave the resolver's memo too, as the removals' do above.
+    absl::flat_hash_set<uint64_t> gone;
+    for (auto& [id, stage] : vanished) {
+      gone.insert(id);
+      BuryLocked(id, std::move(stage));
+    }
+    for (const NamedCgroup& c : previous) {
+      if (gone.contains(c.id)) stages_->ForgetPath(c.path);
+    }
+  }
   ExpireLocked();
 }
 

@@ -119,10 +119,14 @@ void CgroupPathCache::OnRmdir(uint64_t id, std::string path) {
 }
 
 void CgroupPathCache::RecordRemovedLocked(uint64_t id, std::string path) {
-  removed_paths_[id] = path;
-  removed_.push_back({++removals_, id, std::move(path)});
+  removed_index_[id] = ++removals_;
+  removed_.push_back({removals_, id, std::move(path)});
   while (removed_.size() > kRemovedKept) {
-    removed_paths_.erase(removed_.front().id);
+    const RemovedCgroup& oldest = removed_.front();
+    if (auto it = removed_index_.find(oldest.id);
+        it != removed_index_.end() && it->second == oldest.sequence) {
+      removed_index_.erase(it);
+    }
     removed_.pop_front();
   }
   ++version_;
@@ -139,7 +143,9 @@ void CgroupPathCache::Resync() {
 
 std::optional<std::string> CgroupPathCache::FindLocked(uint64_t id) {
   if (auto it = paths_.find(id); it != paths_.end()) return it->second;
-  if (auto it = removed_paths_.find(id); it != removed_paths_.end()) return it->second;
+  if (auto it = removed_index_.find(id); it != removed_index_.end()) {
+    return removed_[it->second - removed_.front().sequence].path;  // sequences are consecutive
+  }
   return std::nullopt;
 }
 

@@ -108,8 +108,9 @@ class CgroupPathCache {
   bool events_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t removals_ ABSL_GUARDED_BY(mu_) = 0;
-  std::deque<RemovedCgroup> removed_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<uint64_t, std::string> removed_paths_ ABSL_GUARDED_BY(mu_);
+  std::deque<RemovedCgroup> removed_ ABSL_GUARDED_BY(mu_);  // the paths, oldest first
+  // id → sequence of its newest removal in removed_: the path is kept once, not twice.
+  absl::flat_hash_map<uint64_t, uint64_t> removed_index_ ABSL_GUARDED_BY(mu_);
 };
 
 // The inode number of a directory, which is the cgroup id of a cgroupfs directory.

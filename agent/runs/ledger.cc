@@ -23,6 +23,7 @@ namespace {
 using nlohmann::json;
 
 constexpr int kBusyTimeoutMs = 10000;
+constexpr int kPageCacheKib = 256;
 
 std::string SqliteError(sqlite3* db) { return db ? sqlite3_errmsg(db) : "out of memory"; }
 
@@ -308,6 +309,11 @@ absl::StatusOr<std::unique_ptr<Ledger>> Ledger::OpenAs(const std::string& path, 
   }
   sqlite3_busy_timeout(db, kBusyTimeoutMs);
   sqlite3_extended_result_codes(db, 0);
+  // SQLite's default page cache (2 MB a connection) fills as the ledger grows and stays full
+  // in a long-lived agent; every lookup is by index, and a page it misses is read again from
+  // the OS's page cache.
+  sqlite3_exec(db, absl::StrCat("PRAGMA cache_size=-", kPageCacheKib).c_str(), nullptr, nullptr,
+               nullptr);
 
   // Only reads until the file is known to be a ledger (or empty), so nothing else is touched.
   int64_t app_id = 0, tables = 0, version = 0;

@@ -71,6 +71,12 @@ CREATE INDEX run_samples_by_run ON run_samples (run_id, at_ms);
 ALTER TABLE runs ADD COLUMN agent_saw_end INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN cpu_throttled_wall_seconds REAL;
 )sql",
+      // 4: the newest run of a cgroup path, open or ended, by index: the agent looks it up at
+      // every cgroup made beneath a stage's top, and a scan of every row made that grow with
+      // the ledger (quadratic over a churn of short cgroups).
+      R"sql(
+CREATE INDEX runs_by_cgroup_start ON runs (cgroup_path, start_time);
+)sql",
   };
   return kMigrations;
 }

@@ -1,5 +1,6 @@
 #include "runs/run_watcher.h"
 
+#include <malloc.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -337,6 +338,7 @@ void RunWatcher::CloseByAgent(OpenRun& run, bool saw_end, const MemcgAtRmdir& me
 void RunWatcher::Count(uint64_t key) {
   const std::string id = open_.at(key).start.id;
   open_.erase(key);
+  closed_since_trim_++;
   absl::StatusOr<std::optional<RunRecord>> r = ledger_->Get(id);
   if (!r.ok() || !*r || !(*r)->end) return;
   const std::string verdict(VerdictName(JudgeRun(**r, options_.runs).kind));
@@ -406,13 +408,14 @@ void RunWatcher::Tick() {
     }
   }
   // After the records above, so a run recorded now gets its first sample now.
-  if (sampler_) {
-    const absl::Time now = absl::Now();
-    sampler_->Sample(now);
-    if (now >= next_samples_write_) {
-      WriteSamples();
-      next_samples_write_ = now + options_.write_samples_every;
-    }
+  const absl::Time now = absl::Now();
+  if (sampler_) sampler_->Sample(now);
+  if (now >= next_samples_write_) {
+    WriteSamples();
+    next_samples_write_ = now + options_.write_samples_every;
+    // What closed runs freed (their rows' SQLite work, events, samples) is spread over the
+    // threads' malloc arenas, which keep it; give it back to the OS once in a while.
+    if (std::exchange(closed_since_trim_, 0) > 0) malloc_trim(0);
   }
 }
 
@@ -456,6 +459,20 @@ RunsSnapshot RunWatcher::Snapshot() const {
   RunsSnapshot out{.ended = counted_.ended};
   for (const auto& [stage, q] : recent_) out.recent.insert(out.recent.end(), q.begin(), q.end());
   return out;
+}
+
+RunWatcher::Held RunWatcher::held() const {
+  Held h;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    h.open_runs = open_.size();
+    h.cgroups = by_cgroup_.size();
+    h.sampled = sampler_ ? sampler_->runs() : 0;
+  }
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  h.published = published_.size();
+  h.queued = queue_.size();
+  return h;
 }
 
 void RunWatcher::Warn(const std::string& what, const std::string& id,

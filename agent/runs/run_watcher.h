@@ -102,6 +102,17 @@ class RunWatcher {
 
   RunsSnapshot Snapshot() const;
 
+  // What the watcher holds by run or cgroup, for tests and benches: all of it goes with the
+  // run, so each count is bounded by the runs open (and the events not yet handled).
+  struct Held {
+    size_t open_runs = 0;  // open_
+    size_t cgroups = 0;    // by_cgroup_
+    size_t published = 0;  // ids the deliverers read at rmdir
+    size_t sampled = 0;    // runs the sampler holds
+    size_t queued = 0;     // events not yet handled
+  };
+  Held held() const;
+
  private:
   // A run's cgroup, from its mkdir on. A launcher makes the cgroup a moment before it writes
   // the run's row, so the row is looked for until kGrace has passed; only then is it recorded as
@@ -171,6 +182,7 @@ class RunWatcher {
   std::map<uint64_t, OpenRun> open_;        // by its own cgroup id (or a made-up key)
   std::map<uint64_t, uint64_t> by_cgroup_;  // cgroup id (its own, descendants) → open_ key
   uint64_t next_gone_key_ = UINT64_MAX;     // keys of runs whose cgroup went while unwatched
+  uint64_t closed_since_trim_ = 0;          // runs closed since the heap was last trimmed
   RunsSnapshot counted_;
   std::map<std::string, std::deque<EndedRun>> recent_;  // by stage, newest first
   // Guards the queue and `published_`; never held while calling out.

@@ -1,5 +1,10 @@
-// The ledger's per-run time series: schema v2, its migration from a v1 ledger, and its bound.
+// The ledger's per-run time series: schema v2, its migration from a v1 ledger, and its bound;
+// and the memory a connection holds as the ledger grows.
 #include <sqlite3.h>
+
+#include <map>
+#include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "runs/ledger.h"
@@ -115,6 +120,32 @@ TEST(LedgerSamplesTest, StaysWithinTheBoundAndKeepsTheEnds) {
   for (size_t i = 1; i < points.size(); ++i) {
     EXPECT_LE(absl::ToDoubleSeconds(points[i].at - points[i - 1].at), 4 * mean_gap + 1);
   }
+}
+
+// A long-lived agent's connection reads more and more of a growing ledger: what SQLite holds
+// for it stays within the small page cache the ledger sets (SQLite's default, 2 MB a
+// connection, would fill here), and the rows all read back.
+TEST(LedgerSamplesTest, AConnectionsMemoryStaysSmallAsTheLedgerGrows) {
+  TempDir dir;
+  const std::string path = dir.file("ledger.db");
+  auto ledger = *Ledger::Open(path);
+  const int64_t opened = sqlite3_memory_used();
+  std::map<std::string, std::vector<RunSample>> points;
+  for (int r = 0; r < 20; r++) {
+    const std::string id = "r" + std::to_string(r);
+    ASSERT_TRUE(ledger->BeginRun(Started(id, "train", At(0))).ok());
+    for (int i = 0; i < 4000; i++) points[id].push_back(Point(i, uint64_t(i) << 12));
+  }
+  ASSERT_TRUE(ledger->AddSamplesOfRuns(points).ok());
+  ASSERT_GT(SqliteInt(path, "PRAGMA page_count") * SqliteInt(path, "PRAGMA page_size"),
+            int64_t{4} << 20);  // twice SQLite's default cache
+  for (const auto& [id, written] : points) {
+    absl::StatusOr<std::vector<RunSample>> read = ledger->Samples(id);
+    ASSERT_TRUE(read.ok()) << read.status();
+    ASSERT_EQ(read->size(), written.size());
+    EXPECT_EQ(read->back().memory_bytes, written.back().memory_bytes);
+  }
+  EXPECT_LT(sqlite3_memory_used() - opened, int64_t{512} << 10);
 }
 
 }  // namespace

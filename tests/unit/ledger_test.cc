@@ -195,6 +195,29 @@ TEST(LedgerTest, ListsNewestFirstByStageAndStartAndFindsOpenRunsByCgroup) {
   EXPECT_FALSE(*ledger->FindNewestByCgroup("/stagewatch/train/a3")) << "no such run";
 }
 
+// The agent looks up a cgroup path's newest run at every cgroup made beneath a stage's top;
+// on a ledger of many rows that must be an index search, not a scan of every run.
+TEST(LedgerTest, FindsTheNewestRunOfACgroupByIndex) {
+  TempDir dir;
+  const std::string path = dir.file("ledger.db");
+  ASSERT_NE(OpenOrDie(path), nullptr);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db,
+                               "EXPLAIN QUERY PLAN SELECT * FROM runs WHERE cgroup_path = 'x' "
+                               "ORDER BY start_time DESC LIMIT 1",
+                               -1, &stmt, nullptr),
+            SQLITE_OK);
+  std::string plan;
+  while (sqlite3_step(stmt) == SQLITE_ROW) {
+    plan += reinterpret_cast<const char*>(sqlite3_column_text(stmt, 3));
+  }
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  EXPECT_THAT(plan, HasSubstr("SEARCH runs USING INDEX runs_by_cgroup_start (cgroup_path=?)"));
+}
+
 TEST(LedgerTest, LeavesAFileThatIsNotADatabaseUntouched) {
   TempDir dir;
   const std::string path = dir.file("notes.txt");

@@ -39,6 +39,27 @@ class RunWatcherTest : public ::testing::Test {
     return w.ok() ? *std::move(w) : nullptr;
   }
 
+  // A watcher that samples discovered runs every 20 ms from v1 memory files in the tree.
+  std::unique_ptr<RunWatcher> StartSampling() {
+    CgroupLayout layout;
+    layout.mode = CgroupMode::kV1;
+    layout.key = CGROUP_KEY_V1_MEMORY;
+    layout.key_root = layout.v1_memory_root = root_;
+    layout.v1_roots = {{"memory", root_}};
+    absl::StatusOr<std::unique_ptr<Ledger>> ledger = Ledger::Open(ledger_path_);
+    EXPECT_TRUE(ledger.ok()) << ledger.status();
+    if (!ledger.ok()) return nullptr;
+    absl::StatusOr<std::unique_ptr<RunWatcher>> w = RunWatcher::Start(
+        *std::move(ledger), &stages_,
+        {.key_root = root_, .oom_observed = true, .tick = absl::Milliseconds(20),
+         .sampling = DiscoveredSamplerOptions{.layout = layout,
+                                              .interval = absl::Milliseconds(20),
+                                              .reads_per_second = 1000}},
+        {});
+    EXPECT_TRUE(w.ok()) << w.status();
+    return w.ok() ? *std::move(w) : nullptr;
+  }
+
   // Makes the directory and returns the event the probe would deliver for it.
   cgroup_event Mkdir(const std::string& path) {
     std::filesystem::create_directories(root_ + path);
@@ -239,22 +260,8 @@ namespace {
 // A discovered run sampled by the agent from its (fixture) v1 memory files while it lives, and
 // closed with the kernel's figures the rmdir event carries: those beat the last sample's.
 TEST_F(RunWatcherTest, ADiscoveredRunIsSampledAndClosedWithTheKernelsPeakAtRmdir) {
-  CgroupLayout layout;
-  layout.mode = CgroupMode::kV1;
-  layout.key = CGROUP_KEY_V1_MEMORY;
-  layout.key_root = layout.v1_memory_root = root_;
-  layout.v1_roots = {{"memory", root_}};
-  absl::StatusOr<std::unique_ptr<Ledger>> ledger = Ledger::Open(ledger_path_);
-  ASSERT_TRUE(ledger.ok()) << ledger.status();
-  absl::StatusOr<std::unique_ptr<RunWatcher>> started = RunWatcher::Start(
-      *std::move(ledger), &stages_,
-      {.key_root = root_, .oom_observed = true, .tick = absl::Milliseconds(20),
-       .sampling = DiscoveredSamplerOptions{.layout = layout,
-                                            .interval = absl::Milliseconds(20),
-                                            .reads_per_second = 1000}},
-      {});
-  ASSERT_TRUE(started.ok()) << started.status();
-  std::unique_ptr<RunWatcher> watcher = *std::move(started);
+  std::unique_ptr<RunWatcher> watcher = StartSampling();
+  ASSERT_NE(watcher, nullptr);
   watcher->OnCgroupEvent(Mkdir("/stagewatch"));
   watcher->OnCgroupEvent(Mkdir("/stagewatch/train"));
   const std::string dir = root_ + "/stagewatch/train/job_9";
@@ -295,6 +302,62 @@ TEST_F(RunWatcherTest, ADiscoveredRunIsSampledAndClosedWithTheKernelsPeakAtRmdir
   ASSERT_TRUE(points.ok());
   EXPECT_GE(points->size(), 3u);
   for (const RunSample& p : *points) EXPECT_EQ(p.memory_bytes, uint64_t{100} << 20);
+}
+
+// A churn of short discovered runs (as a job scheduler makes them): every run gets its closed
+// row, and once it is closed the watcher and its sampler hold nothing of it, so an agent's
+// memory does not grow with the runs it has seen.
+TEST_F(RunWatcherTest, NothingOfARunIsHeldOnceItsRowIsClosed) {
+  std::unique_ptr<RunWatcher> watcher = StartSampling();
+  ASSERT_NE(watcher, nullptr);
+  watcher->OnCgroupEvent(Mkdir("/stagewatch"));
+  watcher->OnCgroupEvent(Mkdir("/stagewatch/churn"));
+
+  // Some live past the grace second (recorded and sampled while open), with a descendant that
+  // had a kill; the rest are made and removed before anything looks at them.
+  std::vector<cgroup_event> lived, steps;
+  for (int i = 0; i < 10; i++) {
+    lived.push_back(Mkdir("/stagewatch/churn/lived_" + std::to_string(i)));
+    watcher->OnCgroupEvent(lived.back());
+    std::ofstream(root_ + lived.back().path + "/memory.usage_in_bytes") << "4096\n";
+    steps.push_back(Mkdir(std::string(lived.back().path) + "/step"));
+    watcher->OnCgroupEvent(steps.back());
+  }
+  ASSERT_TRUE(testing::WaitUntil([&] { return watcher->held().sampled == 10; }, 5000));
+  watcher->OnOomKill(steps[0].cgroup_id, {.pid = 7, .comm = "python3", .kind = "kernel"});
+  for (int i = 0; i < 200; i++) {
+    const cgroup_event made = Mkdir("/stagewatch/churn/short_" + std::to_string(i));
+    watcher->OnCgroupEvent(made);
+    watcher->OnCgroupEvent(Rmdir(made));
+  }
+  watcher->Flush();
+  const RunWatcher::Held during = watcher->held();
+  EXPECT_EQ(during.open_runs, 10u);  // the ten that live
+  EXPECT_EQ(during.cgroups, 20u);    // their own cgroups and steps
+  EXPECT_EQ(during.published, 10u);
+  EXPECT_EQ(during.sampled, 10u);
+  for (size_t i = 0; i < lived.size(); i++) {
+    watcher->OnCgroupEvent(Rmdir(steps[i]));
+    watcher->OnCgroupEvent(Rmdir(lived[i]));
+  }
+  watcher->Flush();
+
+  const RunWatcher::Held after = watcher->held();
+  EXPECT_EQ(after.open_runs, 0u);
+  EXPECT_EQ(after.cgroups, 0u);
+  EXPECT_EQ(after.published, 0u);
+  EXPECT_EQ(after.sampled, 0u);
+  EXPECT_EQ(after.queued, 0u);
+  std::vector<RunRecord> runs = Runs();
+  ASSERT_EQ(runs.size(), 210u);
+  int killed = 0;
+  for (const RunRecord& r : runs) {
+    ASSERT_TRUE(r.end) << r.start.id;
+    EXPECT_TRUE(r.agent.saw_end) << r.start.id;
+    killed += r.end->facts.oom_kills_kernel.value_or(0);
+  }
+  EXPECT_EQ(killed, 1);
+  EXPECT_EQ(Ended(watcher->Snapshot(), "churn", "interrupted"), 1u);
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "cgroup/cgroup_namer.h"
+#include "cgroup_event_for.h"
 #include "cgroup/path_cache.h"
 #include "runs/ledger.h"
 #include "runs/run_watcher.h"
@@ -29,12 +30,7 @@ namespace {
 using namespace stagewatch;
 
 cgroup_event Event(int kind, uint64_t id, const std::string& path) {
-  cgroup_event e{};
-  e.cgroup_id = id;
-  e.kind = kind;
-  e.path_len = path.size();
-  std::memcpy(e.path, path.c_str(), path.size() + 1);
-  return e;
+  return testing::CgroupEventFor(kind, id, path);
 }
 
 // Heap in use and heap held from the OS, over every arena, in KiB.

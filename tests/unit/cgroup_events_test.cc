@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cgroup/cgroup_namer.h"
+#include "cgroup_event_for.h"
 #include "cgroup/collection_naming.h"
 #include "cgroup/path_cache.h"
 #include "gtest/gtest.h"
@@ -17,12 +18,7 @@ namespace stagewatch {
 namespace {
 
 cgroup_event Event(cgroup_event_kind kind, uint64_t id, const std::string& path) {
-  cgroup_event e{};
-  e.cgroup_id = id;
-  e.kind = kind;
-  strncpy(e.path, path.c_str(), sizeof(e.path) - 1);
-  e.path_len = strnlen(e.path, sizeof(e.path));
-  return e;
+  return testing::CgroupEventFor(kind, id, path);
 }
 
 // Events queue up as the ring buffer would hold them, and the cache drains them on demand.

@@ -14,6 +14,7 @@
 #include <map>
 
 #include "gtest/gtest.h"
+#include "cgroup_event_for.h"
 #include "runs_test_util.h"
 #include "test_support.h"
 
@@ -73,12 +74,7 @@ class RunWatcherTest : public ::testing::Test {
     return Event(CGROUP_EVENT_RMDIR, made.cgroup_id, path);
   }
   static cgroup_event Event(int kind, uint64_t id, const std::string& path) {
-    cgroup_event e{};
-    e.cgroup_id = id;
-    e.kind = kind;
-    e.path_len = path.size();
-    std::memcpy(e.path, path.c_str(), path.size() + 1);
-    return e;
+    return testing::CgroupEventFor(kind, id, path);
   }
 
   std::vector<RunRecord> Runs() {

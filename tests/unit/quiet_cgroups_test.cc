@@ -78,7 +78,7 @@ class QuietStageTest : public ::testing::Test {
 
   SampleReader Reader() {
     return {
-        .stats = [this](const NamedCgroup&) -> absl::StatusOr<MemoryCgroupStats> {
+        .stats = [this](const NamedCgroup& c) -> absl::StatusOr<MemoryCgroupStats> {
           stats_reads_++;
           return MemoryCgroupStats{.usage_bytes = usage_, .working_set_bytes = usage_};
         },

@@ -32,9 +32,7 @@ void AnomalyFeeder::Feed(absl::Time now, const Snapshot& sampled) {
     }
   }
   if (sched_) {
-    // Collected for this sample already where the sampler asked which stages ran.
-    const std::shared_ptr<const ActivityLook> look = sched_->LastLook();
-    if (!look || look->at < now) sched_->Collect();
+    sched_->Collect();
     for (const auto& [id, t] : sched_->Totals()) {
       const Stage* stage = known.Find(id);
       if (stage && id != kUnattributedStageId) {

@@ -23,10 +23,9 @@ OomVictim OomVictimOf(const oom_event& event);
 
 // Opens runs.ledger_path and starts watching runs. A ledger that cannot be opened (no
 // StateDirectory, a read-only disk, a file that is not a ledger) is a warning: the agent runs
-// on without runs, and nullptr is returned. `activity`: which runs' cgroups ran (quiet ones
-// are not read), from the sched tracker.
+// on without runs, and nullptr is returned.
 std::unique_ptr<RunWatcher> StartRunWatcher(const Config& config, const CgroupLayout& layout,
                                             StageResolver* stages, RunProbeReaders readers,
-                                            bool oom_observed, ActivitySource activity = nullptr);
+                                            bool oom_observed);
 
 }  // namespace stagewatch

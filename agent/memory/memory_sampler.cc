@@ -119,24 +119,14 @@ std::vector<MemorySampler::Domain> MemorySampler::ReadDomains(
   FindLimited(live, top_ids);
 
   auto read = [&](const NamedCgroup& c, bool top) {
-    if (quiet_.contains(c.stage.id)) {
-      if (auto kept = kept_domains_.find(c.id); kept != kept_domains_.end()) {
-        Domain d = kept->second;
-        d.cgroup = c;
-        d.top = top;
-        return d;
-      }
-    }
     Domain d{.cgroup = c, .top = top};
     if (absl::StatusOr<MemoryCgroupStats> m = reader_.stats(c); m.ok()) {
       d.limit = LowerLimit(m->limit_bytes, m->high_bytes);
       d.stats = std::move(*m);
-      kept_domains_[c.id] = d;
     } else {
       // Removed since the refresh, or a file that does not parse: this domain sits the
       // sample out, the others go on.
       skips_++;
-      kept_domains_.erase(c.id);
     }
     return d;
   };
@@ -167,55 +157,38 @@ std::vector<MemorySampler::Domain> MemorySampler::ReadDomains(
   return domains;
 }
 
-MemorySampler::TopReading MemorySampler::ReadTop(const NamedCgroup& top) {
-  TopReading r;
-  // A top without PSI (on a hybrid host, a path only the v1 hierarchies have) counts zero,
-  // asked again on the slower round; a top still has a sample, or it would be retired.
-  if (!no_psi_.contains(top.id) || InRound(top.id)) {
-    absl::StatusOr<PsiTotals> m = reader_.pressure(top, "memory");
-    if (absl::IsNotFound(m.status())) no_psi_.insert(top.id);
-    if (m.ok()) {
-      no_psi_.erase(top.id);
-      r.memory = *m;
-      r.memory_psi = true;
-      r.io = reader_.pressure(top, "io").value_or(PsiTotals{});
-      if (parts_ & kCpuPart) r.cpu = reader_.pressure(top, "cpu").value_or(PsiTotals{});
-    }
-  }
-  if (!(parts_ & kCpuPart)) return r;
-  absl::StatusOr<CpuCgroupStats> stat = reader_.cpu(top);
-  r.cpu_status = stat.status();
-  r.cpu_stat = stat.value_or(CpuCgroupStats{});
-  return r;
-}
-
 std::map<StageId, std::optional<double>> MemorySampler::ReadTops(
     const std::vector<NamedCgroup>& tops, Snapshot* next) {
   std::map<StageId, std::optional<double>> memory_full;
   std::vector<CgroupCounterSample> pressure, cpu;
   for (const NamedCgroup& top : tops) {
-    auto kept = kept_tops_.find(top.id);
-    const bool keep = kept != kept_tops_.end() && quiet_.contains(top.stage.id);
-    const TopReading r = keep ? kept->second : ReadTop(top);
-    const bool cpu_failed = !r.cpu_status.ok() && !absl::IsNotFound(r.cpu_status);
-    if (cpu_failed) {
-      kept_tops_.erase(top.id);  // asked again next sample, quiet or not
-    } else if (!keep) {
-      kept_tops_[top.id] = r;
+    // A top without PSI (on a hybrid host, a path only the v1 hierarchies have) counts zero,
+    // asked again on the slower round; a top still has a sample, or it would be retired.
+    PsiTotals mem, io, cpu_psi;
+    if (!no_psi_.contains(top.id) || InRound(top.id)) {
+      absl::StatusOr<PsiTotals> m = reader_.pressure(top, "memory");
+      if (absl::IsNotFound(m.status())) no_psi_.insert(top.id);
+      if (m.ok()) {
+        no_psi_.erase(top.id);
+        mem = *m;
+        memory_full[top.stage.id] =
+            memory_full[top.stage.id].value_or(0) + m->full_us.value_or(0) * 1e-6;
+        io = reader_.pressure(top, "io").value_or(PsiTotals{});
+        if (parts_ & kCpuPart) cpu_psi = reader_.pressure(top, "cpu").value_or(PsiTotals{});
+      }
     }
-    if (r.memory_psi) {
-      memory_full[top.stage.id] =
-          memory_full[top.stage.id].value_or(0) + r.memory.full_us.value_or(0) * 1e-6;
-    }
-    pressure.push_back({top.id, top.stage.id,
-                        {r.memory.some_us, r.memory.full_us.value_or(0), r.io.some_us,
-                         r.io.full_us.value_or(0)}});
+    pressure.push_back(
+        {top.id, top.stage.id,
+         {mem.some_us, mem.full_us.value_or(0), io.some_us, io.full_us.value_or(0)}});
     if (!(parts_ & kCpuPart)) continue;
-    if (cpu_failed && next->cpu_error.ok()) next->cpu_error = r.cpu_status;
-    const CpuCgroupStats& c = r.cpu_stat;
+    absl::StatusOr<CpuCgroupStats> stat = reader_.cpu(top);
+    if (!stat.ok() && !absl::IsNotFound(stat.status()) && next->cpu_error.ok()) {
+      next->cpu_error = stat.status();
+    }
+    const CpuCgroupStats c = stat.value_or(CpuCgroupStats{});
     cpu.push_back({top.id, top.stage.id,
                    {c.usage_ns.value_or(0), c.nr_periods.value_or(0), c.nr_throttled.value_or(0),
-                    c.throttled_ns.value_or(0), r.cpu.some_us, r.cpu.full_us.value_or(0)}});
+                    c.throttled_ns.value_or(0), cpu_psi.some_us, cpu_psi.full_us.value_or(0)}});
   }
   const absl::flat_hash_set<StageId> known = namer_->stages()->KnownStageIds();
   pressure_.Update(pressure);
@@ -235,24 +208,10 @@ std::map<StageId, std::optional<double>> MemorySampler::ReadTops(
   return memory_full;
 }
 
-void MemorySampler::FindQuiet(const std::vector<NamedCgroup>& live, absl::Time now) {
-  quiet_.clear();
-  const std::shared_ptr<const ActivityLook> look = activity_ ? activity_() : nullptr;
-  absl::flat_hash_map<StageId, std::vector<uint64_t>> ids;
-  for (const NamedCgroup& c : live) {
-    if (c.stage.id != kUnattributedStageId) ids[c.stage.id].push_back(c.id);
-  }
-  for (const auto& [stage, cgroups] : ids) {
-    if (!gate_.Due(stage, cgroups, look.get(), now)) quiet_.insert(stage);
-  }
-  gate_.Retain([&ids](uint64_t stage) { return ids.contains(static_cast<StageId>(stage)); });
-}
-
 void MemorySampler::SampleOnce(absl::Time now) {
   namer_->Refresh();
   const std::vector<NamedCgroup> live = namer_->Live();
   const std::vector<NamedCgroup>& tops = Tops(live);
-  FindQuiet(live, now);
   const std::vector<Domain> domains = ReadDomains(live, tops);
   auto next = std::make_shared<Snapshot>();
   next->taken = now;
@@ -261,9 +220,6 @@ void MemorySampler::SampleOnce(absl::Time now) {
   for (const Domain& d : domains) read_ids.insert(d.cgroup.id);
   for (const NamedCgroup& top : tops) read_ids.insert(top.id);
   files_.Retain(read_ids);  // the files of a removed top or a domain no more close
-  // What a removed top or domain read last goes with its files.
-  absl::erase_if(kept_domains_, [&read_ids](const auto& e) { return !read_ids.contains(e.first); });
-  absl::erase_if(kept_tops_, [&read_ids](const auto& e) { return !read_ids.contains(e.first); });
   samples_++;
   Fold(now, domains);
   for (auto& [stage, m] : stages_) {

@@ -8,10 +8,6 @@
 // limit, and events summed so that each is counted once, and lists every domain for the
 // detectors, which follow each on its own.
 //
-// A stage none of whose tasks ran since its last read (the sched probe's counters, through
-// SetActivity) keeps that read: the sample repeats it, reading no file, until a task of the
-// stage runs or kIdleRereadInterval has passed. Without the probe every sample reads.
-//
 // Which cgroups have a limit is learnt as they are born (the cgroup events put them in the
 // namer's live set), not by reading every cgroup's limit file every sample: the per-sample
 // cost follows the domains, not the whole tree.
@@ -42,7 +38,6 @@
 #include "cgroup/psi.h"
 #include "config.h"
 #include "memory/sample_snapshot.h"
-#include "sched/cgroup_activity.h"
 #include "stages/stage_counters.h"
 
 namespace stagewatch {
@@ -81,9 +76,6 @@ class MemorySampler {
   // Called after each sample, on the sampler's thread (the anomaly detectors' clock).
   using Observer = std::function<void(absl::Time, const Snapshot&)>;
 
-  // Where the sampler learns which stages are quiet; call before Start(). Unset: none is.
-  void SetActivity(ActivitySource source) { activity_ = std::move(source); }
-
   // Samples every config.sample_interval on a thread of its own.
   void Start(Observer observer = nullptr);
 
@@ -108,16 +100,6 @@ class MemorySampler {
   // The namer's stage tops, asked again only when the live cgroups or their stages changed:
   // finding them is a pass over every live cgroup with a map of their paths.
   const std::vector<NamedCgroup>& Tops(const std::vector<NamedCgroup>& live);
-  // What a top's pressure and cpu.stat read, kept for the samples its stage is quiet.
-  struct TopReading {
-    PsiTotals memory, io, cpu;
-    bool memory_psi = false;  // memory.pressure was read
-    CpuCgroupStats cpu_stat;
-    absl::Status cpu_status;
-  };
-  // The stages none of whose cgroups ran since their last read (and within the floor).
-  void FindQuiet(const std::vector<NamedCgroup>& live, absl::Time now);
-  TopReading ReadTop(const NamedCgroup& top);
   // Whether `id` is due in this sample's share of the slower round.
   bool InRound(uint64_t id) const {
     return id % kLimitRecheckSamples == samples_ % kLimitRecheckSamples;
@@ -153,11 +135,6 @@ class MemorySampler {
   StageCounters events_;    // kMemoryEvents per domain
   StageCounters pressure_;  // memory some, memory full, io some, io full (µs) per top
   StageCounters cpu_;       // usage, periods, throttled periods, throttled ns, PSI some, full
-  ActivitySource activity_;
-  ActivityGate gate_;                                // by stage id
-  absl::flat_hash_set<StageId> quiet_;               // this sample's quiet stages
-  absl::flat_hash_map<uint64_t, Domain> kept_domains_;  // each domain's last read, by id
-  absl::flat_hash_map<uint64_t, TopReading> kept_tops_;
   mutable absl::Mutex mu_;
   std::shared_ptr<const Snapshot> latest_ ABSL_GUARDED_BY(mu_);
   Observer observer_;

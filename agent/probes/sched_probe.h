@@ -40,8 +40,6 @@ class SchedProbe {
   static absl::StatusOr<std::unique_ptr<SchedProbe>> Start(const SchedProbeOptions& options);
 
   const std::vector<ProbeStatus>& statuses() const { return statuses_; }
-  // Whether sched_switch is counted: without it the per-cgroup counters stand still.
-  bool switches_counted() const { return !statuses_.empty() && statuses_[0].attached; }
   // Run time and count of each loaded program (while kernel.bpf_stats_enabled is on).
   std::vector<ProgramStats> program_stats() const;
   std::string runq_source() const;

@@ -23,22 +23,13 @@ DiscoveredSampler::DiscoveredSampler(DiscoveredSamplerOptions options)
     : options_(std::move(options)), open_files_{OpenFileAllowance()} {}
 
 void DiscoveredSampler::Add(const std::string& run_id, const std::string& cgroup_path,
-                            uint64_t cgroup_id, const std::set<uint64_t>& cgroup_ids,
                             absl::Time now) {
   if (runs_.count(run_id)) return;
-  Sampled& s = runs_.emplace(run_id, Sampled{.cgroup_id = cgroup_id,
-                                             .cgroup_ids = {cgroup_ids.begin(), cgroup_ids.end()},
-                                             .usage = RunUsage(options_.near_limit_fraction),
+  Sampled& s = runs_.emplace(run_id, Sampled{.usage = RunUsage(options_.near_limit_fraction),
                                              .next = now})
                    .first->second;
-  s.files = std::make_unique<RunCgroupFiles>(options_.layout, cgroup_path, &open_files_, now);
+  s.files = std::make_unique<RunCgroupFiles>(options_.layout, cgroup_path, &open_files_);
   turn_.push_back(run_id);
-}
-
-void DiscoveredSampler::AddCgroup(const std::string& run_id, uint64_t cgroup_id) {
-  if (auto found = runs_.find(run_id); found != runs_.end()) {
-    found->second.cgroup_ids.push_back(cgroup_id);
-  }
 }
 
 void DiscoveredSampler::Sample(absl::Time now) {
@@ -46,8 +37,6 @@ void DiscoveredSampler::Sample(absl::Time now) {
   last_sample_ = now;
   const double per_second = options_.reads_per_second;
   credit_ = std::min(per_second, credit_ + per_second * std::max(0.0, elapsed));
-  const std::shared_ptr<const ActivityLook> look =
-      options_.activity && credit_ >= 1 ? options_.activity() : nullptr;
   // One pass at most: a run sampled now goes to the back of the turn.
   for (size_t n = turn_.size(); n > 0 && credit_ >= 1; --n) {
     const std::string id = std::move(turn_.front());
@@ -58,24 +47,11 @@ void DiscoveredSampler::Sample(absl::Time now) {
     Sampled& s = found->second;
     if (s.next > now) continue;
     s.next = now + options_.interval;
-    const bool due = gate_.Due(s.cgroup_id, s.cgroup_ids, look.get(), now);
-    if (s.last && !due) {
-      // Nothing of it ran: its files still say what they said.
-      CgroupReading same = s.last->usage;
-      same.at = now;
-      s.points.push_back(s.usage.Add(same));
-      credit_ -= std::max(1, s.last->reads);
-      repeats_++;
-      continue;
-    }
     std::optional<RunCgroupReading> r = s.files->Read(now);
     const int reads = r ? r->reads : 1;
     credit_ -= reads;
     reads_ += reads;
-    if (!r) {
-      gate_.Forget(s.cgroup_id);
-      continue;  // the cgroup is going
-    }
+    if (!r) continue;  // the cgroup is going
     if (!s.last) {
       // The first reading is the baseline of the rates; its memory still counts.
       s.usage.SetBaseline(now - options_.interval, std::nullopt);
@@ -99,7 +75,6 @@ std::optional<CgroupFacts> DiscoveredSampler::Remove(const std::string& run_id,
   if (found == runs_.end()) return std::nullopt;
   Sampled s = std::move(found->second);
   runs_.erase(found);
-  gate_.Forget(s.cgroup_id);
   std::erase(turn_, run_id);
   points = std::move(s.points);
   if (!s.last) return std::nullopt;

@@ -2,18 +2,13 @@
 // own: memory usage against the limit, CPU time and PSI totals, for the same mean, p95,
 // near-limit seconds, CPU seconds, throttling and time series. Bounded for hosts with
 // thousands of them: at most `reads_per_second` cgroup file reads a second, spread round-robin
-// over the open runs (each at most every `interval`), with files kept open. A run none of whose
-// cgroups ran since its last read (the sched probe's counters, `activity`) repeats that
-// reading in its turn without reading a file, until one of them runs or kIdleRunRereadInterval
-// has passed; its turn costs the budget the reads it saved, so the turns and points are the
-// same as when every run is read.
+// over the open runs (each at most every `interval`), with files kept open.
 #pragma once
 
 #include <deque>
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -22,7 +17,6 @@
 #include "runs/run_cgroup_files.h"
 #include "runs/run_facts.h"
 #include "runs/run_record.h"
-#include "sched/cgroup_activity.h"
 
 namespace stagewatch {
 
@@ -31,23 +25,14 @@ struct DiscoveredSamplerOptions {
   absl::Duration interval = absl::Seconds(1);  // memory.sample_interval
   double near_limit_fraction = 0.9;            // memory.near_limit_fraction
   int reads_per_second = 200;                  // runs.sample_reads_per_second
-  ActivitySource activity;                     // unset: every turn reads
 };
-
-// The idle floor of a run: its turns come about every (its reads × open runs /
-// reads_per_second), 30 s at 1,000 runs, so the floor is longer than the stages' to save reads.
-inline constexpr absl::Duration kIdleRunRereadInterval = absl::Seconds(60);
 
 // Not thread-safe: the run watcher's thread calls it.
 class DiscoveredSampler {
  public:
   explicit DiscoveredSampler(DiscoveredSamplerOptions options);
 
-  // `cgroup_ids`: the run's cgroup's id and its descendants' so far.
-  void Add(const std::string& run_id, const std::string& cgroup_path, uint64_t cgroup_id,
-           const std::set<uint64_t>& cgroup_ids, absl::Time now);
-  // A descendant of the run's cgroup, made after Add(); a run not sampled is left alone.
-  void AddCgroup(const std::string& run_id, uint64_t cgroup_id);
+  void Add(const std::string& run_id, const std::string& cgroup_path, absl::Time now);
   // Samples the runs whose turn it is, within the reads accrued since the last call (at most
   // a second's worth).
   void Sample(absl::Time now);
@@ -59,13 +44,10 @@ class DiscoveredSampler {
 
   size_t runs() const { return runs_.size(); }
   uint64_t reads() const { return reads_; }  // file reads so far
-  uint64_t repeats() const { return repeats_; }  // turns of a quiet run, no file read
 
  private:
   struct Sampled {
     std::unique_ptr<RunCgroupFiles> files;
-    uint64_t cgroup_id = 0;  // its key in gate_
-    std::vector<uint64_t> cgroup_ids;
     RunUsage usage;
     std::optional<RunCgroupReading> last;
     absl::Time next;  // due at
@@ -78,8 +60,7 @@ class DiscoveredSampler {
   std::deque<std::string> turn_;  // round-robin order of run ids
   double credit_ = 0;             // reads that may be made now
   std::optional<absl::Time> last_sample_;
-  uint64_t reads_ = 0, repeats_ = 0;
-  ActivityGate gate_{kIdleRunRereadInterval};
+  uint64_t reads_ = 0;
 };
 
 }  // namespace stagewatch

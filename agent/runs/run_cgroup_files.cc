@@ -21,9 +21,9 @@ std::string FileIn(const CgroupLayout& layout, const char* controller, const std
 }  // namespace
 
 RunCgroupFiles::RunCgroupFiles(const CgroupLayout& layout, const std::string& cgroup_path,
-                               OpenFileBudget* budget, absl::Time found_at)
+                               OpenFileBudget* budget)
     : layout_(layout), cgroup_path_(cgroup_path), v2_(layout.key == CGROUP_KEY_DEFAULT),
-      budget_(budget), found_at_(found_at) {
+      budget_(budget) {
   const std::string& p = cgroup_path;
   files_[kUsage].path =
       FileIn(layout, "memory", p, v2_ ? "memory.current" : "memory.usage_in_bytes");
@@ -46,14 +46,14 @@ RunCgroupFiles::~RunCgroupFiles() {
   }
 }
 
-std::optional<std::string> RunCgroupFiles::ReadSlot(Slot slot, bool last_look) {
+std::optional<std::string> RunCgroupFiles::ReadSlot(Slot slot) {
   File& f = files_[slot];
   if (f.path.empty() || f.gone) return std::nullopt;
   int fd = f.fd;
   if (fd < 0) {
     fd = open(f.path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-      if (errno == ENOENT && (++f.attempts >= kOpenAttempts || last_look)) f.gone = true;
+      if (errno == ENOENT && ++f.attempts >= kOpenAttempts) f.gone = true;
       return std::nullopt;
     }
     if (budget_->left > 0) {
@@ -81,9 +81,8 @@ std::optional<std::string> RunCgroupFiles::ReadSlot(Slot slot, bool last_look) {
 std::optional<RunCgroupReading> RunCgroupFiles::Read(absl::Time now) {
   RunCgroupReading r;
   r.usage.at = now;
-  const bool last_look = now - found_at_ >= kOpenWindow;
   auto read = [&](Slot slot) {
-    std::optional<std::string> text = ReadSlot(slot, last_look);
+    std::optional<std::string> text = ReadSlot(slot);
     r.reads += text.has_value();
     return text;
   };

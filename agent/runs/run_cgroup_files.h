@@ -34,23 +34,20 @@ class RunCgroupFiles {
  public:
   // The files of the cgroup at `cgroup_path` in the keyed hierarchy, and of the same path in
   // the cpu, cpuacct and cgroup2 (PSI) hierarchies of a v1 or hybrid host.
-  // `found_at`: when the cgroup was found, from which its missing files are waited for.
   RunCgroupFiles(const CgroupLayout& layout, const std::string& cgroup_path,
-                 OpenFileBudget* budget, absl::Time found_at);
+                 OpenFileBudget* budget);
   ~RunCgroupFiles();
   RunCgroupFiles(const RunCgroupFiles&) = delete;
   RunCgroupFiles& operator=(const RunCgroupFiles&) = delete;
 
-  // Reads every file there is. A missing file is looked for again on the reads within
-  // kOpenWindow of the cgroup being found, at most kOpenAttempts in all (a mirror hierarchy's
-  // directory is often made a moment after the keyed one), then given up on: a run first read
-  // later looks for it once. Without memory usage the cgroup is gone: nullopt.
+  // Reads every file there is. A file missing at the first reads is looked for again on the
+  // next kOpenAttempts samples (a mirror hierarchy's directory is often made a moment after
+  // the keyed one), then given up on. Without memory usage the cgroup is gone: nullopt.
   std::optional<RunCgroupReading> Read(absl::Time now);
   // The CFS period, read once the cpu files are found.
   std::optional<double> cfs_period_seconds() const { return cfs_period_; }
 
   static constexpr int kOpenAttempts = 5;
-  static constexpr absl::Duration kOpenWindow = absl::Seconds(5);
 
  private:
   enum Slot { kUsage, kLimit, kPeak, kFailcnt, kCpuUsage, kCpuStat, kMemoryPsi, kCpuPsi, kSlots };
@@ -60,8 +57,8 @@ class RunCgroupFiles {
     int attempts = 0;
     bool gone = false;  // given up on
   };
-  // The file's contents, or nullopt. `last_look`: a missing file is given up on now.
-  std::optional<std::string> ReadSlot(Slot slot, bool last_look);
+  // The file's contents, or nullopt.
+  std::optional<std::string> ReadSlot(Slot slot);
 
   const CgroupLayout& layout_;
   std::string cgroup_path_;
@@ -70,7 +67,6 @@ class RunCgroupFiles {
   File files_[kSlots];
   std::optional<double> cfs_period_;
   bool period_read_ = false;
-  absl::Time found_at_;
 };
 
 }  // namespace stagewatch

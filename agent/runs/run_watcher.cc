@@ -190,7 +190,6 @@ void RunWatcher::OnMkdir(uint64_t id, const std::string& path, absl::Time seen) 
       run.ids.insert(id);
       by_cgroup_[id] = key;
       PublishIds(run);
-      if (sampler_) sampler_->AddCgroup(run.start.id, id);  // its tasks wake the run's sampling
       return;
     }
   }
@@ -269,7 +268,7 @@ void RunWatcher::AddFacts(OpenRun& run, const AgentFacts& facts) {
 void RunWatcher::StartSampling(const OpenRun& run) {
   // A launcher samples its own runs.
   if (!sampler_ || run.start.source != RunSource::kDiscovered) return;
-  sampler_->Add(run.start.id, run.start.cgroup_path, run.cgroup_id, run.ids, absl::Now());
+  sampler_->Add(run.start.id, run.start.cgroup_path, absl::Now());
 }
 
 void RunWatcher::WriteSamples() {

@@ -35,20 +35,9 @@ uint64_t SchedTracker::PairKey(std::pair<uint64_t, uint64_t> pair) {
 void SchedTracker::Collect() {
   absl::MutexLock lock(&mu_);
   naming_.Begin();
-  auto look = std::make_shared<ActivityLook>();
-  look->at = absl::Now();
-  // Before the maps: a refusal after their read shows in the next look.
-  look->refused = probe_->stats_overflows();
   const auto cgroups = probe_->ReadCgroups();
   const auto pairs = probe_->ReadPreemptions();
   const auto running = probe_->ReadRunning();
-  look->counters.reserve(cgroups.size());
-  for (const auto& [id, s] : cgroups) {
-    look->counters[id] = s.voluntary_switches + s.nonvoluntary_switches + s.oncpu_ns;
-  }
-  for (const auto& [id, cpus] : running) look->running.insert(id);
-  // Counters that stand still say nothing of who ran: no look, every cgroup is read.
-  if (probe_->switches_counted()) look_ = std::move(look);
 
   std::vector<CgroupCounterSample> samples;
   for (const auto& [id, stats] : cgroups) {
@@ -89,11 +78,6 @@ void SchedTracker::Collect() {
     }
   }
   naming_.End();
-}
-
-std::shared_ptr<const ActivityLook> SchedTracker::LastLook() const {
-  absl::MutexLock lock(&mu_);
-  return look_;
 }
 
 std::map<StageId, SchedStageTotals> SchedTracker::Totals() const {

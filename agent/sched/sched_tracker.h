@@ -14,7 +14,6 @@
 #include "cgroup/cgroup_namer.h"
 #include "cgroup/collection_naming.h"
 #include "probes/sched_probe.h"
-#include "sched/cgroup_activity.h"
 #include "stages/stage_counters.h"
 
 namespace stagewatch {
@@ -40,9 +39,6 @@ class SchedTracker {
   std::map<StageId, SchedStageTotals> Totals() const;
   std::map<StagePair, uint64_t> Preemptions() const;
   uint64_t unknown_cgroups() const;
-  // Which cgroups had run as of the last Collect() (null before the first, and where
-  // sched_switch did not attach): what the samplers skip the files of quiet cgroups by.
-  std::shared_ptr<const ActivityLook> LastLook() const;
 
  private:
   uint64_t PairKey(std::pair<uint64_t, uint64_t> pair);
@@ -57,7 +53,6 @@ class SchedTracker {
   std::map<std::pair<uint64_t, uint64_t>, uint64_t> pair_keys_ ABSL_GUARDED_BY(mu_);
   uint64_t next_pair_key_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<StageId, uint64_t> running_ ABSL_GUARDED_BY(mu_);
-  std::shared_ptr<const ActivityLook> look_ ABSL_GUARDED_BY(mu_);
 
 };
 

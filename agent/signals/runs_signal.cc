@@ -4,7 +4,6 @@
 #include "app/agent_runs.h"
 #include "exporters/collector.h"
 #include "exporters/runs_collector.h"
-#include "sched/sched_tracker.h"
 #include "signals/modules.h"
 
 namespace stagewatch {
@@ -15,8 +14,7 @@ void Start(const SignalContext& ctx) {
   r.run_watcher = StartRunWatcher(
       ctx.config, ctx.layout, ctx.stages,
       MakeRunProbeReaders(r.sched_probe.get(), r.memory_probe.get(), ctx.namer),
-      r.oom_probe != nullptr,
-      r.sched ? ActivitySource([t = r.sched.get()] { return t->LastLook(); }) : nullptr);
+      r.oom_probe != nullptr);
   if (!r.run_watcher) return;
   *ctx.runs = r.run_watcher.get();
   ctx.collectors->Add(std::make_unique<exporters::RunsCollector>(

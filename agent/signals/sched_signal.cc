@@ -5,7 +5,6 @@
 #include "exporters/collector.h"
 #include "exporters/sched_collector.h"
 #include "probes/sched_probe.h"
-#include "memory/memory_sampler.h"
 #include "sched/sched_tracker.h"
 #include "signals/modules.h"
 
@@ -21,15 +20,6 @@ void Start(const SignalContext& ctx) {
   r.sched_probe = Adopt(SchedProbe::Start({.key = ctx.layout.key, .features = ctx.features}),
                         &r.probe_reports);
   if (r.sched_probe) r.sched = std::make_unique<SchedTracker>(r.sched_probe.get(), ctx.namer);
-  if (r.sched_probe && r.sched_probe->switches_counted()) {
-    // Quiet stages keep their last read (the sampler starts after the signals). Collected
-    // just before each sample, so a stage that starts running is read at the next one; the
-    // anomaly feeder then uses this collection.
-    ctx.sampler->SetActivity([tracker = r.sched.get()] {
-      tracker->Collect();
-      return tracker->LastLook();
-    });
-  }
   // Without the probe, the snapshot's half (throttling, usage, PSI) still runs.
   ctx.collectors->Add(std::make_unique<exporters::SchedCollector>(
       r.sched.get(), r.sched_probe.get(), ctx.stages, ctx.sampler));

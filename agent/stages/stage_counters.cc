@@ -28,25 +28,21 @@ void StageCountersOf<Key>::Retire(const Live& cgroup) {
 
 template <typename Key>
 void StageCountersOf<Key>::Update(const std::vector<CgroupCounterSampleOf<Key>>& live) {
-  generation_++;
+  absl::flat_hash_set<uint64_t> seen;
   for (const CgroupCounterSampleOf<Key>& sample : live) {
-    auto [it, born] = live_.try_emplace(sample.cgroup_id);
-    Live& cgroup = it->second;
-    if (!born && cgroup.generation == generation_) continue;  // duplicate id: first one wins
-    cgroup.generation = generation_;
-    retired_.try_emplace(sample.stage, width_, 0);  // stages stay once seen
-    // Most cgroups did nothing since the last snapshot: nothing to fold, nothing to allocate.
-    if (!born && cgroup.stage == sample.stage && sample.values == cgroup.last) continue;
+    if (!seen.insert(sample.cgroup_id).second) continue;  // duplicate id: first one wins
+    retired_.try_emplace(sample.stage, width_, 0);        // stages stay once seen
     std::vector<uint64_t> values = Normalised(sample.values, width_);
 
-    if (born) {
+    auto it = live_.find(sample.cgroup_id);
+    if (it == live_.end()) {
       // Counts from before the agent started belong to no run we saw: only the first
       // snapshot is baselined, a cgroup born later counts from its birth.
-      cgroup.stage = sample.stage;
-      cgroup.baseline = skip_baseline_ ? std::vector<uint64_t>(width_, 0) : values;
-      cgroup.last = std::move(values);
+      std::vector<uint64_t> baseline = skip_baseline_ ? std::vector<uint64_t>(width_, 0) : values;
+      live_.emplace(sample.cgroup_id, Live{sample.stage, values, std::move(baseline)});
       continue;
     }
+    Live& cgroup = it->second;
     if (cgroup.stage != sample.stage) {
       // What was counted so far stays with the old stage; the new one counts from here. A
       // value that dropped restarted, so all of it is new and belongs to the new stage.
@@ -70,7 +66,7 @@ void StageCountersOf<Key>::Update(const std::vector<CgroupCounterSampleOf<Key>>&
   }
 
   for (auto it = live_.begin(); it != live_.end();) {
-    if (it->second.generation == generation_) {
+    if (seen.contains(it->first)) {
       ++it;
       continue;
     }

@@ -56,13 +56,11 @@ class StageCountersOf {
     Key stage;
     std::vector<uint64_t> last;      // last raw values seen
     std::vector<uint64_t> baseline;  // subtracted (first-snapshot baseline)
-    uint64_t generation = 0;         // the last Update() that saw it
   };
   void Retire(const Live& cgroup);
 
   const size_t width_;
   bool skip_baseline_;
-  uint64_t generation_ = 0;
   absl::flat_hash_map<uint64_t, Live> live_;
   std::map<Key, std::vector<uint64_t>> retired_;
 };

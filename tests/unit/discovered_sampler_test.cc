@@ -1,7 +1,6 @@
 // The agent's sampler of discovered runs on a fixture tree laid out as a hybrid host's v1
 // memory and cpu hierarchies: it keeps within its budget of reads a second, spreads the budget
-// over every run in turn, gives a run's end facts from its last reading, and reads no file of
-// a run none of whose cgroups ran.
+// over every run in turn, and gives a run's end facts from its last reading.
 #include "runs/discovered_sampler.h"
 
 #include <unistd.h>
@@ -54,7 +53,7 @@ TEST_F(DiscoveredSamplerTest, KeepsWithinItsReadsASecondAndTakesEveryRunInTurn) 
   for (int i = 0; i < 10; ++i) {
     const std::string path = "/stagewatch/s/run_" + std::to_string(i);
     MemoryFiles(path, 100 << 20, 200 << 20, 150 << 20);
-    sampler.Add("run_" + std::to_string(i), path, 100 + i, {100u + i}, t0);
+    sampler.Add("run_" + std::to_string(i), path, t0);
   }
   // Four memory files a run, and the cpu ones looked for: 20 reads take 5 runs a second.
   sampler.Sample(t0);
@@ -78,7 +77,7 @@ TEST_F(DiscoveredSamplerTest, EndFactsComeFromTheLastReadingAndTheSeries) {
   const std::string cpu_dir = root_ + "/cpu" + path;
   const absl::Time t0 = absl::FromUnixSeconds(1000);
   MemoryFiles(path, 100 << 20, 200 << 20, 120 << 20);
-  sampler.Add("job_1", path, 1, {1}, t0);
+  sampler.Add("job_1", path, t0);
   sampler.Sample(t0);
   // The cpu hierarchy's directory comes a moment later: its files are looked for again.
   Write(cpu_dir + "/cpuacct.usage", "2000000000\n");
@@ -109,74 +108,6 @@ TEST_F(DiscoveredSamplerTest, EndFactsComeFromTheLastReadingAndTheSeries) {
   EXPECT_FALSE(f->memory_pressure_seconds);  // no cgroup2 mirror here
   EXPECT_EQ(sampler.runs(), 0u);
   EXPECT_FALSE(sampler.Remove("job_1", points));
-}
-
-// A quiet run's turn repeats its last reading and reads no file; a descendant that runs, or
-// the floor, has it read.
-TEST_F(DiscoveredSamplerTest, AQuietRunsTurnRepeatsItsReadingUntilOneOfItsCgroupsRuns) {
-  std::shared_ptr<const ActivityLook> look;
-  auto counters = [&look](std::map<uint64_t, uint64_t> by_id) {
-    auto l = std::make_shared<ActivityLook>();
-    for (const auto& [id, n] : by_id) l->counters[id] = n;
-    look = l;
-  };
-  DiscoveredSampler sampler({.layout = layout_, .interval = absl::Seconds(1),
-                             .reads_per_second = 100, .activity = [&look] { return look; }});
-  const std::string path = "/stagewatch/s/quiet_1";
-  const absl::Time t0 = absl::FromUnixSeconds(1000);
-  constexpr uint64_t kMiB = 1 << 20;
-  MemoryFiles(path, 100 * kMiB, 1000 * kMiB, 100 * kMiB);
-  counters({{11, 7}});
-  sampler.Add("quiet_1", path, 11, {11}, t0);
-  sampler.Sample(t0);
-  const uint64_t first = sampler.reads();
-  EXPECT_EQ(first, 4u);  // the memory files; no cpu mirror here
-
-  MemoryFiles(path, 200 * kMiB, 1000 * kMiB, 200 * kMiB);
-  sampler.Sample(t0 + absl::Seconds(1));
-  sampler.Sample(t0 + absl::Seconds(2));
-  EXPECT_EQ(sampler.reads(), first) << "quiet: no file read";
-  EXPECT_EQ(sampler.repeats(), 2u);
-  std::map<std::string, std::vector<RunSample>> points = sampler.TakePoints();
-  ASSERT_EQ(points["quiet_1"].size(), 3u) << "a point every turn, as when read";
-  EXPECT_EQ(points["quiet_1"][2].memory_bytes, 100 * kMiB);
-  EXPECT_EQ(points["quiet_1"][2].at, t0 + absl::Seconds(2));
-
-  // A descendant made later runs: the run is read.
-  sampler.AddCgroup("quiet_1", 12);
-  counters({{11, 7}, {12, 1}});
-  sampler.Sample(t0 + absl::Seconds(3));
-  EXPECT_EQ(sampler.reads(), 2 * first);
-  points = sampler.TakePoints();
-  ASSERT_EQ(points["quiet_1"].size(), 1u);
-  EXPECT_EQ(points["quiet_1"][0].memory_bytes, 200 * kMiB);
-
-  // Quiet for the run floor: read anyway.
-  MemoryFiles(path, 150 * kMiB, 1000 * kMiB, 200 * kMiB);
-  const absl::Time floor = t0 + absl::Seconds(3) + kIdleRunRereadInterval;
-  sampler.Sample(floor - absl::Seconds(1));
-  EXPECT_EQ(sampler.reads(), 2 * first);
-  sampler.Sample(floor);
-  EXPECT_EQ(sampler.reads(), 3 * first);
-  std::vector<RunSample> left;
-  ASSERT_TRUE(sampler.Remove("quiet_1", left));
-  ASSERT_FALSE(left.empty());
-  EXPECT_EQ(left.back().memory_bytes, 150 * kMiB);
-}
-
-TEST_F(DiscoveredSamplerTest, AMirrorMissingPastTheWindowIsLookedForOnce) {
-  DiscoveredSampler sampler({.layout = layout_, .interval = absl::Seconds(1),
-                             .reads_per_second = 1000});
-  const std::string path = "/stagewatch/s/late_1";
-  const absl::Time t0 = absl::FromUnixSeconds(1000);
-  MemoryFiles(path, 100 << 20, 200 << 20, 120 << 20);
-  sampler.Add("late_1", path, 1, {1}, t0);
-  // First read 10 s after the run was found (a long turn): its cpu mirror is not there.
-  sampler.Sample(t0 + absl::Seconds(10));
-  EXPECT_EQ(sampler.reads(), 4u);
-  Write(root_ + "/cpu" + path + "/cpuacct.usage", "2000000000\n");
-  sampler.Sample(t0 + absl::Seconds(11));
-  EXPECT_EQ(sampler.reads(), 8u) << "given up on at its first miss: the memory files only";
 }
 
 }  // namespace

@@ -339,8 +339,18 @@ int WaitForChild(pid_t pid) {
   return WIFSIGNALED(status) ? WTERMSIG(status) : -WEXITSTATUS(status);
 }
 
+double DeadlineScale() {
+  static const double scale = [] {
+    const char* text = std::getenv("STAGEWATCH_TEST_DEADLINE_SCALE");
+    const double value = text ? std::strtod(text, nullptr) : 1;
+    return value >= 1 ? value : 1;
+  }();
+  return scale;
+}
+
 bool WaitUntil(const std::function<bool()>& condition, int timeout_ms) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(static_cast<int64_t>(timeout_ms * DeadlineScale()));
   while (!condition()) {
     if (std::chrono::steady_clock::now() > deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));

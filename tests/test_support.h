@@ -124,7 +124,12 @@ void TouchAnonymous(uint64_t bytes);
 // Waits for a child; returns the signal that killed it, or -exit code.
 int WaitForChild(pid_t pid);
 
-// Polls `condition` every 10 ms until it holds or `timeout_ms` passes.
+// How much longer than asked every wait gives up after: STAGEWATCH_TEST_DEADLINE_SCALE, at
+// least 1 (the VM stage sets it for its software emulation). A deadline bounds how long a test
+// waits for what must come, never how fast the product is; speed is for bench/.
+double DeadlineScale();
+
+// Polls `condition` every 10 ms until it holds or `timeout_ms` (times DeadlineScale()) passes.
 bool WaitUntil(const std::function<bool()>& condition, int timeout_ms);
 
 // One scrape parsed into "name{labels}" → value, labels as exposed.

@@ -434,9 +434,17 @@ void RunWatcher::Loop() {
       std::lock_guard<std::mutex> lock(mu_);
       // One ledger transaction (one fsync) for the whole pass: a run born and gone before the
       // watcher got to it is begun, given its facts and ended in it, and a churn's runs share it.
+      // A long queue is cut into transactions of kTasksPerBatch, so a launcher's write waits
+      // for the ledger's lock a fraction of a second at most.
       const bool batch = !tasks.empty() || tick;
       if (batch) BeginBatch();
-      for (auto& task : tasks) task();
+      for (size_t i = 0; i < tasks.size(); i++) {
+        if (i > 0 && i % kTasksPerBatch == 0) {
+          CommitBatch();
+          BeginBatch();
+        }
+        tasks[i]();
+      }
       if (tick) Tick();
       if (batch) CommitBatch();
     }

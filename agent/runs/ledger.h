@@ -1,5 +1,6 @@
 // The run ledger: one SQLite file (WAL, crash-safe, schema-versioned) that the launcher and
-// the agent both write. Every write is one transaction; a busy timeout lets them write at once.
+// the agent both write. Every write is one transaction (or one part of a batch, see BeginBatch);
+// a busy timeout lets them write at once.
 #pragma once
 
 #include <atomic>

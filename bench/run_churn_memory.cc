@@ -34,14 +34,15 @@ cgroup_event Event(int kind, uint64_t id, const std::string& path) {
 }
 
 // Heap in use and heap held from the OS, over every arena, in KiB.
-void PrintPoint(int made, const RunWatcher& watcher, double seconds) {
+// `commits`: ledger transactions committed so far, each an fsync of the -wal file.
+void PrintPoint(int made, const RunWatcher& watcher, uint64_t commits, double seconds) {
   const struct mallinfo2 m = mallinfo2();
   const RunWatcher::Held held = watcher.held();
   std::printf("runs=%6d heap_in_use=%7zu KiB heap_held=%7zu KiB mmapped=%6zu KiB "
-              "sqlite=%6lld KiB open_runs=%zu cgroups=%zu published=%zu %.1f s CPU\n",
+              "sqlite=%6lld KiB open_runs=%zu cgroups=%zu published=%zu commits=%llu %.1f s CPU\n",
               made, m.uordblks / 1024, (m.arena + m.hblkhd) / 1024, m.hblkhd / 1024,
               static_cast<long long>(sqlite3_memory_used() / 1024), held.open_runs, held.cgroups,
-              held.published, seconds);
+              held.published, static_cast<unsigned long long>(commits), seconds);
   std::fflush(stdout);
 }
 
@@ -61,6 +62,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ledger: %s\n", ledger.status().ToString().c_str());
     return 1;
   }
+  const Ledger* counted = ledger->get();
   auto watcher = RunWatcher::Start(*std::move(ledger), &stages,
                                    {.key_root = dir, .oom_observed = true}, {});
   if (!watcher.ok()) {
@@ -86,7 +88,8 @@ int main(int argc, char** argv) {
            double(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
   };
   const double start = seconds();
-  PrintPoint(0, w, 0);
+  const uint64_t commits_before = counted->commits();
+  PrintPoint(0, w, 0, 0);
   constexpr int kBatch = 200;
   for (int made = 0; made < churn; made += kBatch) {
     std::vector<cgroup_event> batch;
@@ -104,7 +107,9 @@ int main(int argc, char** argv) {
     }
     w.Flush();
     namer.BeginCollection();
-    if ((made + kBatch) % every == 0) PrintPoint(made + kBatch, w, seconds() - start);
+    if ((made + kBatch) % every == 0) {
+      PrintPoint(made + kBatch, w, counted->commits() - commits_before, seconds() - start);
+    }
   }
   watcher->reset();
   std::filesystem::remove_all(dir);

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <utility>
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
@@ -97,14 +98,15 @@ class Statement {
 };
 
 // BEGIN IMMEDIATE takes the write lock at once, so a busy ledger waits in busy_timeout rather
-// than failing half-way. Rolled back unless committed.
+// than failing half-way. Rolled back unless committed. Within a batch (Ledger::BeginBatch) it is
+// a savepoint: its writes stay all-or-nothing and reach the file with the batch.
 class Transaction {
  public:
-  explicit Transaction(sqlite3* db) : db_(db) {
-    ok_ = sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK;
+  explicit Transaction(sqlite3* db) : db_(db), nested_(!sqlite3_get_autocommit(db)) {
+    ok_ = Run(nested_ ? "SAVEPOINT part" : "BEGIN IMMEDIATE");
   }
   ~Transaction() {
-    if (ok_ && !done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    if (ok_ && !done_) Run(nested_ ? "ROLLBACK TO part; RELEASE part" : "ROLLBACK");
   }
   absl::Status begun() const {
     return ok_ ? absl::OkStatus()
@@ -113,12 +115,16 @@ class Transaction {
   }
   absl::Status Commit() {
     done_ = true;
-    if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) == SQLITE_OK) return absl::OkStatus();
+    if (Run(nested_ ? "RELEASE part" : "COMMIT")) return absl::OkStatus();
     return absl::InternalError(absl::StrCat("cannot commit to the ledger: ", SqliteError(db_)));
   }
 
  private:
+  bool Run(const char* sql) const {
+    return sqlite3_exec(db_, sql, nullptr, nullptr, nullptr) == SQLITE_OK;
+  }
   sqlite3* db_;
+  const bool nested_;
   bool ok_ = false;
   bool done_ = false;
 };
@@ -361,6 +367,9 @@ absl::StatusOr<std::unique_ptr<Ledger>> Ledger::OpenAs(const std::string& path, 
   }
 
   std::unique_ptr<Ledger> ledger(new Ledger(path, db));
+  sqlite3_update_hook(db, &Ledger::OnRowChange, ledger.get());
+  sqlite3_commit_hook(db, &Ledger::OnCommit, ledger.get());
+  sqlite3_rollback_hook(db, &Ledger::OnRollback, ledger.get());
   if (read_only) {
     if (fresh || version < SchemaVersion()) {
       return absl::FailedPreconditionError(absl::StrFormat(
@@ -392,6 +401,41 @@ absl::StatusOr<std::unique_ptr<Ledger>> Ledger::OpenAs(const std::string& path, 
 }
 
 Ledger::~Ledger() { sqlite3_close(db_); }
+
+void Ledger::OnRowChange(void* self, int, const char*, const char*, sqlite3_int64) {
+  static_cast<Ledger*>(self)->changed_ = true;
+}
+
+int Ledger::OnCommit(void* self) {
+  Ledger& ledger = *static_cast<Ledger*>(self);
+  if (std::exchange(ledger.changed_, false)) ledger.commits_++;
+  return 0;  // go on with the commit
+}
+
+void Ledger::OnRollback(void* self) { static_cast<Ledger*>(self)->changed_ = false; }
+
+absl::Status Ledger::BeginBatch() {
+  if (!sqlite3_get_autocommit(db_)) {
+    return absl::FailedPreconditionError("a ledger batch is open already");
+  }
+  if (sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK) {
+    return absl::OkStatus();
+  }
+  return absl::UnavailableError(
+      absl::StrFormat("cannot start a ledger batch in \"%s\": %s", path_, SqliteError(db_)));
+}
+
+absl::Status Ledger::CommitBatch() {
+  // SQLite rolls a transaction back by itself on some errors (a full disk): nothing to commit.
+  if (sqlite3_get_autocommit(db_)) return absl::OkStatus();
+  if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) == SQLITE_OK) {
+    return absl::OkStatus();
+  }
+  absl::Status s = absl::InternalError(
+      absl::StrFormat("cannot commit a ledger batch to \"%s\": %s", path_, SqliteError(db_)));
+  sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  return s;
+}
 
 absl::Status Ledger::Exec(const std::string& sql) {
   char* error = nullptr;

@@ -1,7 +1,9 @@
 // The run ledger: one SQLite file (WAL, crash-safe, schema-versioned) that the launcher and
-// the agent both write. Every write is one transaction; a busy timeout lets them write at once.
+// the agent both write. Every write is one transaction (or one part of a batch, see BeginBatch);
+// a busy timeout lets them write at once.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <optional>
@@ -65,6 +67,16 @@ class Ledger {
   // events.
   absl::StatusOr<std::optional<RunRecord>> FindNewestByCgroup(const std::string& cgroup_path);
 
+  // Until CommitBatch, every write of this connection joins one transaction: one commit (one
+  // fsync) for many runs' writes. Each write stays all-or-nothing within it (a savepoint); a
+  // crash before CommitBatch loses the batch's writes, never part of one, and other writers
+  // (launchers) wait for the write lock until then, as they do for any write.
+  absl::Status BeginBatch();
+  absl::Status CommitBatch();
+  // Transactions committed that changed rows, since the ledger was opened (for tests and
+  // benches: each one is an fsync of the -wal file).
+  uint64_t commits() const { return commits_.load(); }
+
   static int SchemaVersion();  // the version this build writes
 
  private:
@@ -78,8 +90,16 @@ class Ledger {
                                                const std::vector<std::string>& args,
                                                const std::string& tail);
 
+  // SQLite's hooks, counting the commits that changed a row.
+  static void OnRowChange(void* self, int op, const char* db, const char* table,
+                          long long row);  // NOLINT(runtime/int): sqlite3_int64
+  static int OnCommit(void* self);
+  static void OnRollback(void* self);
+
   std::string path_;
   sqlite3* db_;
+  std::atomic<uint64_t> commits_ = 0;
+  bool changed_ = false;  // a row changed in the transaction not yet committed
 };
 
 }  // namespace stagewatch

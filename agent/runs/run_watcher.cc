@@ -432,13 +432,40 @@ void RunWatcher::Loop() {
     queue_lock.unlock();
     {
       std::lock_guard<std::mutex> lock(mu_);
-      for (auto& task : tasks) task();
+      // One ledger transaction (one fsync) for the whole pass: a run born and gone before the
+      // watcher got to it is begun, given its facts and ended in it, and a churn's runs share it.
+      // A long queue is cut into transactions of kTasksPerBatch, so a launcher's write waits
+      // for the ledger's lock a fraction of a second at most.
+      const bool batch = !tasks.empty() || tick;
+      if (batch) BeginBatch();
+      for (size_t i = 0; i < tasks.size(); i++) {
+        if (i > 0 && i % kTasksPerBatch == 0) {
+          CommitBatch();
+          BeginBatch();
+        }
+        tasks[i]();
+      }
       if (tick) Tick();
+      if (batch) CommitBatch();
     }
     if (tick) next_tick = absl::Now() + options_.tick;
     queue_lock.lock();
     done_ += tasks.size();
     drained_.notify_all();
+  }
+}
+
+void RunWatcher::BeginBatch() {
+  // Unbatched, each write is its own transaction: slower, nothing lost.
+  if (absl::Status s = ledger_->BeginBatch(); !s.ok()) {
+    Warn("cannot batch the ledger's writes", "", s);
+  }
+}
+
+void RunWatcher::CommitBatch() {
+  if (absl::Status s = ledger_->CommitBatch(); !s.ok()) {
+    Warn("cannot commit a pass of the runs' writes: lost (the next start closes runs left open)",
+         "", s);
   }
 }
 

@@ -167,6 +167,11 @@ class RunWatcher {
   void SeeStage(const std::string& stage, const std::string& pipeline);
   void Tick();
   void Loop();  // the watcher's thread: queued tasks, and Tick() every options.tick
+  // Around each pass of Loop(): its writes go to the ledger in one transaction, or one for
+  // each kTasksPerBatch of its queued events (about 0.5 ms each under a churn).
+  static constexpr size_t kTasksPerBatch = 1000;
+  void BeginBatch();
+  void CommitBatch();
   bool LauncherAlive(const RunStart& start) const;
   void Warn(const std::string& what, const std::string& id, const absl::Status& s) const;
 

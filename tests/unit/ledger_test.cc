@@ -128,6 +128,35 @@ TEST(LedgerTest, RefusesADuplicateIdAndASecondEnd) {
   EXPECT_EQ((*ledger->Get("r1"))->end->exit_code, 0) << "the first end stands";
 }
 
+// A batch is one commit for many writes; a write refused within it leaves the others, and a
+// batch never committed (the process died) leaves nothing of itself in the file.
+TEST(LedgerTest, ABatchIsOneCommitAndAnUncommittedOneLeavesNothing) {
+  TempDir dir;
+  const std::string path = dir.file("ledger.db");
+  auto ledger = OpenOrDie(path);
+  const uint64_t before = ledger->commits();
+  ASSERT_TRUE(ledger->BeginBatch().ok());
+  EXPECT_EQ(ledger->BeginBatch().code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(ledger->BeginRun(Started("r1", "a", At(0))).ok());
+  EXPECT_EQ(ledger->BeginRun(Started("r1", "b", At(5))).code(), absl::StatusCode::kAlreadyExists);
+  AgentFacts facts;
+  facts.oom_kills_userspace = 2;
+  ASSERT_TRUE(ledger->AddAgentFacts("r1", facts).ok());
+  EXPECT_EQ(ledger->AddAgentFacts("nope", facts).code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(ledger->EndRun("r1", Ended(At(10), 0)).ok());
+  EXPECT_EQ(SqliteValue(path, "SELECT count(*) FROM runs"), "0") << "not in the file before";
+  ASSERT_TRUE(ledger->CommitBatch().ok());
+  EXPECT_EQ(ledger->commits() - before, 1u);
+  EXPECT_EQ(SqliteValue(path, "SELECT oom_kills_userspace FROM runs WHERE id = 'r1'"), "2");
+  EXPECT_EQ(SqliteValue(path, "SELECT stage FROM runs WHERE id = 'r1'"), "a");
+
+  ASSERT_TRUE(ledger->BeginBatch().ok());
+  ASSERT_TRUE(ledger->BeginRun(Started("r2", "a", At(20))).ok());
+  ledger.reset();  // closed with the batch open, as by a crash
+  EXPECT_EQ(SqliteValue(path, "SELECT count(*) FROM runs"), "1");
+  EXPECT_TRUE((*OpenOrDie(path)->Get("r1"))->end);
+}
+
 TEST(LedgerTest, MergesAgentFactsIntoTheRun) {
   TempDir dir;
   auto ledger = OpenOrDie(dir.file("ledger.db"));

@@ -247,6 +247,61 @@ TEST_F(RunWatcherTest, AtStartARunLeftOpenWhoseCgroupAndLauncherAreGoneIsClosed)
   EXPECT_FALSE(by_id["alive"].end);
 }
 
+// Runs born and gone before the watcher got to them (a churn it lags behind) are written in one
+// ledger commit per pass of the watcher, not three or four each: every commit is an fsync.
+TEST_F(RunWatcherTest, RunsBornAndGoneBeforeAPassCostOneCommitAndKeepEveryFact) {
+  absl::StatusOr<std::unique_ptr<Ledger>> ledger = Ledger::Open(ledger_path_);
+  ASSERT_TRUE(ledger.ok()) << ledger.status();
+  const Ledger* counted = ledger->get();
+  absl::StatusOr<std::unique_ptr<RunWatcher>> watcher = RunWatcher::Start(
+      *std::move(ledger), &stages_,
+      {.key_root = root_, .oom_observed = true, .tick = absl::Milliseconds(20)}, {});
+  ASSERT_TRUE(watcher.ok()) << watcher.status();
+  const uint64_t before = counted->commits();
+
+  // A writer holding the ledger's write lock (a launcher) stalls the watcher's first write
+  // until every event below is queued, as a churn faster than the watcher queues them.
+  std::unique_ptr<Ledger> other = *Ledger::Open(ledger_path_);
+  ASSERT_TRUE(other->BeginBatch().ok());
+  constexpr int kRuns = 100;
+  std::map<std::string, uint64_t> kills;
+  for (int i = 0; i < kRuns; i++) {
+    const cgroup_event made = Mkdir("/stagewatch/oneshot/run_" + std::to_string(i));
+    (*watcher)->OnCgroupEvent(made);
+    if (i % 10 == 0) {
+      (*watcher)->OnOomKill(made.cgroup_id, {.pid = 100 + i, .comm = "job", .kind = "kernel"});
+    }
+    kills[made.path] = i % 10 == 0 ? 1 : 0;
+    cgroup_event gone = Rmdir(made);
+    gone.memory_peak_pages = 1 + i;
+    gone.memory_max_pages = 1000;
+    (*watcher)->OnCgroupEvent(gone);
+  }
+  ASSERT_TRUE(other->CommitBatch().ok());
+  (*watcher)->Flush();
+  const uint64_t commits = counted->commits() - before;
+
+  std::vector<RunRecord> runs = Runs();
+  ASSERT_EQ(runs.size(), static_cast<size_t>(kRuns));
+  const uint64_t page = sysconf(_SC_PAGESIZE);
+  for (const RunRecord& r : runs) {
+    const int i = std::stoi(r.start.id.substr(r.start.id.rfind('_') + 1));
+    EXPECT_EQ(r.start.source, RunSource::kDiscovered);
+    EXPECT_EQ(r.start.stage, "oneshot");
+    ASSERT_TRUE(r.end) << r.start.id;
+    EXPECT_GE(r.end->end, r.start.start) << r.start.id;
+    EXPECT_EQ(r.end->closed_by, RunCloser::kAgent);
+    EXPECT_TRUE(r.agent.saw_end) << r.start.id;
+    EXPECT_EQ(r.end->facts.oom_kills_kernel, kills[r.start.cgroup_path]) << r.start.id;
+    EXPECT_EQ(r.agent.oom_victims.size(), kills[r.start.cgroup_path]) << r.start.id;
+    EXPECT_EQ(r.end->facts.memory_peak_bytes, (1 + i) * page) << r.start.id;
+    EXPECT_EQ(r.end->facts.memory_limit_bytes, 1000 * page) << r.start.id;
+  }
+  EXPECT_EQ(Ended((*watcher)->Snapshot(), "oneshot", "interrupted"), 10u);
+  // Two passes at most (the one stalled, and all the rest), and a tick's.
+  EXPECT_LE(commits, 4u) << kRuns << " runs cost " << commits << " commits";
+}
+
 }  // namespace
 }  // namespace stagewatch
 

@@ -1,6 +1,7 @@
 // The memory sampler's limit domains, on a directory tree standing in for a v1 memory
 // hierarchy and a reader that serves fixed figures and counts its reads.
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "anomaly/anomaly_engine.h"
@@ -59,6 +60,7 @@ class LimitDomainsTest : public ::testing::Test {
         },
         .limit = [this](const std::string& path) -> absl::StatusOr<std::optional<uint64_t>> {
           limit_reads_[path]++;
+          if (limit_broken_.contains(path)) return absl::InvalidArgumentError(path + ": garbled");
           auto it = stats_.find(path);
           if (it == stats_.end()) return absl::NotFoundError(path);
           return it->second.limit_bytes;
@@ -72,7 +74,7 @@ class LimitDomainsTest : public ::testing::Test {
   std::string root_;
   CgroupLayout layout_;
   std::map<std::string, MemoryCgroupStats> stats_;
-  std::set<std::string> broken_;
+  std::set<std::string> broken_, limit_broken_;
   std::map<std::string, int> stats_reads_, limit_reads_;
 };
 
@@ -168,6 +170,86 @@ TEST_F(LimitDomainsTest, AMalformedDomainIsSkippedAndCountedAndTheRestGoOn) {
   m = sampler.Latest()->memory.at(naming.Id(kTop));
   EXPECT_EQ(m.limit_bytes, 11 * kMiB);
   EXPECT_EQ(sampler.domain_skips(), 1u);
+}
+
+// The "read" errors counter as a scrape of the collector shows it.
+double ReadErrors(MemorySampler* sampler, Naming* naming, const CgroupLayout& layout);
+
+TEST_F(LimitDomainsTest, ADomainWhoseStatsVanishMidSampleIsSkippedAndCountedAndTheRestGoOn) {
+  Set(kTop, 100 * kMiB, std::nullopt);
+  Set(kRun7, 90 * kMiB, 400 * kMiB);
+  Set(kRun8, 10 * kMiB, 11 * kMiB);
+  Naming naming(root_);
+  MemorySampler sampler(&naming.namer, layout_, MemoryConfig{}, Reader());
+  sampler.SampleOnce(absl::FromUnixSeconds(1000));
+  EXPECT_EQ(sampler.Latest()->memory.at(naming.Id(kTop)).limit_bytes, 11 * kMiB);
+  EXPECT_EQ(ReadErrors(&sampler, &naming, layout_), 0);
+
+  // run-8's files go between the refresh and its read (its directory is still listed).
+  const MemoryCgroupStats run8 = stats_.at(kRun8);
+  stats_.erase(kRun8);
+  sampler.SampleOnce(absl::FromUnixSeconds(1001));
+  StageMemory m = sampler.Latest()->memory.at(naming.Id(kTop));
+  EXPECT_EQ(sampler.domain_skips(), 1u);
+  EXPECT_EQ(m.limit_bytes, 400 * kMiB);  // run-7 gives the stage's limit this sample
+  EXPECT_EQ(m.usage_bytes, 100 * kMiB);
+  EXPECT_EQ(ReadErrors(&sampler, &naming, layout_), 1);
+
+  // Still a domain: once its files read again it is the closest to its limit again.
+  stats_[kRun8] = run8;
+  sampler.SampleOnce(absl::FromUnixSeconds(1002));
+  m = sampler.Latest()->memory.at(naming.Id(kTop));
+  EXPECT_EQ(m.limit_bytes, 11 * kMiB);
+  EXPECT_EQ(m.limit_domains, 3u);
+  EXPECT_EQ(ReadErrors(&sampler, &naming, layout_), 1);
+}
+
+TEST_F(LimitDomainsTest, AChildWhoseLimitCannotBeReadIsSkippedAndCountedAndTheRestGoOn) {
+  Set(kTop, 100 * kMiB, std::nullopt);
+  Set(kRun7, 90 * kMiB, 400 * kMiB);
+  Set(kRun8, 10 * kMiB, 11 * kMiB);
+  limit_broken_.insert(kRun8);
+  Naming naming(root_);
+  MemorySampler sampler(&naming.namer, layout_, MemoryConfig{}, Reader());
+  sampler.SampleOnce(absl::FromUnixSeconds(1000));
+  const StageMemory m = sampler.Latest()->memory.at(naming.Id(kTop));
+  EXPECT_EQ(sampler.domain_skips(), 1u);
+  EXPECT_EQ(m.limit_bytes, 400 * kMiB);  // run-8 is not a domain: its limit was not read
+  EXPECT_EQ(m.limit_domains, 2u);
+  EXPECT_EQ(m.usage_bytes, 100 * kMiB);
+  EXPECT_EQ(stats_reads_.count(kRun8), 0u);
+  EXPECT_EQ(ReadErrors(&sampler, &naming, layout_), 1);
+}
+
+TEST_F(LimitDomainsTest, AV2ChildWithOnlyMemoryHighIsADomainLimitedByIt) {
+  // A v2 tree read through cgroupfs files, not the fake reader.
+  CgroupLayout v2;
+  v2.mode = CgroupMode::kV2;
+  v2.key = CGROUP_KEY_DEFAULT;
+  v2.key_root = v2.v2_root = root_;
+  v2.v2_has_memory = true;
+  auto write = [this](const char* cgroup, const char* file, const std::string& text) {
+    std::ofstream(root_ + cgroup + "/" + file) << text << "\n";
+  };
+  for (const char* c : {kTop, kRun7, kRun8}) {
+    write(c, "memory.max", "max");
+    write(c, "memory.high", "max");
+    write(c, "memory.stat", "anon 0\nfile 0\ninactive_file 0");
+  }
+  write(kTop, "memory.current", std::to_string(300 * kMiB));
+  write(kRun7, "memory.current", std::to_string(200 * kMiB));
+  write(kRun7, "memory.high", std::to_string(256 * kMiB));  // its only limit
+  write(kRun8, "memory.current", std::to_string(50 * kMiB));
+  Naming naming(root_);
+  MemorySampler sampler(&naming.namer, v2, MemoryConfig{}, SampleReader{});
+  sampler.SampleOnce(absl::FromUnixSeconds(1000));
+  const StageMemory m = sampler.Latest()->memory.at(naming.Id(kTop));
+  EXPECT_EQ(sampler.domain_skips(), 0u);
+  EXPECT_EQ(m.limit_domains, 2u);  // the top and run-7; run-8 has neither file set
+  EXPECT_EQ(m.limit_bytes, 256 * kMiB);
+  EXPECT_EQ(m.headroom_bytes, 56 * kMiB);
+  ASSERT_EQ(m.domains.size(), 2u);
+  for (const DomainMemory& d : m.domains) EXPECT_EQ(d.path, d.top ? kTop : kRun7);
 }
 
 TEST_F(LimitDomainsTest, DomainsBeyondTheBoundAreCountedNotWatched) {
@@ -300,6 +382,22 @@ double Value(const std::vector<prometheus::MetricFamily>& families, const std::s
     if (f.name != name || f.metric.empty()) continue;
     const auto& m = f.metric[0];
     return f.type == prometheus::MetricType::Counter ? m.counter.value : m.gauge.value;
+  }
+  return -1;
+}
+
+double ReadErrors(MemorySampler* sampler, Naming* naming, const CgroupLayout& layout) {
+  exporters::MemoryCollector collector(
+      {.sampler = sampler, .namer = &naming->namer, .layout = layout});
+  std::vector<prometheus::MetricFamily> families;
+  if (!collector.Collect(&families).ok()) return -1;
+  for (const auto& f : families) {
+    if (f.name != "stagewatch_memory_limit_domain_errors_total") continue;
+    for (const auto& m : f.metric) {
+      for (const auto& label : m.label) {
+        if (label.name == "reason" && label.value == "read") return m.counter.value;
+      }
+    }
   }
   return -1;
 }

@@ -48,6 +48,13 @@ class LimitDomainsTest : public ::testing::Test {
     m.events = std::move(events);
   }
 
+  // An unlimited top, run-7 at 22% of its limit, run-8 at 91% of its own.
+  void SetRun8NearItsLimit() {
+    Set(kTop, 100 * kMiB, std::nullopt);
+    Set(kRun7, 90 * kMiB, 400 * kMiB);
+    Set(kRun8, 10 * kMiB, 11 * kMiB);
+  }
+
   SampleReader Reader() {
     return {
         .stats = [this](const NamedCgroup& c) -> absl::StatusOr<MemoryCgroupStats> {
@@ -153,9 +160,7 @@ TEST_F(LimitDomainsTest, V1CountersOfEachDomainAreSummedOnce) {
 }
 
 TEST_F(LimitDomainsTest, AMalformedDomainIsSkippedAndCountedAndTheRestGoOn) {
-  Set(kTop, 100 * kMiB, std::nullopt);
-  Set(kRun7, 90 * kMiB, 400 * kMiB);
-  Set(kRun8, 10 * kMiB, 11 * kMiB);
+  SetRun8NearItsLimit();
   broken_.insert(kRun8);
   Naming naming(root_);
   MemorySampler sampler(&naming.namer, layout_, MemoryConfig{}, Reader());
@@ -176,9 +181,7 @@ TEST_F(LimitDomainsTest, AMalformedDomainIsSkippedAndCountedAndTheRestGoOn) {
 double ReadErrors(MemorySampler* sampler, Naming* naming, const CgroupLayout& layout);
 
 TEST_F(LimitDomainsTest, ADomainWhoseStatsVanishMidSampleIsSkippedAndCountedAndTheRestGoOn) {
-  Set(kTop, 100 * kMiB, std::nullopt);
-  Set(kRun7, 90 * kMiB, 400 * kMiB);
-  Set(kRun8, 10 * kMiB, 11 * kMiB);
+  SetRun8NearItsLimit();
   Naming naming(root_);
   MemorySampler sampler(&naming.namer, layout_, MemoryConfig{}, Reader());
   sampler.SampleOnce(absl::FromUnixSeconds(1000));
@@ -205,9 +208,7 @@ TEST_F(LimitDomainsTest, ADomainWhoseStatsVanishMidSampleIsSkippedAndCountedAndT
 }
 
 TEST_F(LimitDomainsTest, AChildWhoseLimitCannotBeReadIsSkippedAndCountedAndTheRestGoOn) {
-  Set(kTop, 100 * kMiB, std::nullopt);
-  Set(kRun7, 90 * kMiB, 400 * kMiB);
-  Set(kRun8, 10 * kMiB, 11 * kMiB);
+  SetRun8NearItsLimit();
   limit_broken_.insert(kRun8);
   Naming naming(root_);
   MemorySampler sampler(&naming.namer, layout_, MemoryConfig{}, Reader());

@@ -344,6 +344,34 @@ TEST_F(LauncherTest, RunsShowListAndAdviseReadTheLedger) {
   EXPECT_EQ(nlohmann::json::parse(nobody.log()).size(), 3u);
 }
 
+TEST_F(LauncherTest, RunsListSinceLeavesOutRunsStartedBeforeIt) {
+  AgentProcess run(Args("since-list", "since-new", {}, {"true"}));
+  ASSERT_EQ(run.WaitExit(20000), 0) << run.log();
+  {
+    std::unique_ptr<Ledger> ledger = *Ledger::Open(ledger_);
+    RunStart old{.id = "since-old", .stage = "since-list", .command = {"true"},
+                 .start = absl::Now() - absl::Hours(2)};
+    ASSERT_TRUE(ledger->BeginRun(old).ok());
+    RunEnd end{.end = old.start + absl::Seconds(1), .exit_code = 0};
+    ASSERT_TRUE(ledger->EndRun(old.id, end).ok());
+  }
+  auto listed_ids = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"runs", "list", "--ledger.path", ledger_, "--json"});
+    AgentProcess list(args);
+    EXPECT_EQ(list.WaitExit(10000), 0) << list.log();
+    std::vector<std::string> ids;
+    for (const nlohmann::json& r : nlohmann::json::parse(list.log())) ids.push_back(r["id"]);
+    return ids;
+  };
+  EXPECT_EQ(listed_ids({}), (std::vector<std::string>{"since-new", "since-old"}));
+  EXPECT_EQ(listed_ids({"--since", "1h"}), std::vector<std::string>{"since-new"});
+  EXPECT_EQ(listed_ids({"--since", "3h"}), (std::vector<std::string>{"since-new", "since-old"}));
+
+  AgentProcess bogus({"runs", "list", "--ledger.path", ledger_, "--since", "bogus"});
+  EXPECT_NE(bogus.WaitExit(10000), 0) << bogus.log();
+  EXPECT_THAT(bogus.log(), HasSubstr("--since \"bogus\" is not a duration; write e.g. 30m, 24h or 7d"));
+}
+
 // Every bad input fails before the command starts: the marker file is never made, no cgroup
 // is left, and the exit code is the launcher's own (125).
 TEST_F(LauncherTest, BadInputFailsClearlyBeforeTheCommandStarts) {

@@ -372,6 +372,27 @@ TEST_F(LauncherTest, RunsListSinceLeavesOutRunsStartedBeforeIt) {
   EXPECT_THAT(bogus.log(), HasSubstr("--since \"bogus\" is not a duration; write e.g. 30m, 24h or 7d"));
 }
 
+// A run OOM-killed at 200 MiB that needed 400: the advisor's floor is 1.2 × the limit it was
+// killed at, not its peak (the peak is capped at the limit).
+TEST_F(LauncherTest, AnOomKillAt200MBumpsTheAdvisedMemoryMaxAbove1point2TimesIt) {
+  AgentProcess run(Args("oom-advise", "oom-advise-1", {"--memory-max", "200M"},
+                        {"python3", "-c", kHog}));
+  ASSERT_EQ(run.WaitExit(30000), 137) << run.log();
+  ASSERT_EQ(Recorded("oom-advise-1").end->facts.oom_kills_kernel, 1u);
+  const std::string config = dir_ + "/one-run.yaml";
+  std::ofstream(config) << "runs:\n  advise:\n    min_runs: 1\n";
+
+  AgentProcess advise({"--config.file", config, "advise", "--stage", "oom-advise", "--json",
+                       "--ledger.path", ledger_});
+  ASSERT_EQ(advise.WaitExit(10000), 0) << advise.log();
+  const nlohmann::json a = nlohmann::json::parse(advise.log());
+  const uint64_t limit = 200ull << 20;
+  EXPECT_EQ(a["evidence"]["runs"], 1);
+  EXPECT_EQ(a["evidence"]["oom_killed_at_limit_bytes"], limit);
+  EXPECT_LE(a["evidence"]["largest_peak_bytes"].get<uint64_t>(), limit);
+  EXPECT_GE(a["memory_max_bytes"].get<double>(), 1.2 * double(limit));
+}
+
 // Every bad input fails before the command starts: the marker file is never made, no cgroup
 // is left, and the exit code is the launcher's own (125).
 TEST_F(LauncherTest, BadInputFailsClearlyBeforeTheCommandStarts) {

@@ -26,13 +26,22 @@ bool OomKilled(const RunRecord& r) {
          r.agent.oom_kills_userspace.value_or(0) > 0;
 }
 
+// The limits a run ran under: a discovered run has no start limits, so its memory-max is the
+// limit the kernel held at its end.
+RunLimits EffectiveLimits(const RunRecord& r) {
+  RunLimits limits = r.start.limits;
+  if (!limits.memory_max_bytes && r.end) limits.memory_max_bytes = r.end->facts.memory_limit_bytes;
+  return limits;
+}
+
 std::vector<LimitPeriod> Periods(const std::vector<RunRecord>& oldest_first,
                                  const RunsConfig& config) {
   std::vector<LimitPeriod> periods;
   std::vector<std::vector<double>> walls;
   for (const RunRecord& r : oldest_first) {
-    if (periods.empty() || !(periods.back().limits == r.start.limits)) {
-      periods.push_back({r.start.limits, 0, r.start.start, r.start.start, 0, {}});
+    const RunLimits limits = EffectiveLimits(r);
+    if (periods.empty() || !(periods.back().limits == limits)) {
+      periods.push_back({limits, 0, r.start.start, r.start.start, 0, {}});
       walls.emplace_back();
     }
     LimitPeriod& p = periods.back();

@@ -15,9 +15,9 @@
 
 namespace stagewatch {
 
-// A stretch of consecutive runs started with the same limits.
+// A stretch of consecutive runs under the same limits.
 struct LimitPeriod {
-  RunLimits limits;
+  RunLimits limits;  // as started; memory-max from the kernel's limit when none was asked for
   int runs = 0;
   absl::Time first_start, last_start;
   double median_wall_seconds = 0;

@@ -344,6 +344,55 @@ TEST_F(LauncherTest, RunsShowListAndAdviseReadTheLedger) {
   EXPECT_EQ(nlohmann::json::parse(nobody.log()).size(), 3u);
 }
 
+TEST_F(LauncherTest, RunsListSinceLeavesOutRunsStartedBeforeIt) {
+  AgentProcess run(Args("since-list", "since-new", {}, {"true"}));
+  ASSERT_EQ(run.WaitExit(20000), 0) << run.log();
+  {
+    std::unique_ptr<Ledger> ledger = *Ledger::Open(ledger_);
+    RunStart old{.id = "since-old", .stage = "since-list", .command = {"true"},
+                 .start = absl::Now() - absl::Hours(2)};
+    ASSERT_TRUE(ledger->BeginRun(old).ok());
+    RunEnd end{.end = old.start + absl::Seconds(1), .exit_code = 0};
+    ASSERT_TRUE(ledger->EndRun(old.id, end).ok());
+  }
+  auto listed_ids = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"runs", "list", "--ledger.path", ledger_, "--json"});
+    AgentProcess list(args);
+    EXPECT_EQ(list.WaitExit(10000), 0) << list.log();
+    std::vector<std::string> ids;
+    for (const nlohmann::json& r : nlohmann::json::parse(list.log())) ids.push_back(r["id"]);
+    return ids;
+  };
+  EXPECT_EQ(listed_ids({}), (std::vector<std::string>{"since-new", "since-old"}));
+  EXPECT_EQ(listed_ids({"--since", "1h"}), std::vector<std::string>{"since-new"});
+  EXPECT_EQ(listed_ids({"--since", "3h"}), (std::vector<std::string>{"since-new", "since-old"}));
+
+  AgentProcess bogus({"runs", "list", "--ledger.path", ledger_, "--since", "bogus"});
+  EXPECT_NE(bogus.WaitExit(10000), 0) << bogus.log();
+  EXPECT_THAT(bogus.log(), HasSubstr("--since \"bogus\" is not a duration; write e.g. 30m, 24h or 7d"));
+}
+
+// A run OOM-killed at 200 MiB that needed 400: the advisor's floor is 1.2 × the limit it was
+// killed at, not its peak (the peak is capped at the limit).
+TEST_F(LauncherTest, AnOomKillAt200MBumpsTheAdvisedMemoryMaxAbove1point2TimesIt) {
+  AgentProcess run(Args("oom-advise", "oom-advise-1", {"--memory-max", "200M"},
+                        {"python3", "-c", kHog}));
+  ASSERT_EQ(run.WaitExit(30000), 137) << run.log();
+  ASSERT_EQ(Recorded("oom-advise-1").end->facts.oom_kills_kernel, 1u);
+  const std::string config = dir_ + "/one-run.yaml";
+  std::ofstream(config) << "runs:\n  advise:\n    min_runs: 1\n";
+
+  AgentProcess advise({"--config.file", config, "advise", "--stage", "oom-advise", "--json",
+                       "--ledger.path", ledger_});
+  ASSERT_EQ(advise.WaitExit(10000), 0) << advise.log();
+  const nlohmann::json a = nlohmann::json::parse(advise.log());
+  const uint64_t limit = 200ull << 20;
+  EXPECT_EQ(a["evidence"]["runs"], 1);
+  EXPECT_EQ(a["evidence"]["oom_killed_at_limit_bytes"], limit);
+  EXPECT_LE(a["evidence"]["largest_peak_bytes"].get<uint64_t>(), limit);
+  EXPECT_GE(a["memory_max_bytes"].get<double>(), 1.2 * double(limit));
+}
+
 // Every bad input fails before the command starts: the marker file is never made, no cgroup
 // is left, and the exit code is the launcher's own (125).
 TEST_F(LauncherTest, BadInputFailsClearlyBeforeTheCommandStarts) {

@@ -10,6 +10,7 @@ namespace stagewatch {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::At;
 using testing::Started;
 using testing::TempDir;
@@ -128,6 +129,42 @@ TEST(AdvisorTest, ShowsWallTimeAndVerdictsBeforeAndAfterALimitChange) {
   EXPECT_DOUBLE_EQ(a.periods[1].median_wall_seconds, 100);
   EXPECT_THAT(AdviceText(a), HasSubstr("the limits changed between runs"));
   EXPECT_THAT(AdviceText(a), HasSubstr("memory-max 160.0 MiB"));
+}
+
+// Records a finished discovered run: no start limits, only the limit the kernel held at its end.
+void RecordDiscovered(Ledger& ledger, const std::string& id, int64_t at, uint64_t limit_bytes) {
+  RunStart start = Started(id, "train", At(at));
+  start.source = RunSource::kDiscovered;
+  ASSERT_TRUE(ledger.BeginRun(start).ok());
+  RunEnd end;
+  end.end = At(at + 100);
+  end.exit_code = 0;
+  end.facts.memory_peak_bytes = 150 * kMiB;
+  end.facts.memory_limit_bytes = limit_bytes;
+  ASSERT_TRUE(ledger.EndRun(id, end).ok());
+}
+
+TEST(AdvisorTest, ADiscoveredRunsLimitIsTheKernelsLimitAtItsEnd) {
+  TempDir dir;
+  auto ledger = *Ledger::Open(dir.file("ledger.db"));
+  RunLimits launched;
+  launched.memory_max_bytes = 400 * kMiB;
+  Record(*ledger, "a", 0, 150 * kMiB, launched);
+  Record(*ledger, "b", 200, 150 * kMiB, launched);
+  RecordDiscovered(*ledger, "c", 400, 400 * kMiB);
+  Advice a = AdviseFromLedger(*ledger);
+  ASSERT_EQ(a.periods.size(), 1u);
+  EXPECT_EQ(a.periods[0].runs, 3);
+  EXPECT_EQ(a.periods[0].limits.memory_max_bytes, 400 * kMiB);
+  EXPECT_THAT(AdviceText(a), Not(HasSubstr("the limits changed between runs")));
+
+  RecordDiscovered(*ledger, "d", 600, 200 * kMiB);
+  a = AdviseFromLedger(*ledger);
+  ASSERT_EQ(a.periods.size(), 2u);
+  EXPECT_EQ(a.periods[0].runs, 3);
+  EXPECT_EQ(a.periods[1].runs, 1);
+  EXPECT_EQ(a.periods[1].limits.memory_max_bytes, 200 * kMiB);
+  EXPECT_THAT(AdviceText(a), HasSubstr("memory-max 200.0 MiB"));
 }
 
 TEST(AdvisorTest, AThrottledRunBumpsTheCpuLimit) {

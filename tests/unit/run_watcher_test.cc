@@ -249,6 +249,38 @@ TEST_F(RunWatcherTest, AtStartARunLeftOpenWhoseCgroupAndLauncherAreGoneIsClosed)
 
 // Runs born and gone before the watcher got to them (a churn it lags behind) are written in one
 // ledger commit per pass of the watcher, not three or four each: every commit is an fsync.
+// stagewatch_run_info holds each stage's newest runs.info_per_stage ended runs, newest first,
+// both as runs end and as a restarted watcher seeds it from the ledger.
+TEST_F(RunWatcherTest, RunInfoHoldsTheNewestInfoPerStageRunsOfAStage) {
+  RunsConfig runs;
+  runs.info_per_stage = 2;
+  const RunWatcherOptions options{.key_root = root_, .runs = runs, .oom_observed = true,
+                                  .tick = absl::Milliseconds(20)};
+  auto ids = [](const RunsSnapshot& s) {
+    std::vector<std::string> out;
+    for (const EndedRun& r : s.recent) out.push_back(r.id);
+    return out;
+  };
+  {
+    absl::StatusOr<std::unique_ptr<RunWatcher>> watcher =
+        RunWatcher::Start(*Ledger::Open(ledger_path_), &stages_, options, {});
+    ASSERT_TRUE(watcher.ok()) << watcher.status();
+    for (const std::string id : {"capped_1", "capped_2", "capped_3"}) {
+      const cgroup_event made = Mkdir("/stagewatch/capped/" + id);
+      (*watcher)->OnCgroupEvent(made);
+      (*watcher)->OnCgroupEvent(Rmdir(made));
+      (*watcher)->Flush();
+      absl::SleepFor(absl::Milliseconds(5));  // distinct start and end times
+    }
+    EXPECT_EQ(Runs().size(), 3u);
+    EXPECT_EQ(ids((*watcher)->Snapshot()), (std::vector<std::string>{"capped_3", "capped_2"}));
+  }
+  absl::StatusOr<std::unique_ptr<RunWatcher>> restarted =
+      RunWatcher::Start(*Ledger::Open(ledger_path_), &stages_, options, {});
+  ASSERT_TRUE(restarted.ok()) << restarted.status();
+  EXPECT_EQ(ids((*restarted)->Snapshot()), (std::vector<std::string>{"capped_3", "capped_2"}));
+}
+
 TEST_F(RunWatcherTest, RunsBornAndGoneBeforeAPassCostOneCommitAndKeepEveryFact) {
   absl::StatusOr<std::unique_ptr<Ledger>> ledger = Ledger::Open(ledger_path_);
   ASSERT_TRUE(ledger.ok()) << ledger.status();

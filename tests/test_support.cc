@@ -266,14 +266,18 @@ pid_t TestCgroup::Spawn(const std::string& comm, std::function<void()> body) {
   return pid;
 }
 
-pid_t TestCgroup::SpawnStopped(const std::string& comm) {
-  const pid_t pid = Spawn(comm, [] { pause(); });
+pid_t TestCgroup::SpawnJoined(const std::string& comm, std::function<void()> body) {
+  const pid_t pid = Spawn(comm, std::move(body));
   // In the cgroup once named: a child names itself after joining.
   const bool named = WaitUntil(
       [&] { return ReadFile("/proc/" + std::to_string(pid) + "/comm") == comm.substr(0, 15) + "\n"; },
       2000);
-  if (!named) return -1;
-  kill(pid, SIGSTOP);
+  return named ? pid : -1;
+}
+
+pid_t TestCgroup::SpawnStopped(const std::string& comm) {
+  const pid_t pid = SpawnJoined(comm, [] { pause(); });
+  if (pid > 0) kill(pid, SIGSTOP);
   return pid;
 }
 

@@ -89,6 +89,9 @@ class TestCgroup {
 
   // Forks a child that joins this cgroup, names itself `comm`, and runs `body`.
   pid_t Spawn(const std::string& comm, std::function<void()> body);
+  // Spawn, returning once the child is in the cgroup (it names itself after joining); -1 if it
+  // never got there. For a child something else acts on, such as a signal that must find it here.
+  pid_t SpawnJoined(const std::string& comm, std::function<void()> body);
   // A child stopped by SIGSTOP once it is in the cgroup (T in /proc); -1 if it never got there.
   pid_t SpawnStopped(const std::string& comm);
   // A child waiting in vfork() for a child of its own: a killable wait, which /proc shows as D.

@@ -168,8 +168,12 @@ TEST(OomProbeTest, SigkillFromConfiguredKillerCountsAsUserspaceKill) {
   ASSERT_NE(run.probe(), nullptr);
 
   auto sleep_forever = [] { for (;;) pause(); };
-  pid_t spared = cgroup.Spawn("sw-spared", sleep_forever);
-  pid_t victim = cgroup.Spawn("sw-victim", sleep_forever);
+  // In the cgroup before the kills: a kill that finds a child still on its way there is counted
+  // in the test's own cgroup.
+  pid_t spared = cgroup.SpawnJoined("sw-spared", sleep_forever);
+  pid_t victim = cgroup.SpawnJoined("sw-victim", sleep_forever);
+  ASSERT_GT(spared, 0);
+  ASSERT_GT(victim, 0);
   // A SIGKILL from a process that is not a configured killer is not an OOM kill.
   pid_t plain = fork();
   if (plain == 0) {
@@ -209,8 +213,10 @@ TEST(OomProbeTest, KillerNameAloneDoesNotCount) {
     if (setuid(kUserUid) != 0) _exit(1);
     for (;;) pause();
   };
-  pid_t by_other_exe = cgroup.Spawn("sw-victim-a", sleep_forever);
-  pid_t by_user = cgroup.Spawn("sw-victim-b", sleep_as_user);
+  pid_t by_other_exe = cgroup.SpawnJoined("sw-victim-a", sleep_forever);
+  pid_t by_user = cgroup.SpawnJoined("sw-victim-b", sleep_as_user);
+  ASSERT_GT(by_other_exe, 0);
+  ASSERT_GT(by_user, 0);
 
   // The right name from another executable (python3).
   const std::string script = "import ctypes, os; ctypes.CDLL(None).prctl(15, b'" +

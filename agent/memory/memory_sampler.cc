@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "cgroup/memcg_counters.h"
+
 namespace stagewatch {
 
 namespace {
@@ -28,6 +30,11 @@ SampleReader WithCgroupfs(SampleReader reader, const CgroupLayout& layout,
     reader.cpu = [layout, files](const NamedCgroup& top) {
       return ReadCpuStats(layout, top.path,
                           [&](const std::string& file) { return files->Read(top.id, file); });
+    };
+  }
+  if (!reader.oom_kills) {
+    reader.oom_kills = [layout](const NamedCgroup& c) {
+      return ReadOomKillCount(layout.key_root + c.path, layout.key);
     };
   }
   return reader;
@@ -220,6 +227,11 @@ void MemorySampler::SampleOnce(absl::Time now) {
   for (const Domain& d : domains) read_ids.insert(d.cgroup.id);
   for (const NamedCgroup& top : tops) read_ids.insert(top.id);
   files_.Retain(read_ids);  // the files of a removed top or a domain no more close
+  if (parts_ & kOomPart) {
+    ReadOomKills(now, live);
+    next->oom_kills = oom_kills_;
+    next->oom_kills_read = oom_kills_read_;
+  }
   samples_++;
   Fold(now, domains);
   for (auto& [stage, m] : stages_) {
@@ -324,6 +336,25 @@ void MemorySampler::Fold(absl::Time now, const std::vector<Domain>& domains) {
     if (auto it = event_totals.find(stage); it != event_totals.end()) m.events = it->second;
     m.sampled_at = now;
   }
+}
+
+void MemorySampler::ReadOomKills(absl::Time now, const std::vector<NamedCgroup>& live) {
+  const absl::Time last_kill = absl::FromUnixNanos(last_oom_kill_ns_.load());
+  const bool due = oom_kills_read_ == absl::InfinitePast() ||
+                   now - oom_kills_read_ >= kOomCountsInterval || now - last_kill <= kAfterOomKill;
+  if (!due) return;
+  oom_kills_read_ = now;
+  std::vector<CgroupCounterSample> samples;
+  samples.reserve(live.size());
+  for (const NamedCgroup& c : live) {
+    absl::StatusOr<uint64_t> kills = reader_.oom_kills(c);
+    if (!kills.ok()) continue;  // removed since the refresh, or no memory controller here
+    samples.push_back({c.id, c.stage.id, {*kills}});
+  }
+  oom_counts_.Update(samples);
+  oom_counts_.KeepStages(namer_->stages()->KnownStageIds());
+  oom_kills_.clear();
+  for (const auto& [stage, values] : oom_counts_.Totals()) oom_kills_[stage] = values[0];
 }
 
 std::shared_ptr<const Snapshot> MemorySampler::Latest() const {

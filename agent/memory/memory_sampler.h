@@ -1,6 +1,8 @@
-// Samples each stage's memory, pressure and CPU on a fixed interval into one immutable
-// Snapshot that the memory and sched collectors and the anomaly detectors all adapt: the only
-// reader of memory limits, PSI and cpu.stat in the agent.
+// Samples each stage's memory, pressure, CPU and the kernel's OOM kill counts on a fixed
+// interval into one immutable Snapshot that the memory, sched and oom collectors and the
+// anomaly detectors all adapt: the only reader of memory limits, PSI, cpu.stat and oom_kill
+// counts in the agent, and the only caller of the namer's refresh (its walks, without
+// lifecycle events), all on the sampler's one thread.
 //
 // A stage's limit lives on whichever of its cgroups has one (often a run's cgroup beneath an
 // unlimited stage top). Each such cgroup, and each top, is a limit domain, watched on its own;
@@ -17,6 +19,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -54,6 +57,8 @@ struct SampleReader {
   // its cpu.stat (with cpuacct.usage on v1): from files kept open between samples.
   std::function<absl::StatusOr<PsiTotals>(const NamedCgroup&, std::string_view)> pressure;
   std::function<absl::StatusOr<CpuCgroupStats>(const NamedCgroup&)> cpu;
+  // A cgroup's own oom_kill count (ReadOomKillCount), with kOomPart, on the clock below.
+  std::function<absl::StatusOr<uint64_t>(const NamedCgroup&)> oom_kills;
 };
 
 // Launchers (systemd, Slurm, runc, `stagewatch run`) write a cgroup's limit just after its
@@ -65,6 +70,11 @@ inline constexpr int kNewCgroupChecks = 5;
 // at the default 1 s interval), spread so that one sample checks 1/60 of the cgroups. A top
 // without memory PSI is asked for it on the same round.
 inline constexpr uint64_t kLimitRecheckSamples = 60;
+// The oom_kill counts are a file per live cgroup, and they move only with kills: they are read
+// at the first sample, then in every sample within kAfterOomKill of a traced kill event, else
+// once per kOomCountsInterval, which still catches kills no event reported.
+inline constexpr absl::Duration kOomCountsInterval = absl::Seconds(60);
+inline constexpr absl::Duration kAfterOomKill = absl::Seconds(5);
 
 class MemorySampler {
  public:
@@ -84,6 +94,10 @@ class MemorySampler {
 
   // The last sample, never null: what every scrape and detector adapts until the next one.
   std::shared_ptr<const Snapshot> Latest() const;
+
+  // The OOM probe traced a kill (from any thread): the oom_kill counts are read again in
+  // each sample until kAfterOomKill has passed. No file is read here.
+  void OnOomKill(absl::Time at) { last_oom_kill_ns_ = absl::ToUnixNanos(at); }
 
   // Limited cgroups left untracked because memory.max_limit_domains was reached.
   uint64_t domain_overflows() const { return overflows_.load(); }
@@ -114,6 +128,8 @@ class MemorySampler {
   std::map<StageId, std::optional<double>> ReadTops(const std::vector<NamedCgroup>& tops,
                                                     Snapshot* next);
   void Fold(absl::Time now, const std::vector<Domain>& domains);
+  // With kOomPart: reads every live cgroup's oom_kill count if due, into oom_kills_.
+  void ReadOomKills(absl::Time now, const std::vector<NamedCgroup>& live);
 
   CgroupNamer* const namer_;
   const CgroupLayout layout_;
@@ -135,6 +151,10 @@ class MemorySampler {
   StageCounters events_;    // kMemoryEvents per domain
   StageCounters pressure_;  // memory some, memory full, io some, io full (µs) per top
   StageCounters cpu_;       // usage, periods, throttled periods, throttled ns, PSI some, full
+  StageCounters oom_counts_{1, /*count_from_first_snapshot=*/true};  // oom_kill per cgroup
+  std::map<StageId, uint64_t> oom_kills_;  // its totals as of oom_kills_read_
+  absl::Time oom_kills_read_ = absl::InfinitePast();
+  std::atomic<int64_t> last_oom_kill_ns_{std::numeric_limits<int64_t>::min()};
   mutable absl::Mutex mu_;
   std::shared_ptr<const Snapshot> latest_ ABSL_GUARDED_BY(mu_);
   Observer observer_;

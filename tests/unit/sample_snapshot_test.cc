@@ -1,5 +1,6 @@
-// The sampler's snapshot: every part read once per interval, and the memory collector, the
-// sched collector and the anomaly feeder all adapt the same immutable object.
+// The sampler's snapshot: every part read once per interval (the OOM counts on their slower
+// clock), and the memory, sched and oom collectors and the anomaly feeder all adapt the same
+// immutable object.
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -12,10 +13,12 @@
 #include "cgroup/open_cgroup_files.h"
 #include "cgroup/path_cache.h"
 #include "exporters/memory_collector.h"
+#include "exporters/oom_collector.h"
 #include "exporters/sched_collector.h"
 #include "gtest/gtest.h"
 #include "metric_values.h"
 #include "memory/memory_sampler.h"
+#include "oom/oom_tracker.h"
 #include "stages/stage_resolver.h"
 
 namespace stagewatch {
@@ -57,6 +60,10 @@ class SampleSnapshotTest : public ::testing::Test {
           reads_["cpu.stat " + top.path]++;
           return cpu_;
         },
+        .oom_kills = [this](const NamedCgroup& c) -> absl::StatusOr<uint64_t> {
+          reads_["oom_kill " + c.path]++;
+          return oom_kills_;
+        },
     };
   }
   int Reads() const {
@@ -77,6 +84,7 @@ class SampleSnapshotTest : public ::testing::Test {
   CgroupLayout layout_;  // v2-keyed, no mounts: every file comes from Reader()
   std::map<std::string, PsiTotals> psi_;
   CpuCgroupStats cpu_;
+  uint64_t oom_kills_ = 0;  // the top's own oom_kill count
   std::map<std::string, int> reads_;
 };
 
@@ -156,6 +164,56 @@ TEST_F(SampleSnapshotTest, WithoutTheSchedSignalTheCpuPartIsNotRead) {
   EXPECT_EQ(reads_["cpu.pressure " + std::string(kTop)], 0);
   EXPECT_TRUE(sampler.Latest()->cpu.empty());
   EXPECT_EQ(sampler.Latest()->pressure.size(), 1u);
+  EXPECT_EQ(reads_["oom_kill " + std::string(kTop)], 0) << "the oom signal is off";
+  EXPECT_TRUE(sampler.Latest()->oom_kills.empty());
+}
+
+// The kernel's oom_kill counts: a baseline at the first sample, then once a minute, or every
+// sample for a few seconds after a traced kill; a scrape reads nothing and shows the snapshot's.
+TEST_F(SampleSnapshotTest, OomCountsAreReadOnTheirOwnClockAndScrapesOnlyAdaptThem) {
+  CgroupPathCache paths(root_);
+  StageResolver stages({}, DiscoveryConfig{});
+  CgroupNamer namer(&paths, &stages, absl::ZeroDuration());
+  MemorySampler sampler(&namer, layout_, MemoryConfig{}, Reader(), kMemoryPart | kOomPart);
+  OomTracker tracker(&paths, &stages, layout_.key);
+  exporters::OomCollector oom(&tracker, &stages, &sampler);
+  const std::string file = "oom_kill " + std::string(kTop);
+  const Labels train = {{"pipeline_stage", "snapshot-train"}};
+  Serve(1);
+
+  const absl::Time t0 = absl::FromUnixSeconds(5000);
+  oom_kills_ = 2;  // kills before the agent started: the baseline, not news
+  sampler.SampleOnce(t0);
+  const StageId id = stages.Resolve(kTop).id;
+  EXPECT_EQ(reads_[file], 1);
+  EXPECT_EQ(sampler.Latest()->oom_kills.at(id), 0u);
+  EXPECT_EQ(sampler.Latest()->oom_kills_read, t0);
+
+  oom_kills_ = 3;  // a kill no event reported: found by the once-a-minute reading
+  for (int s = 1; s < 60; s++) sampler.SampleOnce(t0 + absl::Seconds(s));
+  EXPECT_EQ(reads_[file], 1) << "read again before kOomCountsInterval";
+  EXPECT_EQ(sampler.Latest()->oom_kills.at(id), 0u) << "the last reading is carried";
+  sampler.SampleOnce(t0 + absl::Seconds(60));
+  EXPECT_EQ(reads_[file], 2);
+  EXPECT_EQ(sampler.Latest()->oom_kills.at(id), 1u);
+
+  // A traced kill: read in each sample within kAfterOomKill of it (61..66 s), then not.
+  sampler.OnOomKill(t0 + absl::Seconds(61));
+  oom_kills_ = 4;
+  for (int s = 61; s <= 70; s++) sampler.SampleOnce(t0 + absl::Seconds(s));
+  EXPECT_EQ(reads_[file], 2 + 6);
+  EXPECT_EQ(sampler.Latest()->oom_kills.at(id), 2u);
+  EXPECT_EQ(sampler.Latest()->oom_kills_read, t0 + absl::Seconds(66));
+
+  const int reads = Reads();
+  for (int scrape = 0; scrape < 2; scrape++) {
+    std::vector<prometheus::MetricFamily> families;
+    ASSERT_TRUE(oom.Collect(&families).ok());
+    EXPECT_DOUBLE_EQ(ValueOf(families, "stagewatch_oom_kills_cgroup_total", train), 2);
+    EXPECT_DOUBLE_EQ(ValueOf(families, "stagewatch_oom_kills_mismatch", train), 2)
+        << "two kernel kills counted, none traced";
+  }
+  EXPECT_EQ(Reads(), reads) << "a scrape read a cgroup file";
 }
 
 TEST(OpenCgroupFilesTest, KeepsOneDescriptorPerFileAndRereadsFromTheStart) {

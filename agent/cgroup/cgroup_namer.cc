@@ -109,6 +109,13 @@ bool CgroupNamer::Alive(uint64_t id) {
   return it != remembered_.end() && it->second.alive;
 }
 
+std::optional<NamedCgroup> CgroupNamer::LookupNow(uint64_t id) {
+  std::optional<std::string> path = paths_->LookupNow(id);
+  if (!path) return std::nullopt;
+  Stage stage = stages_->Resolve(*path);
+  return NamedCgroup{id, *std::move(path), std::move(stage)};
+}
+
 std::vector<NamedCgroup> CgroupNamer::Live() {
   absl::MutexLock lock(&mu_);
   return live_;

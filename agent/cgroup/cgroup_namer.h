@@ -55,6 +55,11 @@ class CgroupNamer {
   // Whether `id` is alive as of the last refresh.
   bool Alive(uint64_t id);
 
+  // `id` named from the path cache now, born since the last refresh or not (the cache walks
+  // on a miss without lifecycle events); nullopt if no cgroup has that id. For rare events
+  // (OOM kills), as CgroupPathCache::LookupNow.
+  std::optional<NamedCgroup> LookupNow(uint64_t id);
+
   // Every live cgroup, for collectors that read cgroupfs files.
   std::vector<NamedCgroup> Live();
 

@@ -31,7 +31,6 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "cgroup/cgroup_namer.h"
 #include "cgroup/layout.h"
@@ -95,9 +94,20 @@ class MemorySampler {
   // The last sample, never null: what every scrape and detector adapts until the next one.
   std::shared_ptr<const Snapshot> Latest() const;
 
-  // The OOM probe traced a kill (from any thread): the oom_kill counts are read again in
-  // each sample until kAfterOomKill has passed. No file is read here.
-  void OnOomKill(absl::Time at) { last_oom_kill_ns_ = absl::ToUnixNanos(at); }
+  // With kOomPart, before Start() and before the OOM probe attaches: reads every cgroup's
+  // oom_kill count now, the baseline (kills counted before the agent started are not news).
+  // Without it, the first sample's reading is the baseline.
+  void ReadOomBaseline(absl::Time now);
+
+  // The OOM probe traced a kill in cgroup `victim` (0: unknown), from any thread. No file is
+  // read here: the sampler's thread wakes and reads the victim's own oom_kill count (the
+  // kernel raises it before the event), and the counts of every cgroup in each sample until
+  // kAfterOomKill has passed.
+  void OnOomKill(absl::Time at, uint64_t victim);
+  // Reads the oom_kill count of the victims OnOomKill named since the last call (every live
+  // cgroup's if one was unknown) into a new snapshot (the thread calls it when woken by a
+  // kill; tests call it directly, from the thread that calls SampleOnce).
+  void ReadVictims(absl::Time now);
 
   // Limited cgroups left untracked because memory.max_limit_domains was reached.
   uint64_t domain_overflows() const { return overflows_.load(); }
@@ -130,6 +140,10 @@ class MemorySampler {
   void Fold(absl::Time now, const std::vector<Domain>& domains);
   // With kOomPart: reads every live cgroup's oom_kill count if due, into oom_kills_.
   void ReadOomKills(absl::Time now, const std::vector<NamedCgroup>& live);
+  // Folds oom_cgroups_ into oom_kills_.
+  void FoldOomKills(absl::Time now);
+  // Until the next sample is due (true), a kill event (true) or the destructor (false).
+  bool Wait(absl::Time due);
 
   CgroupNamer* const namer_;
   const CgroupLayout layout_;
@@ -151,14 +165,25 @@ class MemorySampler {
   StageCounters events_;    // kMemoryEvents per domain
   StageCounters pressure_;  // memory some, memory full, io some, io full (µs) per top
   StageCounters cpu_;       // usage, periods, throttled periods, throttled ns, PSI some, full
-  StageCounters oom_counts_{1, /*count_from_first_snapshot=*/true};  // oom_kill per cgroup
-  std::map<StageId, uint64_t> oom_kills_;  // its totals as of oom_kills_read_
+  struct OomCount {
+    NamedCgroup cgroup;
+    uint64_t kills = 0;
+  };
+  // Every live cgroup's oom_kill count as last read (a victim's at its kill, the others at the
+  // last full reading), and their totals from the first reading on.
+  absl::flat_hash_map<uint64_t, OomCount> oom_cgroups_;
+  StageCounters oom_counts_{1, /*count_from_first_snapshot=*/true};
+  std::map<StageId, uint64_t> oom_kills_;  // oom_counts_'s totals as of oom_kills_read_
   absl::Time oom_kills_read_ = absl::InfinitePast();
+  absl::Time oom_all_read_ = absl::InfinitePast();  // the last reading of every cgroup's
   std::atomic<int64_t> last_oom_kill_ns_{std::numeric_limits<int64_t>::min()};
+  // What wakes the thread between samples.
+  absl::Mutex wake_mu_;
+  std::vector<uint64_t> victims_ ABSL_GUARDED_BY(wake_mu_);  // killed in since ReadVictims()
+  bool stopping_ ABSL_GUARDED_BY(wake_mu_) = false;
   mutable absl::Mutex mu_;
   std::shared_ptr<const Snapshot> latest_ ABSL_GUARDED_BY(mu_);
   Observer observer_;
-  absl::Notification stop_;
   std::thread thread_;
 };
 

@@ -23,9 +23,11 @@ std::vector<ProbeStatus> TryProbes(const ProbeTrial& t) {
 void Start(const SignalContext& ctx) {
   RunningSignals& r = *ctx.running;
   const OomConfig& oom = ctx.config.oom;
-  // The kernel's own counts are the sampler's (kOomPart): its first reading, before any
-  // scrape, is the baseline of kills counted before the agent started. Each traced kill has
-  // it read them again over the next few samples.
+  // The kernel's own counts are the sampler's (kOomPart). Kills the kernel counted before the
+  // agent started are the baseline, not news: read before the probe attaches (the sampler's
+  // thread has not started yet). Each traced kill has it read the victim's count at once, and
+  // every cgroup's over the next few samples.
+  ctx.sampler->ReadOomBaseline(absl::Now());
   r.oom_probe = Adopt(
       OomProbe::Start({.key = ctx.layout.key, .userspace_killers = oom.userspace_killers,
                        .userspace_killer_paths = oom.userspace_killer_paths,
@@ -35,7 +37,9 @@ void Start(const SignalContext& ctx) {
                        runs = ctx.runs](const oom_event& e) {
                         auto [stage, summary] = tracker->OnEvent(e);
                         const absl::Time now = absl::Now();
-                        sampler->OnOomKill(now);
+                        sampler->OnOomKill(now, e.flags & OOM_FLAG_VICTIM_CGROUP_UNKNOWN
+                                                    ? 0
+                                                    : e.victim_cgroup_id);
                         anomalies->OnOomKill(stage, now, summary);
                         if (RunWatcher* w = runs->load()) {
                           w->OnOomKill(e.victim_cgroup_id, OomVictimOf(e));

@@ -94,7 +94,7 @@ TEST_F(CollectorFieldsTest, OomKillsByKindAndTheMismatchSign) {
   tracker.OnEvent(KillIn(id, OOM_KIND_KERNEL));
   tracker.OnEvent(KillIn(id, OOM_KIND_KERNEL));
   tracker.OnEvent(KillIn(id, OOM_KIND_USERSPACE));
-  sampler.OnOomKill(t0 + absl::Seconds(1));
+  sampler.OnOomKill(t0 + absl::Seconds(1), id);
   SetOomKillCount(3);
   sampler.SampleOnce(t0 + absl::Seconds(1));
   std::vector<prometheus::MetricFamily> after;

@@ -168,8 +168,9 @@ TEST_F(SampleSnapshotTest, WithoutTheSchedSignalTheCpuPartIsNotRead) {
   EXPECT_TRUE(sampler.Latest()->oom_kills.empty());
 }
 
-// The kernel's oom_kill counts: a baseline at the first sample, then once a minute, or every
-// sample for a few seconds after a traced kill; a scrape reads nothing and shows the snapshot's.
+// The kernel's oom_kill counts: a baseline at the first sample, then every cgroup's once a
+// minute, the victim's alone at a traced kill and every cgroup's in each sample for a few
+// seconds after; a scrape reads nothing and shows the snapshot's.
 TEST_F(SampleSnapshotTest, OomCountsAreReadOnTheirOwnClockAndScrapesOnlyAdaptThem) {
   CgroupPathCache paths(root_);
   StageResolver stages({}, DiscoveryConfig{});
@@ -178,6 +179,11 @@ TEST_F(SampleSnapshotTest, OomCountsAreReadOnTheirOwnClockAndScrapesOnlyAdaptThe
   OomTracker tracker(&paths, &stages, layout_.key);
   exporters::OomCollector oom(&tracker, &stages, &sampler);
   const std::string file = "oom_kill " + std::string(kTop);
+  auto oom_reads = [this] {
+    int n = 0;
+    for (const auto& [f, count] : reads_) n += f.starts_with("oom_kill ") ? count : 0;
+    return n;
+  };
   const Labels train = {{"pipeline_stage", "snapshot-train"}};
   Serve(1);
 
@@ -185,25 +191,43 @@ TEST_F(SampleSnapshotTest, OomCountsAreReadOnTheirOwnClockAndScrapesOnlyAdaptThe
   oom_kills_ = 2;  // kills before the agent started: the baseline, not news
   sampler.SampleOnce(t0);
   const StageId id = stages.Resolve(kTop).id;
+  const int per_pass = oom_reads();  // every live cgroup: the top and its ancestors here
   EXPECT_EQ(reads_[file], 1);
+  EXPECT_GE(per_pass, 2);
   EXPECT_EQ(sampler.Latest()->oom_kills.at(id), 0u);
   EXPECT_EQ(sampler.Latest()->oom_kills_read, t0);
 
   oom_kills_ = 3;  // a kill no event reported: found by the once-a-minute reading
   for (int s = 1; s < 60; s++) sampler.SampleOnce(t0 + absl::Seconds(s));
-  EXPECT_EQ(reads_[file], 1) << "read again before kOomCountsInterval";
+  EXPECT_EQ(oom_reads(), per_pass) << "read again before kOomCountsInterval";
   EXPECT_EQ(sampler.Latest()->oom_kills.at(id), 0u) << "the last reading is carried";
   sampler.SampleOnce(t0 + absl::Seconds(60));
-  EXPECT_EQ(reads_[file], 2);
+  EXPECT_EQ(oom_reads(), 2 * per_pass);
   EXPECT_EQ(sampler.Latest()->oom_kills.at(id), 1u);
 
-  // A traced kill: read in each sample within kAfterOomKill of it (61..66 s), then not.
-  sampler.OnOomKill(t0 + absl::Seconds(61));
+  // A traced kill in the top: its own count is read at once, no other cgroup's.
+  uint64_t top_id = 0;
+  for (const NamedCgroup& c : namer.Live()) top_id = c.path == kTop ? c.id : top_id;
+  ASSERT_NE(top_id, 0u);
   oom_kills_ = 4;
-  for (int s = 61; s <= 70; s++) sampler.SampleOnce(t0 + absl::Seconds(s));
-  EXPECT_EQ(reads_[file], 2 + 6);
+  const absl::Time kill = t0 + absl::Seconds(60) + absl::Milliseconds(400);
+  sampler.OnOomKill(kill, top_id);
+  const std::shared_ptr<const Snapshot> before = sampler.Latest();
+  sampler.ReadVictims(kill);
+  EXPECT_EQ(oom_reads(), 2 * per_pass + 1);
+  EXPECT_EQ(reads_[file], 3);
   EXPECT_EQ(sampler.Latest()->oom_kills.at(id), 2u);
-  EXPECT_EQ(sampler.Latest()->oom_kills_read, t0 + absl::Seconds(66));
+  EXPECT_EQ(sampler.Latest()->oom_kills_read, kill);
+  EXPECT_EQ(sampler.Latest()->memory.at(id).usage_bytes, before->memory.at(id).usage_bytes);
+  EXPECT_EQ(before->oom_kills.at(id), 1u) << "a snapshot already taken is unchanged";
+  sampler.ReadVictims(kill);  // nothing new: nothing read
+  EXPECT_EQ(oom_reads(), 2 * per_pass + 1);
+
+  // Then every cgroup's in each sample within kAfterOomKill of it (61..65 s), then not.
+  for (int s = 61; s <= 70; s++) sampler.SampleOnce(t0 + absl::Seconds(s));
+  EXPECT_EQ(oom_reads(), 2 * per_pass + 1 + 5 * per_pass);
+  EXPECT_EQ(sampler.Latest()->oom_kills.at(id), 2u);
+  EXPECT_EQ(sampler.Latest()->oom_kills_read, t0 + absl::Seconds(65));
 
   const int reads = Reads();
   for (int scrape = 0; scrape < 2; scrape++) {
@@ -214,6 +238,29 @@ TEST_F(SampleSnapshotTest, OomCountsAreReadOnTheirOwnClockAndScrapesOnlyAdaptThe
         << "two kernel kills counted, none traced";
   }
   EXPECT_EQ(Reads(), reads) << "a scrape read a cgroup file";
+}
+
+// The baseline is read before the OOM probe attaches (the agent's start), so a kill between
+// then and the first sample is news, not baseline.
+TEST_F(SampleSnapshotTest, AKillBeforeTheFirstSampleCountsAgainstTheBaselineTakenAtStart) {
+  CgroupPathCache paths(root_);
+  StageResolver stages({}, DiscoveryConfig{});
+  CgroupNamer namer(&paths, &stages, absl::ZeroDuration());
+  MemorySampler sampler(&namer, layout_, MemoryConfig{}, Reader(), kMemoryPart | kOomPart);
+  Serve(1);
+  const absl::Time t0 = absl::FromUnixSeconds(5000);
+  oom_kills_ = 2;
+  sampler.ReadOomBaseline(t0);
+  const std::string file = "oom_kill " + std::string(kTop);
+  EXPECT_EQ(reads_[file], 1);
+
+  uint64_t top_id = 0;
+  for (const NamedCgroup& c : namer.Live()) top_id = c.path == kTop ? c.id : top_id;
+  oom_kills_ = 3;
+  sampler.OnOomKill(t0 + absl::Milliseconds(100), top_id);
+  sampler.ReadVictims(t0 + absl::Milliseconds(100));
+  sampler.SampleOnce(t0 + absl::Milliseconds(500));
+  EXPECT_EQ(sampler.Latest()->oom_kills.at(stages.Resolve(kTop).id), 1u);
 }
 
 TEST(OpenCgroupFilesTest, KeepsOneDescriptorPerFileAndRereadsFromTheStart) {

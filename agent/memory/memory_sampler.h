@@ -69,9 +69,10 @@ inline constexpr int kNewCgroupChecks = 5;
 // at the default 1 s interval), spread so that one sample checks 1/60 of the cgroups. A top
 // without memory PSI is asked for it on the same round.
 inline constexpr uint64_t kLimitRecheckSamples = 60;
-// The oom_kill counts are a file per live cgroup, and they move only with kills: they are read
-// at the first sample, then in every sample within kAfterOomKill of a traced kill event, else
-// once per kOomCountsInterval, which still catches kills no event reported.
+// The oom_kill counts are a file per live cgroup, and they move only with kills: every
+// cgroup's is read first as the agent starts (ReadOomBaseline, else the first sample), then in
+// every sample within kAfterOomKill of a traced kill event, else once per kOomCountsInterval,
+// which still catches kills no event reported; a victim's own at once (OnOomKill).
 inline constexpr absl::Duration kOomCountsInterval = absl::Seconds(60);
 inline constexpr absl::Duration kAfterOomKill = absl::Seconds(5);
 

@@ -76,10 +76,10 @@ struct Snapshot {
   std::map<StageId, StageCpu> cpu;            // likewise; empty without kCpuPart
   absl::Status cpu_error;  // the first cpu.stat of a top that could not be read, but exists
   // The kernel's own oom_kill counts (v1 memory.oom_control, v2 memory.events.local) of every
-  // live cgroup, summed per stage, counted from the sampler's first reading: kills before the
-  // agent started are the baseline. Read on a slower clock than the rest (see
-  // kOomCountsInterval); between readings each snapshot carries the last one. Empty without
-  // kOomPart.
+  // live cgroup, summed per stage, counted from the sampler's first reading (before the OOM
+  // probe attaches): kills before the agent started are the baseline. Read on a slower clock
+  // than the rest (see kOomCountsInterval); between readings each snapshot carries the last
+  // one. Empty without kOomPart.
   std::map<StageId, uint64_t> oom_kills;
   absl::Time oom_kills_read = absl::InfinitePast();  // when they were read
 };

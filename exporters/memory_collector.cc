@@ -17,7 +17,7 @@ MemoryCollector::MemoryCollector(MemoryCollectorSources sources)
     : s_(std::move(sources)), task_states_(s_.task_states) {}
 
 absl::Status MemoryCollector::Collect(std::vector<prometheus::MetricFamily>* out) {
-  s_.namer->Refresh();
+  // The names are the sampler's last refresh: a scrape walks nothing.
   const std::vector<Stage> stages = s_.namer->stages()->KnownStages();
   if (s_.tracker) CollectKernel(out);
   absl::Status status = CollectCgroupfs(stages, out);

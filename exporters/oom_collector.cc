@@ -8,9 +8,10 @@
 namespace stagewatch::exporters {
 
 absl::Status OomCollector::Collect(std::vector<prometheus::MetricFamily>* out) {
-  absl::Status refreshed = tracker_->RefreshKernelCounts();
+  tracker_->KeepStages(stages_->KnownStageIds());
   const std::map<StageId, OomStageTotals> totals = tracker_->Totals();
-  const std::map<StageId, uint64_t> kernel_counts = tracker_->KernelCounts();
+  const std::shared_ptr<const Snapshot> snapshot = sampler_->Latest();
+  const std::map<StageId, uint64_t>& kernel_counts = snapshot->oom_kills;
 
   auto kills = CounterFamily("stagewatch_oom_kills_total",
                              "OOM kills of a stage's processes, by who chose the victim.");
@@ -40,7 +41,7 @@ absl::Status OomCollector::Collect(std::vector<prometheus::MetricFamily>* out) {
              static_cast<double>(kernel) - static_cast<double>(seen.kernel_kills));
   }
   for (auto* family : {&kills, &last, &cgroup_kills, &mismatch}) out->push_back(std::move(*family));
-  return refreshed;
+  return absl::OkStatus();
 }
 
 }  // namespace stagewatch::exporters

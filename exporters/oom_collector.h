@@ -1,7 +1,9 @@
-// Collector "oom": OOM kills per stage, and the kernel's own per-cgroup counts beside them.
+// Collector "oom": OOM kills per stage, and beside them the kernel's own per-cgroup counts,
+// which it adapts from the sampler's snapshot (kOomPart) without reading a file.
 #pragma once
 
 #include "exporters/collector.h"
+#include "memory/memory_sampler.h"
 #include "oom/oom_tracker.h"
 #include "stages/stage_resolver.h"
 
@@ -9,13 +11,15 @@ namespace stagewatch::exporters {
 
 class OomCollector : public Collector {
  public:
-  OomCollector(OomTracker* tracker, StageResolver* stages) : tracker_(tracker), stages_(stages) {}
+  OomCollector(OomTracker* tracker, StageResolver* stages, const MemorySampler* sampler)
+      : tracker_(tracker), stages_(stages), sampler_(sampler) {}
   std::string_view name() const override { return "oom"; }
   absl::Status Collect(std::vector<prometheus::MetricFamily>* out) override;
 
  private:
   OomTracker* const tracker_;
   StageResolver* const stages_;
+  const MemorySampler* const sampler_;
 };
 
 }  // namespace stagewatch::exporters

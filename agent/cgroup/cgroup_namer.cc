@@ -18,9 +18,11 @@ void CgroupNamer::Refresh() {
   if (paths_->uses_events()) {
     paths_->ApplyQueued();
     if (paths_->version() != seen_version_) RebuildLocked();
+    refreshes_++;
   } else if (now - last_refresh_ >= min_refresh_interval_) {
     last_refresh_ = now;
     RebuildLocked();  // a walk
+    refreshes_++;
   }
   if (stages_->ForgetGone(populated_, now)) {
     // Freed slots may now name cgroups that overflowed; resolve everything again.
@@ -29,7 +31,6 @@ void CgroupNamer::Refresh() {
 }
 
 void CgroupNamer::BeginCollection() {
-  Refresh();
   absl::MutexLock lock(&mu_);
   collections_++;
   ExpireLocked();
@@ -106,6 +107,13 @@ bool CgroupNamer::Alive(uint64_t id) {
   absl::MutexLock lock(&mu_);
   auto it = remembered_.find(id);
   return it != remembered_.end() && it->second.alive;
+}
+
+std::optional<NamedCgroup> CgroupNamer::LookupNow(uint64_t id) {
+  std::optional<std::string> path = paths_->LookupNow(id);
+  if (!path) return std::nullopt;
+  Stage stage = stages_->Resolve(*path);
+  return NamedCgroup{id, *std::move(path), std::move(stage)};
 }
 
 std::vector<NamedCgroup> CgroupNamer::Live() {

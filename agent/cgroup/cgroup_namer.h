@@ -1,6 +1,7 @@
 // Names the cgroup ids found in BPF maps at collect time: id → path → stage.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -40,16 +41,24 @@ class CgroupNamer {
 
   // Brings the names up to date: by walks at most once per min_refresh_interval, with
   // lifecycle events whenever the cache changed. Then lets the resolver forget discovered
-  // stages that have had no cgroup for discovery.forget_after.
+  // stages that have had no cgroup for discovery.forget_after. In the agent only the memory
+  // sampler calls it, on its own clock: a walk never runs on the scrape thread.
   void Refresh();
 
-  // One tracker's collection begins: refreshes, and ages the names of dead cgroups.
+  // One tracker's collection begins: ages the names of dead cgroups. It does not refresh: a
+  // collection names what the last Refresh() found (an id born since is deferred, see
+  // CollectionNaming::StageFor).
   void BeginCollection();
 
   // The stage of `id`; nullopt if it was never seen, or died more than a few collections ago.
   std::optional<Stage> StageOf(uint64_t id);
   // Whether `id` is alive as of the last refresh.
   bool Alive(uint64_t id);
+
+  // `id` named from the path cache now, born since the last refresh or not (the cache walks
+  // on a miss without lifecycle events); nullopt if no cgroup has that id. For rare events
+  // (OOM kills), as CgroupPathCache::LookupNow.
+  std::optional<NamedCgroup> LookupNow(uint64_t id);
 
   // Every live cgroup, for collectors that read cgroupfs files.
   std::vector<NamedCgroup> Live();
@@ -61,6 +70,9 @@ class CgroupNamer {
   std::vector<NamedCgroup> StageTops();
 
   StageResolver* stages() const { return stages_; }
+
+  // How many times Refresh() brought the names up to date (a walk, or the queued events).
+  uint64_t refreshes() const { return refreshes_.load(); }
 
  private:
   struct Remembered {
@@ -78,6 +90,7 @@ class CgroupNamer {
   StageResolver* const stages_;
   const absl::Duration min_refresh_interval_;
   const std::function<absl::Time()> now_;
+  std::atomic<uint64_t> refreshes_{0};
   absl::Mutex mu_;
   absl::Time last_refresh_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   uint64_t seen_version_ ABSL_GUARDED_BY(mu_) = std::numeric_limits<uint64_t>::max();

@@ -15,8 +15,14 @@ std::optional<Stage> CollectionNaming::StageFor(uint64_t id) {
     if (!namer_->Alive(id)) dead_.insert(id);
     return stage;
   }
-  if (!unnamed_.contains(id)) {
-    unnamed_next_.insert(id);
+  const uint64_t refreshes = namer_->refreshes();
+  auto first_unknown = unnamed_.find(id);
+  if (first_unknown == unnamed_.end()) {
+    unnamed_next_.emplace(id, refreshes);
+    return std::nullopt;
+  }
+  if (first_unknown->second == refreshes) {  // no refresh since: it may yet be named
+    unnamed_next_.insert(*first_unknown);
     return std::nullopt;
   }
   if (dead_.insert(id).second) unknown_++;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -14,12 +15,12 @@ class CollectionNaming {
  public:
   explicit CollectionNaming(CgroupNamer* namer) : namer_(namer) {}
 
-  // Starts a collection: brings the names up to date (see CgroupNamer::BeginCollection).
+  // Starts a collection with the names of the last refresh (see CgroupNamer::BeginCollection).
   void Begin();
 
-  // The stage to fold `id` into, or nullopt to skip it this time: an id the last walk did not
-  // see was most likely born since, and the next collection names it. Still unknown then, it
-  // died unseen: it goes to `unattributed` and is counted in unknown().
+  // The stage to fold `id` into, or nullopt to skip it this time: an id the last refresh did
+  // not see was most likely born since, and a collection after the next refresh names it.
+  // Still unknown then, it died unseen: it goes to `unattributed` and is counted in unknown().
   std::optional<Stage> StageFor(uint64_t id);
 
   // Ids whose map entries should be deleted once this collection has folded them in.
@@ -35,8 +36,9 @@ class CollectionNaming {
  private:
   CgroupNamer* const namer_;
   std::set<uint64_t> dead_;
-  std::set<uint64_t> unnamed_;       // unknown at the previous collection
-  std::set<uint64_t> unnamed_next_;  // unknown at this one
+  // Unknown ids, each with the namer's refresh count when it was first unknown: from the
+  // previous collection, and from this one.
+  std::map<uint64_t, uint64_t> unnamed_, unnamed_next_;
   uint64_t unknown_ = 0;
 };
 

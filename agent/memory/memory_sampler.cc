@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "cgroup/memcg_counters.h"
+
 namespace stagewatch {
 
 namespace {
@@ -30,6 +32,11 @@ SampleReader WithCgroupfs(SampleReader reader, const CgroupLayout& layout,
                           [&](const std::string& file) { return files->Read(top.id, file); });
     };
   }
+  if (!reader.oom_kills) {
+    reader.oom_kills = [layout](const NamedCgroup& c) {
+      return ReadOomKillCount(layout.key_root + c.path, layout.key);
+    };
+  }
   return reader;
 }
 
@@ -48,19 +55,44 @@ MemorySampler::MemorySampler(CgroupNamer* namer, CgroupLayout layout, MemoryConf
       latest_(std::make_shared<const Snapshot>()) {}
 
 MemorySampler::~MemorySampler() {
-  stop_.Notify();
+  {
+    absl::MutexLock lock(&wake_mu_);
+    stopping_ = true;
+  }
   if (thread_.joinable()) thread_.join();
 }
 
 void MemorySampler::Start(Observer observer) {
   observer_ = std::move(observer);
   thread_ = std::thread([this] {
+    absl::Time due = absl::InfinitePast();
     do {
       const absl::Time now = absl::Now();
+      if (now < due) {  // woken by a kill
+        ReadVictims(now);
+        continue;
+      }
       SampleOnce(now);
       if (observer_) observer_(now, *Latest());
-    } while (!stop_.WaitForNotificationWithTimeout(config_.sample_interval));
+      due = absl::Now() + config_.sample_interval;
+    } while (Wait(due));
   });
+}
+
+bool MemorySampler::Wait(absl::Time due) {
+  absl::MutexLock lock(&wake_mu_);
+  auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(wake_mu_) {
+    return stopping_ || !victims_.empty();
+  };
+  wake_mu_.AwaitWithDeadline(absl::Condition(&woken), due);
+  return !stopping_;
+}
+
+void MemorySampler::OnOomKill(absl::Time at, uint64_t victim) {
+  last_oom_kill_ns_ = absl::ToUnixNanos(at);
+  if (!(parts_ & kOomPart)) return;
+  absl::MutexLock lock(&wake_mu_);
+  victims_.push_back(victim);
 }
 
 const std::vector<NamedCgroup>& MemorySampler::Tops(const std::vector<NamedCgroup>& live) {
@@ -220,6 +252,11 @@ void MemorySampler::SampleOnce(absl::Time now) {
   for (const Domain& d : domains) read_ids.insert(d.cgroup.id);
   for (const NamedCgroup& top : tops) read_ids.insert(top.id);
   files_.Retain(read_ids);  // the files of a removed top or a domain no more close
+  if (parts_ & kOomPart) {
+    ReadOomKills(now, live);
+    next->oom_kills = oom_kills_;
+    next->oom_kills_read = oom_kills_read_;
+  }
   samples_++;
   Fold(now, domains);
   for (auto& [stage, m] : stages_) {
@@ -324,6 +361,68 @@ void MemorySampler::Fold(absl::Time now, const std::vector<Domain>& domains) {
     if (auto it = event_totals.find(stage); it != event_totals.end()) m.events = it->second;
     m.sampled_at = now;
   }
+}
+
+void MemorySampler::ReadOomKills(absl::Time now, const std::vector<NamedCgroup>& live) {
+  const absl::Time last_kill = absl::FromUnixNanos(last_oom_kill_ns_.load());
+  const bool due = oom_all_read_ == absl::InfinitePast() ||
+                   now - oom_all_read_ >= kOomCountsInterval || now - last_kill <= kAfterOomKill;
+  if (!due) return;
+  oom_all_read_ = now;
+  oom_cgroups_.clear();
+  for (const NamedCgroup& c : live) {
+    absl::StatusOr<uint64_t> kills = reader_.oom_kills(c);
+    if (!kills.ok()) continue;  // removed since the refresh, or no memory controller here
+    oom_cgroups_[c.id] = {c, *kills};
+  }
+  FoldOomKills(now);
+}
+
+void MemorySampler::ReadOomBaseline(absl::Time now) {
+  if (!(parts_ & kOomPart)) return;
+  namer_->Refresh();
+  ReadOomKills(now, namer_->Live());
+}
+
+void MemorySampler::ReadVictims(absl::Time now) {
+  std::vector<uint64_t> victims;
+  {
+    absl::MutexLock lock(&wake_mu_);
+    victims.swap(victims_);
+  }
+  if (victims.empty() || oom_all_read_ == absl::InfinitePast()) return;  // no baseline yet
+  if (std::find(victims.begin(), victims.end(), 0) != victims.end()) {
+    oom_all_read_ = absl::InfinitePast();  // not known where: every cgroup is read
+    ReadOomKills(now, namer_->Live());
+  } else {
+    std::sort(victims.begin(), victims.end());
+    victims.erase(std::unique(victims.begin(), victims.end()), victims.end());
+    for (uint64_t id : victims) {
+      // Often made a moment before its job started, since the last refresh.
+      std::optional<NamedCgroup> c = namer_->LookupNow(id);
+      if (!c) continue;
+      if (absl::StatusOr<uint64_t> kills = reader_.oom_kills(*c); kills.ok()) {
+        oom_cgroups_[id] = {*std::move(c), *kills};
+      }
+    }
+    FoldOomKills(now);
+  }
+  auto next = std::make_shared<Snapshot>(*Latest());
+  next->oom_kills = oom_kills_;
+  next->oom_kills_read = oom_kills_read_;
+  absl::MutexLock lock(&mu_);
+  latest_ = std::move(next);
+}
+
+void MemorySampler::FoldOomKills(absl::Time now) {
+  oom_kills_read_ = now;
+  std::vector<CgroupCounterSample> samples;
+  samples.reserve(oom_cgroups_.size());
+  for (const auto& [id, c] : oom_cgroups_) samples.push_back({id, c.cgroup.stage.id, {c.kills}});
+  oom_counts_.Update(samples);
+  oom_counts_.KeepStages(namer_->stages()->KnownStageIds());
+  oom_kills_.clear();
+  for (const auto& [stage, values] : oom_counts_.Totals()) oom_kills_[stage] = values[0];
 }
 
 std::shared_ptr<const Snapshot> MemorySampler::Latest() const {

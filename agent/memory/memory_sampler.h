@@ -1,6 +1,8 @@
-// Samples each stage's memory, pressure and CPU on a fixed interval into one immutable
-// Snapshot that the memory and sched collectors and the anomaly detectors all adapt: the only
-// reader of memory limits, PSI and cpu.stat in the agent.
+// Samples each stage's memory, pressure, CPU and the kernel's OOM kill counts on a fixed
+// interval into one immutable Snapshot that the memory, sched and oom collectors and the
+// anomaly detectors all adapt: the only reader of memory limits, PSI, cpu.stat and oom_kill
+// counts in the agent, and the only caller of the namer's refresh (its walks, without
+// lifecycle events), all on the sampler's one thread.
 //
 // A stage's limit lives on whichever of its cgroups has one (often a run's cgroup beneath an
 // unlimited stage top). Each such cgroup, and each top, is a limit domain, watched on its own;
@@ -17,6 +19,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -28,7 +31,6 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "cgroup/cgroup_namer.h"
 #include "cgroup/layout.h"
@@ -54,6 +56,8 @@ struct SampleReader {
   // its cpu.stat (with cpuacct.usage on v1): from files kept open between samples.
   std::function<absl::StatusOr<PsiTotals>(const NamedCgroup&, std::string_view)> pressure;
   std::function<absl::StatusOr<CpuCgroupStats>(const NamedCgroup&)> cpu;
+  // A cgroup's own oom_kill count (ReadOomKillCount), with kOomPart, on the clock below.
+  std::function<absl::StatusOr<uint64_t>(const NamedCgroup&)> oom_kills;
 };
 
 // Launchers (systemd, Slurm, runc, `stagewatch run`) write a cgroup's limit just after its
@@ -65,6 +69,12 @@ inline constexpr int kNewCgroupChecks = 5;
 // at the default 1 s interval), spread so that one sample checks 1/60 of the cgroups. A top
 // without memory PSI is asked for it on the same round.
 inline constexpr uint64_t kLimitRecheckSamples = 60;
+// The oom_kill counts are a file per live cgroup, and they move only with kills: every
+// cgroup's is read first as the agent starts (ReadOomBaseline, else the first sample), then in
+// every sample within kAfterOomKill of a traced kill event, else once per kOomCountsInterval,
+// which still catches kills no event reported; a victim's own at once (OnOomKill).
+inline constexpr absl::Duration kOomCountsInterval = absl::Seconds(60);
+inline constexpr absl::Duration kAfterOomKill = absl::Seconds(5);
 
 class MemorySampler {
  public:
@@ -84,6 +94,21 @@ class MemorySampler {
 
   // The last sample, never null: what every scrape and detector adapts until the next one.
   std::shared_ptr<const Snapshot> Latest() const;
+
+  // With kOomPart, before Start() and before the OOM probe attaches: reads every cgroup's
+  // oom_kill count now, the baseline (kills counted before the agent started are not news).
+  // Without it, the first sample's reading is the baseline.
+  void ReadOomBaseline(absl::Time now);
+
+  // The OOM probe traced a kill in cgroup `victim` (0: unknown), from any thread. No file is
+  // read here: the sampler's thread wakes and reads the victim's own oom_kill count (the
+  // kernel raises it before the event), and the counts of every cgroup in each sample until
+  // kAfterOomKill has passed.
+  void OnOomKill(absl::Time at, uint64_t victim);
+  // Reads the oom_kill count of the victims OnOomKill named since the last call (every live
+  // cgroup's if one was unknown) into a new snapshot (the thread calls it when woken by a
+  // kill; tests call it directly, from the thread that calls SampleOnce).
+  void ReadVictims(absl::Time now);
 
   // Limited cgroups left untracked because memory.max_limit_domains was reached.
   uint64_t domain_overflows() const { return overflows_.load(); }
@@ -114,6 +139,12 @@ class MemorySampler {
   std::map<StageId, std::optional<double>> ReadTops(const std::vector<NamedCgroup>& tops,
                                                     Snapshot* next);
   void Fold(absl::Time now, const std::vector<Domain>& domains);
+  // With kOomPart: reads every live cgroup's oom_kill count if due, into oom_kills_.
+  void ReadOomKills(absl::Time now, const std::vector<NamedCgroup>& live);
+  // Folds oom_cgroups_ into oom_kills_.
+  void FoldOomKills(absl::Time now);
+  // Until the next sample is due (true), a kill event (true) or the destructor (false).
+  bool Wait(absl::Time due);
 
   CgroupNamer* const namer_;
   const CgroupLayout layout_;
@@ -135,10 +166,25 @@ class MemorySampler {
   StageCounters events_;    // kMemoryEvents per domain
   StageCounters pressure_;  // memory some, memory full, io some, io full (µs) per top
   StageCounters cpu_;       // usage, periods, throttled periods, throttled ns, PSI some, full
+  struct OomCount {
+    NamedCgroup cgroup;
+    uint64_t kills = 0;
+  };
+  // Every live cgroup's oom_kill count as last read (a victim's at its kill, the others at the
+  // last full reading), and their totals from the first reading on.
+  absl::flat_hash_map<uint64_t, OomCount> oom_cgroups_;
+  StageCounters oom_counts_{1, /*count_from_first_snapshot=*/true};
+  std::map<StageId, uint64_t> oom_kills_;  // oom_counts_'s totals as of oom_kills_read_
+  absl::Time oom_kills_read_ = absl::InfinitePast();
+  absl::Time oom_all_read_ = absl::InfinitePast();  // the last reading of every cgroup's
+  std::atomic<int64_t> last_oom_kill_ns_{std::numeric_limits<int64_t>::min()};
+  // What wakes the thread between samples.
+  absl::Mutex wake_mu_;
+  std::vector<uint64_t> victims_ ABSL_GUARDED_BY(wake_mu_);  // killed in since ReadVictims()
+  bool stopping_ ABSL_GUARDED_BY(wake_mu_) = false;
   mutable absl::Mutex mu_;
   std::shared_ptr<const Snapshot> latest_ ABSL_GUARDED_BY(mu_);
   Observer observer_;
-  absl::Notification stop_;
   std::thread thread_;
 };
 

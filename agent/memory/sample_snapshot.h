@@ -1,6 +1,6 @@
 // What the sampler read from cgroupfs in one pass, as one immutable object: the memory
-// collector, the sched collector, the anomaly feeder and its detectors all adapt the same
-// Snapshot, so a scrape and a detector never see two readings of one file.
+// collector, the sched collector, the oom collector, the anomaly feeder and its detectors all
+// adapt the same Snapshot, so a scrape and a detector never see two readings of one file.
 #pragma once
 
 #include <array>
@@ -20,6 +20,7 @@ namespace stagewatch {
 enum SnapshotPart : unsigned {
   kMemoryPart = 1 << 0,  // Snapshot::memory and Snapshot::pressure: signal "memory"
   kCpuPart = 1 << 1,     // Snapshot::cpu: signal "sched"
+  kOomPart = 1 << 2,     // Snapshot::oom_kills: signal "oom"
 };
 
 // memory.events keys on v2; on v1, failcnt and oom_kill stand in.
@@ -74,6 +75,13 @@ struct Snapshot {
   std::map<StageId, StagePressure> pressure;  // every stage that had a top
   std::map<StageId, StageCpu> cpu;            // likewise; empty without kCpuPart
   absl::Status cpu_error;  // the first cpu.stat of a top that could not be read, but exists
+  // The kernel's own oom_kill counts (v1 memory.oom_control, v2 memory.events.local) of every
+  // live cgroup, summed per stage, counted from the sampler's first reading (before the OOM
+  // probe attaches): kills before the agent started are the baseline. Read on a slower clock
+  // than the rest (see kOomCountsInterval); between readings each snapshot carries the last
+  // one. Empty without kOomPart.
+  std::map<StageId, uint64_t> oom_kills;
+  absl::Time oom_kills_read = absl::InfinitePast();  // when they were read
 };
 
 }  // namespace stagewatch

@@ -4,13 +4,10 @@
 #include <unistd.h>
 
 #include <fstream>
-#include <optional>
 #include <string_view>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "cgroup/memcg_counters.h"
 #include "cgroup/proc_cgroup.h"
 #include "log.h"
 
@@ -73,7 +70,6 @@ std::pair<Stage, std::string> OomTracker::OnEvent(const oom_event& event) {
     (event.kind == OOM_KIND_USERSPACE ? t.userspace_kills : t.kernel_kills)++;
     t.last_kill_unix_seconds = std::max(t.last_kill_unix_seconds, when);
     if (cgroup.empty()) unknown_cgroups_++;
-    last_kill_event_ = absl::Now();
   }
 
   static const uint64_t page = sysconf(_SC_PAGESIZE);
@@ -108,35 +104,9 @@ std::map<StageId, OomStageTotals> OomTracker::Totals() const {
   return totals_;
 }
 
-absl::Status OomTracker::RefreshKernelCounts() {
-  const absl::Time now = absl::Now();
-  {
-    absl::MutexLock lock(&mu_);
-    if (now - kernel_counts_read_ < kKernelCountsInterval &&
-        now - last_kill_event_ > kAfterKillEvent) {
-      return absl::OkStatus();
-    }
-    kernel_counts_read_ = now;
-  }
-  std::vector<CgroupCounterSample> samples;
-  for (const auto& [id, path] : paths_->Current()) {
-    absl::StatusOr<uint64_t> kills = ReadOomKillCount(paths_->root() + path, key_);
-    if (!kills.ok()) continue;  // removed since the walk, or no memory controller here
-    samples.push_back({id, stages_->Resolve(path).id, {*kills}});
-  }
-  const absl::flat_hash_set<StageId> known = stages_->KnownStageIds();
+void OomTracker::KeepStages(const absl::flat_hash_set<StageId>& known) {
   absl::MutexLock lock(&mu_);
-  kernel_counts_.Update(samples);
-  kernel_counts_.KeepStages(known);
   std::erase_if(totals_, [&known](const auto& t) { return !known.contains(t.first); });
-  return absl::OkStatus();
-}
-
-std::map<StageId, uint64_t> OomTracker::KernelCounts() const {
-  absl::MutexLock lock(&mu_);
-  std::map<StageId, uint64_t> counts;
-  for (const auto& [stage, values] : kernel_counts_.Totals()) counts[stage] = values[0];
-  return counts;
 }
 
 uint64_t OomTracker::unknown_cgroups() const {

@@ -1,5 +1,6 @@
-// Attributes OOM kill events to stages, counts them, logs each one, and cross-checks the
-// counts against the kernel's own per-cgroup oom_kill counters.
+// Attributes OOM kill events to stages, counts them and logs each one. The kernel's own
+// per-cgroup oom_kill counters they are checked against are the sampler's to read
+// (Snapshot::oom_kills).
 #pragma once
 
 #include <cstdint>
@@ -7,13 +8,11 @@
 #include <string>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/status/status.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/time/time.h"
 #include "cgroup/path_cache.h"
 #include "bpf/cgroup_key.h"
 #include "bpf/oom.h"
-#include "stages/stage_counters.h"
 #include "stages/stage_resolver.h"
 
 namespace stagewatch {
@@ -34,15 +33,9 @@ class OomTracker {
 
   std::map<StageId, OomStageTotals> Totals() const;
 
-  // Reads every cgroup's own oom_kill counter (v1 memory.oom_control, v2
-  // memory.events.local) and folds them per stage, counting from the first call. A file per
-  // cgroup is too much for every scrape at a thousand cgroups, and the counters move only with
-  // kills: they are read while kill events are recent, else at most once per
-  // kKernelCountsInterval, which still catches kills no event reported.
-  absl::Status RefreshKernelCounts();
-  static constexpr absl::Duration kKernelCountsInterval = absl::Seconds(60);
-  static constexpr absl::Duration kAfterKillEvent = absl::Seconds(5);
-  std::map<StageId, uint64_t> KernelCounts() const;
+  // Drops the totals of stages the resolver has forgotten: they count from zero if they
+  // come back.
+  void KeepStages(const absl::flat_hash_set<StageId>& known);
 
   // Events whose victim cgroup could not be named (attributed to `unattributed`).
   uint64_t unknown_cgroups() const;
@@ -56,9 +49,6 @@ class OomTracker {
   mutable absl::Mutex mu_;
   std::map<StageId, OomStageTotals> totals_ ABSL_GUARDED_BY(mu_);
   uint64_t unknown_cgroups_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::Time last_kill_event_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
-  absl::Time kernel_counts_read_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
-  StageCounters kernel_counts_ ABSL_GUARDED_BY(mu_){1, /*count_from_first_snapshot=*/true};
 };
 
 }  // namespace stagewatch

@@ -7,6 +7,7 @@
 #include "config/collector_names.h"
 #include "exporters/collector.h"
 #include "exporters/oom_collector.h"
+#include "memory/memory_sampler.h"
 #include "oom/oom_tracker.h"
 #include "probes/oom_probe.h"
 #include "signals/modules.h"
@@ -22,17 +23,24 @@ std::vector<ProbeStatus> TryProbes(const ProbeTrial& t) {
 void Start(const SignalContext& ctx) {
   RunningSignals& r = *ctx.running;
   const OomConfig& oom = ctx.config.oom;
-  // Kills the kernel counted before the agent started are the baseline, not news.
-  (void)ctx.oom->RefreshKernelCounts();
+  // The kernel's own counts are the sampler's (kOomPart). Kills the kernel counted before the
+  // agent started are the baseline, not news: read before the probe attaches (the sampler's
+  // thread has not started yet). Each traced kill has it read the victim's count at once, and
+  // every cgroup's over the next few samples.
+  ctx.sampler->ReadOomBaseline(absl::Now());
   r.oom_probe = Adopt(
       OomProbe::Start({.key = ctx.layout.key, .userspace_killers = oom.userspace_killers,
                        .userspace_killer_paths = oom.userspace_killer_paths,
                        .userspace_killer_max_uid = oom.userspace_killer_max_uid,
                        .features = ctx.features},
-                      [tracker = ctx.oom, anomalies = ctx.anomalies,
+                      [tracker = ctx.oom, anomalies = ctx.anomalies, sampler = ctx.sampler,
                        runs = ctx.runs](const oom_event& e) {
                         auto [stage, summary] = tracker->OnEvent(e);
-                        anomalies->OnOomKill(stage, absl::Now(), summary);
+                        const absl::Time now = absl::Now();
+                        sampler->OnOomKill(now, e.flags & OOM_FLAG_VICTIM_CGROUP_UNKNOWN
+                                                    ? 0
+                                                    : e.victim_cgroup_id);
+                        anomalies->OnOomKill(stage, now, summary);
                         if (RunWatcher* w = runs->load()) {
                           w->OnOomKill(e.victim_cgroup_id, OomVictimOf(e));
                         }
@@ -41,7 +49,8 @@ void Start(const SignalContext& ctx) {
   if (OomProbe* probe = r.oom_probe.get()) {
     r.pollers.push_back({"oom", [probe](int timeout_ms) { return probe->Poll(timeout_ms); }});
   }
-  ctx.collectors->Add(std::make_unique<exporters::OomCollector>(ctx.oom, ctx.stages));
+  ctx.collectors->Add(
+      std::make_unique<exporters::OomCollector>(ctx.oom, ctx.stages, ctx.sampler));
 }
 
 }  // namespace
@@ -52,7 +61,8 @@ Signal OomSignal() {
           .try_probes = TryProbes,
           .not_started = OomProbe::NotStarted,
           .start = Start,
-          .collector = kOomCollector};
+          .collector = kOomCollector,
+          .snapshot_parts = kOomPart};
 }
 
 }  // namespace stagewatch

@@ -1,7 +1,7 @@
 // The accuracy table's OOM rows: kills by kind against the kills the test made (SIGKILLs from a
 // configured user-space killer, kernel OOM kills in limited cgroups), the kernel's own oom_kill
-// counts, the kill anomaly, and the mismatch gauge's sign with a kill whose cgroup the agent
-// never got to read.
+// counts, the kill anomaly, and the mismatch gauge staying 0 through a kill in a cgroup removed
+// at once (its sign is unit:CollectorFieldsTest.OomKillsByKindAndTheMismatchSign).
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -10,7 +10,6 @@
 #include <climits>
 #include <cstdio>
 #include <ctime>
-#include <sstream>
 #include <thread>
 
 #include "accuracy_support.h"
@@ -37,19 +36,6 @@ void KillAsKiller(pid_t victim) {
     _exit(kill(victim, SIGKILL) == 0 ? 0 : 1);
   }
   ASSERT_EQ(testing::WaitForChild(killer), 0);
-}
-
-// Whether the agent logged an OOM kill whose victim was in `cgroup_path`.
-bool LogHasKillIn(const std::string& log, const std::string& cgroup_path) {
-  std::istringstream lines(log);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (line.find("oom kill") != std::string::npos &&
-        line.find(cgroup_path) != std::string::npos) {
-      return true;
-    }
-  }
-  return false;
 }
 
 TEST(AccuracyE2E, OomKillsByKindCgroupCountsAnomalyAndMismatchSign) {
@@ -108,26 +94,26 @@ TEST(AccuracyE2E, OomKillsByKindCgroupCountsAnomalyAndMismatchSign) {
   EXPECT_EQ(metric(m, "stagewatch_anomalies_total", "rule=\"oom_kill\""), 3);
   EXPECT_EQ(metric(m, "stagewatch_anomaly_active", "rule=\"oom_kill\""), 1);
 
-  // A second kernel kill in a cgroup removed before any scrape: the agent traced the kill but
-  // never read that cgroup's oom_kill, so cgroupfs shows one kill fewer than the trace.
+  // A second kernel kill in a cgroup removed right after: the sampler reads the victim's own
+  // oom_kill when the kill is traced, so the removal loses nothing and the counts agree.
   {
     TestCgroup run2(top, "run-2");
     run2.SetMemoryLimit(16 << 20);
     ASSERT_EQ(testing::WaitForChild(run2.Spawn("sw-acc-hog", testing::HogMemoryForever)), SIGKILL);
     ASSERT_EQ(run2.OomKillCount(), 1u);
     ASSERT_TRUE(testing::WaitUntil(
-        [&] { return LogHasKillIn(agent.log(), run2.path()); }, 5000))
+        [&] { return metric(agent.Scrape(), "stagewatch_oom_kills_cgroup_total") == 2; }, 5000))
         << agent.log();
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the rmdir reaches the agent
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // removed, a sample past
   m = agent.Scrape();
   std::printf("kills kernel %.0f userspace %.0f, cgroupfs %.0f, mismatch %.0f\n",
               metric(m, "stagewatch_oom_kills_total", kernel),
               metric(m, "stagewatch_oom_kills_total", userspace),
               metric(m, "stagewatch_oom_kills_cgroup_total"), metric(m, "stagewatch_oom_kills_mismatch"));
   EXPECT_EQ(metric(m, "stagewatch_oom_kills_total", kernel), 2);
-  EXPECT_EQ(metric(m, "stagewatch_oom_kills_cgroup_total"), 1);
-  EXPECT_EQ(metric(m, "stagewatch_oom_kills_mismatch"), 1 - 2);  // cgroupfs minus traced
+  EXPECT_EQ(metric(m, "stagewatch_oom_kills_cgroup_total"), 2) << "the removed cgroup's kill kept";
+  EXPECT_EQ(metric(m, "stagewatch_oom_kills_mismatch"), 0);  // cgroupfs minus traced
 }
 
 }  // namespace

@@ -85,7 +85,7 @@ inline constexpr AccuracyRow kAccuracyTable[] = {
     {"stagewatch_oom_kills_cgroup_total", "e2e:AccuracyE2E.OomKillsByKindCgroupCountsAnomalyAndMismatchSign",
      "memory.oom_control oom_kill (v2 memory.events.local) of the cgroups the agent could read"},
     {"stagewatch_oom_kills_mismatch", "e2e:AccuracyE2E.OomKillsByKindCgroupCountsAnomalyAndMismatchSign",
-     "-1 after a traced kill in a cgroup removed before the agent read its count"},
+     "0 after a traced kill in a cgroup removed at once (the victim's count is read at the kill); the sign: unit:CollectorFieldsTest.OomKillsByKindAndTheMismatchSign"},
     {"stagewatch_oom_last_kill_timestamp_seconds", "e2e:AccuracyE2E.OomKillsByKindCgroupCountsAnomalyAndMismatchSign",
      "the wall clock around the kernel kill"},
     // ---- anomalies ----

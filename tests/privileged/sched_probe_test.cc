@@ -424,6 +424,7 @@ TEST(SchedProbeTest, PreemptionMatrixShowsBothDirectionsAndNothingForAnIdleStage
   StageResolver stages({}, DiscoveryConfig{});
   CgroupNamer namer(&paths, &stages, absl::ZeroDuration());
   SchedTracker tracker(probe.get(), &namer);
+  namer.Refresh();  // the sampler's, in the agent: a collection only reads the names
   tracker.Collect();
 
   tracker.Collect();

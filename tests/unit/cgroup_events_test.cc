@@ -143,11 +143,13 @@ TEST_F(CgroupEventsTest, ACgroupBornAndRemovedBetweenCollectionsIsFoldedIntoItsS
   StageResolver stages({}, DiscoveryConfig{});
   CgroupNamer namer(paths_.get(), &stages);
   CollectionNaming naming(&namer);
+  namer.Refresh();
   naming.Begin();
   naming.End();
 
   const uint64_t job = MakeWithEvent("/svc/stagewatch/train/job1");
   RemoveWithEvent(job, "/svc/stagewatch/train/job1");
+  namer.Refresh();  // the sampler's: it applies the queued events
   naming.Begin();
   ASSERT_TRUE(naming.StageFor(job).has_value());
   EXPECT_EQ(naming.StageFor(job)->name, "train");

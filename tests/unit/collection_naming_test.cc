@@ -38,12 +38,14 @@ TEST_F(CollectionNamingTest, NamesLiveCgroupsAndReportsThemDeadAfterRemoval) {
   CgroupNamer namer(&paths, &stages, absl::ZeroDuration());
   CollectionNaming naming(&namer);
 
+  namer.Refresh();  // the sampler's, in the agent: a collection only reads the names
   naming.Begin();
   ASSERT_EQ(naming.StageFor(train)->name, "train");
   EXPECT_TRUE(naming.dead().empty());
   naming.End();
 
   Remove("/svc/stagewatch/train");
+  namer.Refresh();
   naming.Begin();
   // Still named after its stage, not `unattributed`, and due for deletion.
   ASSERT_EQ(naming.StageFor(train)->name, "train");
@@ -52,18 +54,27 @@ TEST_F(CollectionNamingTest, NamesLiveCgroupsAndReportsThemDeadAfterRemoval) {
   EXPECT_EQ(naming.unknown(), 0u);
 }
 
-TEST_F(CollectionNamingTest, AnIdNoWalkSawIsDeferredOnceThenUnattributedAndCounted) {
+TEST_F(CollectionNamingTest, AnIdNoWalkSawIsDeferredUntilARefreshThenUnattributedAndCounted) {
   CgroupPathCache paths(root_);
   StageResolver stages({}, DiscoveryConfig{});
   CgroupNamer namer(&paths, &stages, absl::ZeroDuration());
   CollectionNaming naming(&namer);
   const uint64_t ghost = 123456789;  // never a directory here
 
+  namer.Refresh();
   naming.Begin();
   EXPECT_FALSE(naming.StageFor(ghost).has_value());
   EXPECT_TRUE(naming.dead().empty());
   naming.End();
 
+  // Another collection before the next refresh (two trackers at one scrape): still deferred,
+  // the walk that could name it has not run.
+  naming.Begin();
+  EXPECT_FALSE(naming.StageFor(ghost).has_value());
+  naming.End();
+  EXPECT_EQ(naming.unknown(), 0u);
+
+  namer.Refresh();
   naming.Begin();
   std::optional<Stage> stage = naming.StageFor(ghost);
   ASSERT_TRUE(stage.has_value());
@@ -79,11 +90,16 @@ TEST_F(CollectionNamingTest, ACgroupBornBetweenWalksIsNamedAtTheNextCollection) 
   StageResolver stages({}, DiscoveryConfig{});
   CgroupNamer namer(&paths, &stages, absl::ZeroDuration());
   CollectionNaming naming(&namer);
+  namer.Refresh();
   naming.Begin();
   naming.End();
 
   const uint64_t fresh = Make("/stagewatch/validate");
-  naming.Begin();  // walks again: the interval is zero
+  naming.Begin();  // no refresh since: not named yet, nor given up on
+  EXPECT_FALSE(naming.StageFor(fresh).has_value());
+  naming.End();
+  namer.Refresh();  // walks again: the interval is zero
+  naming.Begin();
   ASSERT_TRUE(naming.StageFor(fresh).has_value());
   EXPECT_EQ(naming.StageFor(fresh)->name, "validate");
   naming.End();

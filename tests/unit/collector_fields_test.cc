@@ -80,8 +80,13 @@ TEST_F(CollectorFieldsTest, OomKillsByKindAndTheMismatchSign) {
   CgroupPathCache paths(key_root_);
   StageResolver stages({}, DiscoveryConfig{});
   OomTracker tracker(&paths, &stages, layout_.key);
-  exporters::OomCollector collector(&tracker, &stages);
+  CgroupNamer namer(&paths, &stages, absl::ZeroDuration());
+  // The kernel's counts come from memory.oom_control through the sampler (kOomPart).
+  MemorySampler sampler(&namer, layout_, MemoryConfig{}, {}, kMemoryPart | kOomPart);
+  exporters::OomCollector collector(&tracker, &stages, &sampler);
   SetOomKillCount(0);
+  const absl::Time t0 = absl::Now();
+  sampler.SampleOnce(t0);
   std::vector<prometheus::MetricFamily> before;
   ASSERT_TRUE(collector.Collect(&before).ok());
 
@@ -89,7 +94,9 @@ TEST_F(CollectorFieldsTest, OomKillsByKindAndTheMismatchSign) {
   tracker.OnEvent(KillIn(id, OOM_KIND_KERNEL));
   tracker.OnEvent(KillIn(id, OOM_KIND_KERNEL));
   tracker.OnEvent(KillIn(id, OOM_KIND_USERSPACE));
+  sampler.OnOomKill(t0 + absl::Seconds(1), id);
   SetOomKillCount(3);
+  sampler.SampleOnce(t0 + absl::Seconds(1));
   std::vector<prometheus::MetricFamily> after;
   ASSERT_TRUE(collector.Collect(&after).ok());
 

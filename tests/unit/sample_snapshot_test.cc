@@ -1,5 +1,6 @@
-// The sampler's snapshot: every part read once per interval, and the memory collector, the
-// sched collector and the anomaly feeder all adapt the same immutable object.
+// The sampler's snapshot: every part read once per interval (the OOM counts on their slower
+// clock), and the memory, sched and oom collectors and the anomaly feeder all adapt the same
+// immutable object.
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -12,10 +13,12 @@
 #include "cgroup/open_cgroup_files.h"
 #include "cgroup/path_cache.h"
 #include "exporters/memory_collector.h"
+#include "exporters/oom_collector.h"
 #include "exporters/sched_collector.h"
 #include "gtest/gtest.h"
 #include "metric_values.h"
 #include "memory/memory_sampler.h"
+#include "oom/oom_tracker.h"
 #include "stages/stage_resolver.h"
 
 namespace stagewatch {
@@ -57,6 +60,10 @@ class SampleSnapshotTest : public ::testing::Test {
           reads_["cpu.stat " + top.path]++;
           return cpu_;
         },
+        .oom_kills = [this](const NamedCgroup& c) -> absl::StatusOr<uint64_t> {
+          reads_["oom_kill " + c.path]++;
+          return oom_kills_;
+        },
     };
   }
   int Reads() const {
@@ -77,6 +84,7 @@ class SampleSnapshotTest : public ::testing::Test {
   CgroupLayout layout_;  // v2-keyed, no mounts: every file comes from Reader()
   std::map<std::string, PsiTotals> psi_;
   CpuCgroupStats cpu_;
+  uint64_t oom_kills_ = 0;  // the top's own oom_kill count
   std::map<std::string, int> reads_;
 };
 
@@ -156,6 +164,103 @@ TEST_F(SampleSnapshotTest, WithoutTheSchedSignalTheCpuPartIsNotRead) {
   EXPECT_EQ(reads_["cpu.pressure " + std::string(kTop)], 0);
   EXPECT_TRUE(sampler.Latest()->cpu.empty());
   EXPECT_EQ(sampler.Latest()->pressure.size(), 1u);
+  EXPECT_EQ(reads_["oom_kill " + std::string(kTop)], 0) << "the oom signal is off";
+  EXPECT_TRUE(sampler.Latest()->oom_kills.empty());
+}
+
+// The kernel's oom_kill counts: a baseline at the first sample, then every cgroup's once a
+// minute, the victim's alone at a traced kill and every cgroup's in each sample for a few
+// seconds after; a scrape reads nothing and shows the snapshot's.
+TEST_F(SampleSnapshotTest, OomCountsAreReadOnTheirOwnClockAndScrapesOnlyAdaptThem) {
+  CgroupPathCache paths(root_);
+  StageResolver stages({}, DiscoveryConfig{});
+  CgroupNamer namer(&paths, &stages, absl::ZeroDuration());
+  MemorySampler sampler(&namer, layout_, MemoryConfig{}, Reader(), kMemoryPart | kOomPart);
+  OomTracker tracker(&paths, &stages, layout_.key);
+  exporters::OomCollector oom(&tracker, &stages, &sampler);
+  const std::string file = "oom_kill " + std::string(kTop);
+  auto oom_reads = [this] {
+    int n = 0;
+    for (const auto& [f, count] : reads_) n += f.starts_with("oom_kill ") ? count : 0;
+    return n;
+  };
+  const Labels train = {{"pipeline_stage", "snapshot-train"}};
+  Serve(1);
+
+  const absl::Time t0 = absl::FromUnixSeconds(5000);
+  oom_kills_ = 2;  // kills before the agent started: the baseline, not news
+  sampler.SampleOnce(t0);
+  const StageId id = stages.Resolve(kTop).id;
+  const int per_pass = oom_reads();  // every live cgroup: the top and its ancestors here
+  EXPECT_EQ(reads_[file], 1);
+  EXPECT_GE(per_pass, 2);
+  EXPECT_EQ(sampler.Latest()->oom_kills.at(id), 0u);
+  EXPECT_EQ(sampler.Latest()->oom_kills_read, t0);
+
+  oom_kills_ = 3;  // a kill no event reported: found by the once-a-minute reading
+  for (int s = 1; s < 60; s++) sampler.SampleOnce(t0 + absl::Seconds(s));
+  EXPECT_EQ(oom_reads(), per_pass) << "read again before kOomCountsInterval";
+  EXPECT_EQ(sampler.Latest()->oom_kills.at(id), 0u) << "the last reading is carried";
+  sampler.SampleOnce(t0 + absl::Seconds(60));
+  EXPECT_EQ(oom_reads(), 2 * per_pass);
+  EXPECT_EQ(sampler.Latest()->oom_kills.at(id), 1u);
+
+  // A traced kill in the top: its own count is read at once, no other cgroup's.
+  uint64_t top_id = 0;
+  for (const NamedCgroup& c : namer.Live()) top_id = c.path == kTop ? c.id : top_id;
+  ASSERT_NE(top_id, 0u);
+  oom_kills_ = 4;
+  const absl::Time kill = t0 + absl::Seconds(60) + absl::Milliseconds(400);
+  sampler.OnOomKill(kill, top_id);
+  const std::shared_ptr<const Snapshot> before = sampler.Latest();
+  sampler.ReadVictims(kill);
+  EXPECT_EQ(oom_reads(), 2 * per_pass + 1);
+  EXPECT_EQ(reads_[file], 3);
+  EXPECT_EQ(sampler.Latest()->oom_kills.at(id), 2u);
+  EXPECT_EQ(sampler.Latest()->oom_kills_read, kill);
+  EXPECT_EQ(sampler.Latest()->memory.at(id).usage_bytes, before->memory.at(id).usage_bytes);
+  EXPECT_EQ(before->oom_kills.at(id), 1u) << "a snapshot already taken is unchanged";
+  sampler.ReadVictims(kill);  // nothing new: nothing read
+  EXPECT_EQ(oom_reads(), 2 * per_pass + 1);
+
+  // Then every cgroup's in each sample within kAfterOomKill of it (61..65 s), then not.
+  for (int s = 61; s <= 70; s++) sampler.SampleOnce(t0 + absl::Seconds(s));
+  EXPECT_EQ(oom_reads(), 2 * per_pass + 1 + 5 * per_pass);
+  EXPECT_EQ(sampler.Latest()->oom_kills.at(id), 2u);
+  EXPECT_EQ(sampler.Latest()->oom_kills_read, t0 + absl::Seconds(65));
+
+  const int reads = Reads();
+  for (int scrape = 0; scrape < 2; scrape++) {
+    std::vector<prometheus::MetricFamily> families;
+    ASSERT_TRUE(oom.Collect(&families).ok());
+    EXPECT_DOUBLE_EQ(ValueOf(families, "stagewatch_oom_kills_cgroup_total", train), 2);
+    EXPECT_DOUBLE_EQ(ValueOf(families, "stagewatch_oom_kills_mismatch", train), 2)
+        << "two kernel kills counted, none traced";
+  }
+  EXPECT_EQ(Reads(), reads) << "a scrape read a cgroup file";
+}
+
+// The baseline is read before the OOM probe attaches (the agent's start), so a kill between
+// then and the first sample is news, not baseline.
+TEST_F(SampleSnapshotTest, AKillBeforeTheFirstSampleCountsAgainstTheBaselineTakenAtStart) {
+  CgroupPathCache paths(root_);
+  StageResolver stages({}, DiscoveryConfig{});
+  CgroupNamer namer(&paths, &stages, absl::ZeroDuration());
+  MemorySampler sampler(&namer, layout_, MemoryConfig{}, Reader(), kMemoryPart | kOomPart);
+  Serve(1);
+  const absl::Time t0 = absl::FromUnixSeconds(5000);
+  oom_kills_ = 2;
+  sampler.ReadOomBaseline(t0);
+  const std::string file = "oom_kill " + std::string(kTop);
+  EXPECT_EQ(reads_[file], 1);
+
+  uint64_t top_id = 0;
+  for (const NamedCgroup& c : namer.Live()) top_id = c.path == kTop ? c.id : top_id;
+  oom_kills_ = 3;
+  sampler.OnOomKill(t0 + absl::Milliseconds(100), top_id);
+  sampler.ReadVictims(t0 + absl::Milliseconds(100));
+  sampler.SampleOnce(t0 + absl::Milliseconds(500));
+  EXPECT_EQ(sampler.Latest()->oom_kills.at(stages.Resolve(kTop).id), 1u);
 }
 
 TEST(OpenCgroupFilesTest, KeepsOneDescriptorPerFileAndRereadsFromTheStart) {

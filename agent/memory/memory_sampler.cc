@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "thread_name.h"
+
 namespace stagewatch {
 
 namespace {
@@ -55,6 +57,7 @@ MemorySampler::~MemorySampler() {
 void MemorySampler::Start(Observer observer) {
   observer_ = std::move(observer);
   thread_ = std::thread([this] {
+    NameThisThread("sw-sampler");
     do {
       const absl::Time now = absl::Now();
       SampleOnce(now);

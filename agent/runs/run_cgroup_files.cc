@@ -51,15 +51,20 @@ std::optional<std::string> RunCgroupFiles::ReadSlot(Slot slot, absl::Time now) {
   File& f = files_[slot];
   if (f.path.empty() || f.gone) return std::nullopt;
   int fd = f.fd;
+  if (fd < 0 && now - f.first_miss >= kOpenWindow) {  // not tried again once the window is past
+    f.gone = true;
+    return std::nullopt;
+  }
   if (fd < 0) {
     fd = open(f.path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
       if (errno == ENOENT) {
         f.first_miss = std::min(f.first_miss, now);
-        f.gone = ++f.attempts >= kOpenAttempts || now - f.first_miss >= kOpenWindow;
+        f.gone = ++f.attempts >= kOpenAttempts;
       }
       return std::nullopt;
     }
+    f.first_miss = absl::InfiniteFuture();  // found: opened for each read if not kept open
     if (budget_->left > 0) {
       budget_->left--;
       f.fd = fd;

@@ -46,7 +46,7 @@ rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$AGENT_PID/status"; }
 thread_ticks() {
   for stat in /proc/"$AGENT_PID"/task/*/stat; do
     sed -E 's/^([0-9]+) \((.*)\) (.*)$/\1 \2 \3/' "$stat" 2>/dev/null |
-      awk '{gsub(/ /, "_", $2); print $1, $2, $15 + $16}'
+      awk '{gsub(/ /, "_", $2); print $1, $2, $14 + $15}'
   done
 }
 

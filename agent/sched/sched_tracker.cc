@@ -34,8 +34,8 @@ uint64_t SchedTracker::PairKey(std::pair<uint64_t, uint64_t> pair) {
 
 void SchedTracker::Collect() {
   CollectCounters();
+  absl::MutexLock lock(&mu_);  // one reader of the probe's per-CPU slots at a time
   const auto running = probe_->ReadRunning();
-  absl::MutexLock lock(&mu_);
   running_.clear();
   for (const auto& [id, cpus] : running) {
     std::optional<Stage> stage = namer_->StageOf(id);

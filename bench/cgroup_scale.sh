@@ -42,6 +42,13 @@ trap 'cleanup; remove_tree; rm -f "$config"; rm -rf "$ledger_dir"' EXIT
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$AGENT_PID/stat"; }
 rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$AGENT_PID/status"; }
+# One line per thread: "tid name ticks" (name from comm; the agent names its threads sw-*).
+thread_ticks() {
+  for stat in /proc/"$AGENT_PID"/task/*/stat; do
+    sed -E 's/^([0-9]+) \((.*)\) (.*)$/\1 \2 \3/' "$stat" 2>/dev/null |
+      awk '{gsub(/ /, "_", $2); print $1, $2, $14 + $15}'
+  done
+}
 
 start_agent --config.file="$config"
 port=$(grep -o 'address=127.0.0.1:[0-9]*' "$AGENT_LOG" | head -1 | cut -d: -f2)
@@ -68,11 +75,16 @@ runs=$(grep -c 'msg="run started"' "$AGENT_LOG" || true)
 curl -s "$url" >/dev/null  # the first scrape names every stage
 
 before=$(cpu_ticks)
+threads_before=$(thread_ticks)
 for ((t = 0; t < idle_seconds; t += 15)); do
   sleep 15
   curl -s "$url" >/dev/null
 done
 idle_ticks=$(( $(cpu_ticks) - before ))
+# Idle CPU by thread name (threads of one name summed), largest first.
+by_thread=$(awk -v hz="$hz" -v s="$idle_seconds" 'NR == FNR {b[$1] = $3; next}
+  {k = $2 ~ /^sw-/ ? $2 : $2 "/" $1; n[k] += $3 - b[$1]} END {for (k in n) if (n[k] > 0) printf "%s %.3f%%\n", k, 100 * n[k] / hz / s}' \
+  <(echo "$threads_before") <(thread_ticks) | sort -k2 -gr | tr '\n' ',' | sed 's/,$//; s/,/, /g')
 
 scrapes=50
 times=$(mktemp)
@@ -113,9 +125,10 @@ stop_agent
 
 awk -v bin="$AGENT_BIN" -v it="$idle_ticks" -v hz="$hz" -v s="$idle_seconds" -v med="$median_ms" \
     -v st="$scrape_ticks" -v coll="$collectors" -v n="$scrapes" -v series="$series" -v churn="$churn" \
-    -v cs="$churn_seconds" -v r0="$rss_start" -v r1="$rss_end" -v rmax="$rss_max" -v runs="$runs" 'BEGIN {
+    -v cs="$churn_seconds" -v r0="$rss_start" -v r1="$rss_end" -v rmax="$rss_max" -v runs="$runs" -v threads="$by_thread" 'BEGIN {
   printf "%s: %d stages x %d cgroups, %d stage series, %d runs recorded\n", bin, 50, 20, series, runs
   printf "  idle CPU over %d s (scraped every 15 s): %.3f%% of one core\n", s, 100 * it / hz / s
+  printf "  idle CPU by thread: %s\n", threads
   printf "  /metrics median of %d: %.1f ms; agent CPU per scrape: %.1f ms\n", n, med, 1000 * st / hz / n
   printf "  one scrape by collector: %s\n", coll
   printf "  RSS over %d cgroups made and removed in %.0f s: %.1f -> %.1f MiB (max %.1f, %+.1f%%)\n",

@@ -32,7 +32,7 @@ void AnomalyFeeder::Feed(absl::Time now, const Snapshot& sampled) {
     }
   }
   if (sched_) {
-    sched_->Collect();
+    sched_->CollectCounters();  // the detectors need no running_now
     for (const auto& [id, t] : sched_->Totals()) {
       const Stage* stage = known.Find(id);
       if (stage && id != kUnattributedStageId) {

@@ -38,6 +38,7 @@
 #include "sched/sched_tracker.h"
 #include "signals/signal.h"
 #include "stages/stage_resolver.h"
+#include "thread_name.h"
 #include "version.h"
 
 namespace stagewatch {
@@ -303,6 +304,7 @@ int RunAgent(const AgentOptions& options) {
   std::vector<std::thread> pollers;
   for (const RingPoller& p : running.pollers) {
     pollers.emplace_back([&stopping, p] {
+      NameThisThread(std::string("sw-ring-") + p.probe);
       while (!stopping.load()) {
         int rc = p.poll(kPollTimeoutMs);
         if (rc < 0 && rc != -EINTR) {

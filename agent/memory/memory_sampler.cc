@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "cgroup/memcg_counters.h"
+#include "thread_name.h"
 
 namespace stagewatch {
 
@@ -65,6 +66,7 @@ MemorySampler::~MemorySampler() {
 void MemorySampler::Start(Observer observer) {
   observer_ = std::move(observer);
   thread_ = std::thread([this] {
+    NameThisThread("sw-sampler");
     absl::Time due = absl::InfinitePast();
     do {
       const absl::Time now = absl::Now();

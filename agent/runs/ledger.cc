@@ -64,6 +64,15 @@ class Statement {
     return *this;
   }
 
+  // Ready to be bound and stepped again (a statement prepared once for many rows).
+  Statement& Reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+    if (rc_ == SQLITE_ROW || rc_ == SQLITE_DONE) rc_ = SQLITE_OK;
+    n_ = 0;
+    return *this;
+  }
+
   // SQLITE_ROW, SQLITE_DONE or an error code (kept for status()).
   int Step() {
     if (rc_ != SQLITE_OK && rc_ != SQLITE_ROW) return rc_;
@@ -564,22 +573,37 @@ absl::Status Ledger::AddSamples(const std::string& id, const std::vector<RunSamp
   return tx.Commit();
 }
 
+struct Ledger::SampleStatements {
+  explicit SampleStatements(sqlite3* db)
+      : insert(db,
+               "INSERT INTO run_samples (run_id, at_ms, memory_bytes, memory_limit_bytes, "
+               "cpu_cores, memory_pressure, cpu_pressure) VALUES (?, ?, ?, ?, ?, ?, ?)"),
+        count(db, "SELECT count(*) FROM run_samples WHERE run_id = ?") {}
+  Statement insert, count;
+};
+
 absl::Status Ledger::AddSamplesOfRuns(
     const std::map<std::string, std::vector<RunSample>>& samples) {
   if (samples.empty()) return absl::OkStatus();
   Transaction tx(db_);
   if (absl::Status s = tx.begun(); !s.ok()) return s;
+  // Prepared once for every run of the write (the discovered runs' points come all at once).
+  SampleStatements statements(db_);
   for (const auto& [id, points] : samples) {
-    if (absl::Status s = InsertSamples(id, points); !s.ok()) return s;
+    if (absl::Status s = InsertSamples(id, points, statements); !s.ok()) return s;
   }
   return tx.Commit();
 }
 
 absl::Status Ledger::InsertSamples(const std::string& id, const std::vector<RunSample>& samples) {
+  SampleStatements statements(db_);
+  return InsertSamples(id, samples, statements);
+}
+
+absl::Status Ledger::InsertSamples(const std::string& id, const std::vector<RunSample>& samples,
+                                   SampleStatements& statements) {
   for (const RunSample& p : samples) {
-    Statement s(db_,
-                "INSERT INTO run_samples (run_id, at_ms, memory_bytes, memory_limit_bytes, "
-                "cpu_cores, memory_pressure, cpu_pressure) VALUES (?, ?, ?, ?, ?, ?, ?)");
+    Statement& s = statements.insert.Reset();
     s.Text(id).Int(absl::ToUnixMillis(p.at)).Uint(p.memory_bytes).Uint(p.memory_limit_bytes)
         .Real(p.cpu_cores).Real(p.memory_pressure).Real(p.cpu_pressure);
     s.Step();
@@ -589,7 +613,7 @@ absl::Status Ledger::InsertSamples(const std::string& id, const std::vector<RunS
     }
   }
   int64_t count = 0;
-  Statement n(db_, "SELECT count(*) FROM run_samples WHERE run_id = ?");
+  Statement& n = statements.count.Reset();
   n.Text(id);
   if (n.Step() == SQLITE_ROW) count = n.ColInt(0);
   if (count > kMaxSamplesPerRun) {

@@ -86,6 +86,9 @@ class Ledger {
   absl::Status Migrate();
   // AddSamples' inserts and thinning, within the caller's transaction.
   absl::Status InsertSamples(const std::string& id, const std::vector<RunSample>& samples);
+  struct SampleStatements;  // the insert and the count, prepared once for many runs
+  absl::Status InsertSamples(const std::string& id, const std::vector<RunSample>& samples,
+                             SampleStatements& statements);
   absl::StatusOr<std::vector<RunRecord>> Query(const std::string& where,
                                                const std::vector<std::string>& args,
                                                const std::string& tail);

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "absl/strings/str_cat.h"
@@ -46,16 +47,24 @@ RunCgroupFiles::~RunCgroupFiles() {
   }
 }
 
-std::optional<std::string> RunCgroupFiles::ReadSlot(Slot slot) {
+std::optional<std::string> RunCgroupFiles::ReadSlot(Slot slot, absl::Time now) {
   File& f = files_[slot];
   if (f.path.empty() || f.gone) return std::nullopt;
   int fd = f.fd;
+  if (fd < 0 && now - f.first_miss >= kOpenWindow) {  // not tried again once the window is past
+    f.gone = true;
+    return std::nullopt;
+  }
   if (fd < 0) {
     fd = open(f.path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-      if (errno == ENOENT && ++f.attempts >= kOpenAttempts) f.gone = true;
+      if (errno == ENOENT) {
+        f.first_miss = std::min(f.first_miss, now);
+        f.gone = ++f.attempts >= kOpenAttempts;
+      }
       return std::nullopt;
     }
+    f.first_miss = absl::InfiniteFuture();  // found: opened for each read if not kept open
     if (budget_->left > 0) {
       budget_->left--;
       f.fd = fd;
@@ -82,7 +91,7 @@ std::optional<RunCgroupReading> RunCgroupFiles::Read(absl::Time now) {
   RunCgroupReading r;
   r.usage.at = now;
   auto read = [&](Slot slot) {
-    std::optional<std::string> text = ReadSlot(slot);
+    std::optional<std::string> text = ReadSlot(slot, now);
     r.reads += text.has_value();
     return text;
   };

@@ -40,14 +40,17 @@ class RunCgroupFiles {
   RunCgroupFiles(const RunCgroupFiles&) = delete;
   RunCgroupFiles& operator=(const RunCgroupFiles&) = delete;
 
-  // Reads every file there is. A file missing at the first reads is looked for again on the
-  // next kOpenAttempts samples (a mirror hierarchy's directory is often made a moment after
-  // the keyed one), then given up on. Without memory usage the cgroup is gone: nullopt.
+  // Reads every file there is. A file missing at its first read is looked for again for
+  // kOpenWindow, at most kOpenAttempts times (a mirror hierarchy's directory is often made a
+  // moment after the keyed one), then given up on: with thousands of runs each is read only
+  // every few seconds, and a failed cgroupfs lookup costs more than a read. Without memory
+  // usage the cgroup is gone: nullopt.
   std::optional<RunCgroupReading> Read(absl::Time now);
   // The CFS period, read once the cpu files are found.
   std::optional<double> cfs_period_seconds() const { return cfs_period_; }
 
   static constexpr int kOpenAttempts = 5;
+  static constexpr absl::Duration kOpenWindow = absl::Seconds(5);
 
  private:
   enum Slot { kUsage, kLimit, kPeak, kFailcnt, kCpuUsage, kCpuStat, kMemoryPsi, kCpuPsi, kSlots };
@@ -55,10 +58,11 @@ class RunCgroupFiles {
     std::string path;  // "" when the host has no such hierarchy
     int fd = -1;
     int attempts = 0;
+    absl::Time first_miss = absl::InfiniteFuture();
     bool gone = false;  // given up on
   };
   // The file's contents, or nullopt.
-  std::optional<std::string> ReadSlot(Slot slot);
+  std::optional<std::string> ReadSlot(Slot slot, absl::Time now);
 
   const CgroupLayout& layout_;
   std::string cgroup_path_;

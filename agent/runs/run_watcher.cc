@@ -14,6 +14,7 @@
 #include "log.h"
 #include "runs/run_id.h"
 #include "runs/verdict.h"
+#include "thread_name.h"
 
 namespace stagewatch {
 namespace {
@@ -67,7 +68,10 @@ absl::StatusOr<std::unique_ptr<RunWatcher>> RunWatcher::Start(std::unique_ptr<Le
     Log::Warn("launchers will not wait for the agent's facts of a run's end",
               {{"err", presence.status().message()}});
   }
-  w->worker_ = std::thread([raw = w.get()] { raw->Loop(); });
+  w->worker_ = std::thread([raw = w.get()] {
+    NameThisThread("sw-runs");
+    raw->Loop();
+  });
   return w;
 }
 

@@ -33,11 +33,21 @@ uint64_t SchedTracker::PairKey(std::pair<uint64_t, uint64_t> pair) {
 }
 
 void SchedTracker::Collect() {
+  CollectCounters();
+  absl::MutexLock lock(&mu_);  // one reader of the probe's per-CPU slots at a time
+  const auto running = probe_->ReadRunning();
+  running_.clear();
+  for (const auto& [id, cpus] : running) {
+    std::optional<Stage> stage = namer_->StageOf(id);
+    running_[stage ? stage->id : kUnattributedStageId] += cpus;
+  }
+}
+
+void SchedTracker::CollectCounters() {
   absl::MutexLock lock(&mu_);
   naming_.Begin();
   const auto cgroups = probe_->ReadCgroups();
   const auto pairs = probe_->ReadPreemptions();
-  const auto running = probe_->ReadRunning();
 
   std::vector<CgroupCounterSample> samples;
   for (const auto& [id, stats] : cgroups) {
@@ -62,11 +72,6 @@ void SchedTracker::Collect() {
     return known.contains(pair.first) && known.contains(pair.second);
   });
 
-  running_.clear();
-  for (const auto& [id, cpus] : running) {
-    std::optional<Stage> stage = namer_->StageOf(id);
-    running_[stage ? stage->id : kUnattributedStageId] += cpus;
-  }
   // Their last counts are folded in above; the next Update retires them.
   const std::set<uint64_t>& dead = naming_.dead();
   for (uint64_t id : dead) probe_->Forget(id);

@@ -35,6 +35,10 @@ class SchedTracker {
 
   // Reads the maps, folds them, and drops the entries of cgroups that died.
   void Collect();
+  // Collect() without who is on a CPU now (a test run of a BPF program on every CPU, each an
+  // interrupt of that CPU): for the anomaly feeder's once-a-sample totals, which do not use
+  // it. running_now keeps the value of the last Collect() (the scrape's).
+  void CollectCounters();
 
   std::map<StageId, SchedStageTotals> Totals() const;
   std::map<StagePair, uint64_t> Preemptions() const;

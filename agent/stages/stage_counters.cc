@@ -1,7 +1,5 @@
 #include "stages/stage_counters.h"
 
-#include "absl/container/flat_hash_set.h"
-
 namespace stagewatch {
 namespace {
 
@@ -28,25 +26,30 @@ void StageCountersOf<Key>::Retire(const Live& cgroup) {
 
 template <typename Key>
 void StageCountersOf<Key>::Update(const std::vector<CgroupCounterSampleOf<Key>>& live) {
-  absl::flat_hash_set<uint64_t> seen;
+  // Called once a sample over every cgroup: a cgroup whose values did not move costs a
+  // lookup and a comparison, no allocation.
+  const uint64_t update = ++updates_;
   for (const CgroupCounterSampleOf<Key>& sample : live) {
-    if (!seen.insert(sample.cgroup_id).second) continue;  // duplicate id: first one wins
-    retired_.try_emplace(sample.stage, width_, 0);        // stages stay once seen
-    std::vector<uint64_t> values = Normalised(sample.values, width_);
-
+    auto value = [&](size_t i) { return i < sample.values.size() ? sample.values[i] : 0; };
     auto it = live_.find(sample.cgroup_id);
     if (it == live_.end()) {
+      retired_.try_emplace(sample.stage, width_, 0);  // stages stay once seen
+      std::vector<uint64_t> values = Normalised(sample.values, width_);
       // Counts from before the agent started belong to no run we saw: only the first
       // snapshot is baselined, a cgroup born later counts from its birth.
       std::vector<uint64_t> baseline = skip_baseline_ ? std::vector<uint64_t>(width_, 0) : values;
-      live_.emplace(sample.cgroup_id, Live{sample.stage, values, std::move(baseline)});
+      live_.emplace(sample.cgroup_id, Live{sample.stage, values, std::move(baseline), update});
       continue;
     }
     Live& cgroup = it->second;
+    if (cgroup.seen_in == update) continue;  // duplicate id: first one wins
+    cgroup.seen_in = update;
     if (cgroup.stage != sample.stage) {
       // What was counted so far stays with the old stage; the new one counts from here. A
       // value that dropped restarted, so all of it is new and belongs to the new stage.
+      retired_.try_emplace(sample.stage, width_, 0);
       Retire(cgroup);
+      std::vector<uint64_t> values = Normalised(sample.values, width_);
       for (size_t i = 0; i < width_; ++i) {
         cgroup.baseline[i] = values[i] < cgroup.last[i] ? 0 : values[i];
       }
@@ -55,18 +58,22 @@ void StageCountersOf<Key>::Update(const std::vector<CgroupCounterSampleOf<Key>>&
       continue;
     }
     // Per value: one that dropped restarted; keep what it had counted and count anew from 0.
-    std::vector<uint64_t>& retired = retired_[cgroup.stage];
+    std::vector<uint64_t>* retired = nullptr;
     for (size_t i = 0; i < width_; ++i) {
-      if (values[i] < cgroup.last[i]) {
-        retired[i] += cgroup.last[i] - cgroup.baseline[i];
+      const uint64_t v = value(i);
+      if (v == cgroup.last[i]) continue;
+      if (v < cgroup.last[i]) {
+        if (!retired) retired = &retired_[cgroup.stage];
+        retired->resize(width_, 0);
+        (*retired)[i] += cgroup.last[i] - cgroup.baseline[i];
         cgroup.baseline[i] = 0;
       }
-      cgroup.last[i] = values[i];
+      cgroup.last[i] = v;
     }
   }
 
   for (auto it = live_.begin(); it != live_.end();) {
-    if (seen.contains(it->first)) {
+    if (it->second.seen_in == update) {
       ++it;
       continue;
     }

@@ -56,11 +56,13 @@ class StageCountersOf {
     Key stage;
     std::vector<uint64_t> last;      // last raw values seen
     std::vector<uint64_t> baseline;  // subtracted (first-snapshot baseline)
+    uint64_t seen_in = 0;            // the last Update() whose snapshot had it
   };
   void Retire(const Live& cgroup);
 
   const size_t width_;
   bool skip_baseline_;
+  uint64_t updates_ = 0;  // Update() calls: marks the cgroups of the current snapshot
   absl::flat_hash_map<uint64_t, Live> live_;
   std::map<Key, std::vector<uint64_t>> retired_;
 };

@@ -112,3 +112,38 @@ TEST_F(DiscoveredSamplerTest, EndFactsComeFromTheLastReadingAndTheSeries) {
 
 }  // namespace
 }  // namespace stagewatch
+
+namespace stagewatch {
+namespace {
+
+// A run's cpu mirror (another hierarchy's directory of the same path) can come a moment after
+// its memory directory: it is looked for within RunCgroupFiles::kOpenWindow of the first miss,
+// and not after, so that thousands of runs without mirrors cost no failed lookups for ever.
+TEST_F(DiscoveredSamplerTest, AMissingMirrorIsLookedForWithinItsWindowThenGivenUpOn) {
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  const auto cpu_files = [&](const std::string& path) {
+    Write(root_ + "/cpu" + path + "/cpu.stat", "nr_periods 0\nnr_throttled 0\nthrottled_time 0\n");
+    Write(root_ + "/cpu" + path + "/cpuacct.usage", "5000000\n");
+  };
+  OpenFileBudget budget{100};
+  MemoryFiles("/stagewatch/s/early", 1 << 20, 2 << 20, 1 << 20);
+  MemoryFiles("/stagewatch/s/late", 1 << 20, 2 << 20, 1 << 20);
+  RunCgroupFiles early(layout_, "/stagewatch/s/early", &budget);
+  RunCgroupFiles late(layout_, "/stagewatch/s/late", &budget);
+  EXPECT_EQ(early.Read(t0)->reads, 4);  // the memory files; the cpu ones not there yet
+  EXPECT_EQ(late.Read(t0)->reads, 4);
+
+  cpu_files("/stagewatch/s/early");  // within the window: found
+  std::optional<RunCgroupReading> found = early.Read(t0 + absl::Seconds(2));
+  EXPECT_EQ(found->reads, 6);
+  EXPECT_EQ(found->cpu.usage_ns, 5000000u);
+
+  EXPECT_EQ(late.Read(t0 + RunCgroupFiles::kOpenWindow)->reads, 4);  // still missing: given up
+  cpu_files("/stagewatch/s/late");
+  std::optional<RunCgroupReading> after = late.Read(t0 + RunCgroupFiles::kOpenWindow * 2);
+  EXPECT_EQ(after->reads, 4);
+  EXPECT_FALSE(after->cpu.usage_ns);
+}
+
+}  // namespace
+}  // namespace stagewatch

@@ -148,5 +148,31 @@ TEST(LedgerSamplesTest, AConnectionsMemoryStaysSmallAsTheLedgerGrows) {
   EXPECT_LT(sqlite3_memory_used() - opened, int64_t{512} << 10);
 }
 
+// The discovered runs' points are written together, the statements prepared once for all the
+// runs: each run is counted and thinned on its own, whichever came before it.
+TEST(LedgerSamplesTest, RunsWrittenTogetherAreEachCountedAndThinnedOnTheirOwn) {
+  TempDir dir;
+  auto ledger = *Ledger::Open(dir.file("ledger.db"));
+  std::map<std::string, std::vector<RunSample>> points;
+  const int sizes[] = {3, Ledger::kMaxSamplesPerRun + 500, 7};  // "a", "b", "c" in map order
+  for (int r = 0; r < 3; r++) {
+    const std::string id(1, char('a' + r));
+    ASSERT_TRUE(ledger->BeginRun(Started(id, "train", At(0))).ok());
+    for (int i = 0; i < sizes[r]; i++) points[id].push_back(Point(i, uint64_t(r + 1) << 20));
+  }
+  ASSERT_TRUE(ledger->AddSamplesOfRuns(points).ok());
+  for (int r = 0; r < 3; r++) {
+    const std::string id(1, char('a' + r));
+    absl::StatusOr<std::vector<RunSample>> read = ledger->Samples(id);
+    ASSERT_TRUE(read.ok()) << read.status();
+    if (sizes[r] > Ledger::kMaxSamplesPerRun) {
+      EXPECT_LE(read->size(), size_t(Ledger::kMaxSamplesPerRun)) << id;
+    } else {
+      EXPECT_EQ(read->size(), size_t(sizes[r])) << id;
+    }
+    for (const RunSample& p : *read) EXPECT_EQ(p.memory_bytes, uint64_t(r + 1) << 20) << id;
+  }
+}
+
 }  // namespace
 }  // namespace stagewatch

@@ -64,9 +64,7 @@ RunLimits ReadRunLimits(const CgroupLayout& layout, const std::string& cgroup_pa
   OpenFileBudget none;  // read once: nothing stays open
   RunCgroupFiles files(layout, cgroup_path, &none);
   RunLimits limits = files.ReadLimits();
-  if (std::optional<RunCgroupReading> r = files.Read(absl::Now())) {
-    limits.memory_max_bytes = r->usage.memory_limit_bytes;
-  }
+  limits.memory_max_bytes = files.ReadMemoryMax();
   return limits;
 }
 
@@ -91,6 +89,16 @@ RunCgroupFiles::RunCgroupFiles(const CgroupLayout& layout, const std::string& cg
   files_[kCpuQuota].path = FileIn(layout, "cpu", p, v2_ ? "cpu.max" : "cpu.cfs_quota_us");
   files_[kCpuPeriod].path = v2_ ? "" : FileIn(layout, "cpu", p, "cpu.cfs_period_us");
   files_[kCpuWeight].path = FileIn(layout, "cpu", p, v2_ ? "cpu.weight" : "cpu.shares");
+}
+
+std::optional<uint64_t> RunCgroupFiles::ReadMemoryMax(int* reads) {
+  std::optional<std::string> text = ReadSlot(kLimit);
+  if (!text) return std::nullopt;
+  if (reads) ++*reads;
+  absl::StatusOr<std::optional<uint64_t>> limit =
+      v2_ ? ParseMemoryLimitV2(*text, files_[kLimit].path)
+          : ParseMemoryLimitV1(*text, files_[kLimit].path);
+  return limit.ok() ? *limit : std::nullopt;
 }
 
 RunLimits RunCgroupFiles::ReadLimits(int* reads) {
@@ -169,12 +177,7 @@ std::optional<RunCgroupReading> RunCgroupFiles::Read(absl::Time now) {
   };
   r.usage.memory_bytes = number(kUsage);
   if (!r.usage.memory_bytes) return std::nullopt;
-  if (std::optional<std::string> text = read(kLimit)) {
-    absl::StatusOr<std::optional<uint64_t>> limit =
-        v2_ ? ParseMemoryLimitV2(*text, files_[kLimit].path)
-            : ParseMemoryLimitV1(*text, files_[kLimit].path);
-    if (limit.ok()) r.usage.memory_limit_bytes = *limit;
-  }
+  r.usage.memory_limit_bytes = ReadMemoryMax(&r.reads);
   r.memory_peak_bytes = number(kPeak);
   if (v2_) {
     if (std::optional<std::string> text = read(kFailcnt)) {

@@ -71,6 +71,8 @@ class RunCgroupFiles {
   // Reads memory.high, the CFS quota and the weight now (not memory-max); adds the files read
   // to `reads`.
   RunLimits ReadLimits(int* reads = nullptr);
+  // Reads the memory limit now (nullopt when unlimited or unreadable); adds to `reads`.
+  std::optional<uint64_t> ReadMemoryMax(int* reads = nullptr);
 
   static constexpr int kOpenAttempts = 5;
   static constexpr int kLimitsEvery = 4;

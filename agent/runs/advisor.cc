@@ -26,8 +26,9 @@ bool OomKilled(const RunRecord& r) {
          r.agent.oom_kills_userspace.value_or(0) > 0;
 }
 
-// The limits a run ran under: a discovered run has no start limits, so its memory-max is the
-// limit the kernel held at its end.
+// The limits a run ran under: a launcher run's as asked for, a discovered run's as its cgroup
+// files held them at its end. A run without a memory-max (a discovered run recorded by an
+// agent that stored no limits of its own) takes the limit the kernel held at its end.
 RunLimits EffectiveLimits(const RunRecord& r) {
   RunLimits limits = r.start.limits;
   if (!limits.memory_max_bytes && r.end) limits.memory_max_bytes = r.end->facts.memory_limit_bytes;
@@ -65,9 +66,9 @@ void AdviseCpu(const std::vector<RunRecord>& runs, const RunsConfig& config, Adv
     if (r.end->facts.cpu_p95_cores) cores.push_back(*r.end->facts.cpu_p95_cores);
     const double wall = absl::ToDoubleSeconds(*r.Wall());
     const auto throttled = r.end->facts.cpu_throttled_seconds;
-    if (r.start.limits.cpu_max_cores && throttled && wall > 0 &&
-        *throttled / wall >= config.degraded_fraction) {
-      a.throttled_at_cores = std::max(a.throttled_at_cores.value_or(0), *r.start.limits.cpu_max_cores);
+    const std::optional<double> cpu_max = EffectiveLimits(r).cpu_max_cores;
+    if (cpu_max && throttled && wall > 0 && *throttled / wall >= config.degraded_fraction) {
+      a.throttled_at_cores = std::max(a.throttled_at_cores.value_or(0), *cpu_max);
     }
   }
   if (static_cast<int>(cores.size()) < config.advise.min_runs) {

@@ -82,6 +82,7 @@ std::optional<CgroupFacts> DiscoveredSampler::Remove(const std::string& run_id,
   f.memory_limit_bytes = s.last->usage.memory_limit_bytes;
   f.memory_peak_bytes = s.last->memory_peak_bytes;
   f.memory_failcnt = s.last->memory_failcnt;
+  f.limits = s.files->limits();
   SetCpuFacts(s.last->cpu, s.files->cfs_period_seconds(), f);
   const std::optional<uint64_t>* psi = s.last->usage.psi_some_us;
   if (psi[0]) f.memory_pressure_seconds = double(*psi[0]) / 1e6;

@@ -519,11 +519,26 @@ absl::Status Ledger::EndRun(const std::string& id, const RunEnd& end) {
       .Text(id);
   s.Step();
   if (absl::Status st = s.status(absl::StrFormat("cannot end run \"%s\"", id)); !st.ok()) return st;
-  if (sqlite3_changes(db_) == 1) return absl::OkStatus();
+  if (sqlite3_changes(db_) == 1) return f.limits ? SetDiscoveredLimits(id, f) : absl::OkStatus();
   absl::StatusOr<std::optional<RunRecord>> existing = Get(id);
   if (!existing.ok()) return existing.status();
   if (!*existing) return absl::NotFoundError(absl::StrFormat("no run \"%s\" in the ledger", id));
   return absl::FailedPreconditionError(absl::StrFormat("run \"%s\" has ended already", id));
+}
+
+absl::Status Ledger::SetDiscoveredLimits(const std::string& id, const CgroupFacts& f) {
+  RunLimits l = *f.limits;
+  // The kernel's limit at the end: exact at rmdir, else the last sample's.
+  l.memory_max_bytes = f.memory_limit_bytes;
+  Statement s(db_,
+              "UPDATE runs SET limit_memory_max_bytes = ?, limit_memory_high_bytes = ?, "
+              "limit_cpu_max_cores = ?, limit_cpu_weight = ? "
+              "WHERE id = ? AND source = 'discovered'");
+  s.Uint(l.memory_max_bytes).Uint(l.memory_high_bytes).Real(l.cpu_max_cores)
+      .Int(l.cpu_weight ? std::optional<int64_t>(*l.cpu_weight) : std::nullopt)
+      .Text(id);
+  s.Step();
+  return s.status(absl::StrFormat("cannot store the limits of run \"%s\"", id));
 }
 
 absl::Status Ledger::AddAgentFacts(const std::string& id, const AgentFacts& add) {

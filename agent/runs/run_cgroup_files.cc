@@ -5,10 +5,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/ascii.h"
 #include "cgroup/memory_stats.h"
 #include "cgroup/psi.h"
+#include "string_util.h"
 
 namespace stagewatch {
 namespace {
@@ -19,7 +23,51 @@ std::string FileIn(const CgroupLayout& layout, const char* controller, const std
   return dir.empty() ? "" : absl::StrCat(dir, "/", name);
 }
 
+constexpr uint64_t kDefaultWeight = 100;   // cgroup2 cpu.weight
+constexpr uint64_t kDefaultShares = 1024;  // v1 cpu.shares
+
 }  // namespace
+
+std::optional<uint64_t> SoftLimitOf(std::string_view text, bool v2) {
+  absl::StatusOr<std::optional<uint64_t>> limit =
+      v2 ? ParseMemoryLimitV2(text, "memory.high") : ParseMemoryLimitV1(text, "soft limit");
+  return limit.ok() ? *limit : std::nullopt;
+}
+
+std::optional<double> CpuMaxCoresOf(std::string_view quota, std::string_view period, bool v2) {
+  std::vector<std::string_view> fields;
+  if (v2) {
+    fields = SplitNonEmpty(quota, ' ');  // the newline goes with the last field
+  } else {
+    fields = {quota, period};
+  }
+  int64_t quota_us = 0, period_us = 0;
+  auto number = [](std::string_view text, int64_t& v) {
+    return absl::SimpleAtoi(absl::StripAsciiWhitespace(ToAbsl(text)), &v) && v > 0;
+  };
+  if (fields.size() != 2 || !number(fields[0], quota_us) || !number(fields[1], period_us)) {
+    return std::nullopt;  // "max", -1, or unreadable
+  }
+  return double(quota_us) / double(period_us);
+}
+
+std::optional<uint32_t> CpuWeightOf(std::string_view text, bool v2) {
+  uint64_t v = 0;
+  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(ToAbsl(text)), &v)) return std::nullopt;
+  if (v == (v2 ? kDefaultWeight : kDefaultShares)) return std::nullopt;
+  if (v2) return uint32_t(v);
+  const double weight = std::round(double(v) * kDefaultWeight / kDefaultShares);
+  return uint32_t(std::clamp(weight, 1.0, 10000.0));  // cgroup2's range
+}
+
+RunLimits ReadRunLimits(const CgroupLayout& layout, const std::string& cgroup_path) {
+  OpenFileBudget none;  // read once: nothing stays open
+  RunCgroupFiles files(layout, cgroup_path, &none);
+  const absl::Time now = absl::Now();
+  RunLimits limits = files.ReadLimits(now);
+  limits.memory_max_bytes = files.ReadMemoryMax(now);
+  return limits;
+}
 
 RunCgroupFiles::RunCgroupFiles(const CgroupLayout& layout, const std::string& cgroup_path,
                                OpenFileBudget* budget)
@@ -37,6 +85,41 @@ RunCgroupFiles::RunCgroupFiles(const CgroupLayout& layout, const std::string& cg
   files_[kCpuStat].path = FileIn(layout, "cpu", p, "cpu.stat");
   files_[kMemoryPsi].path = FileIn(layout, "pressure", p, "memory.pressure");
   files_[kCpuPsi].path = FileIn(layout, "pressure", p, "cpu.pressure");
+  files_[kMemoryHigh].path =
+      FileIn(layout, "memory", p, v2_ ? "memory.high" : "memory.soft_limit_in_bytes");
+  files_[kCpuQuota].path = FileIn(layout, "cpu", p, v2_ ? "cpu.max" : "cpu.cfs_quota_us");
+  files_[kCpuPeriod].path = v2_ ? "" : FileIn(layout, "cpu", p, "cpu.cfs_period_us");
+  files_[kCpuWeight].path = FileIn(layout, "cpu", p, v2_ ? "cpu.weight" : "cpu.shares");
+}
+
+std::optional<uint64_t> RunCgroupFiles::ReadMemoryMax(absl::Time now, int* reads) {
+  std::optional<std::string> text = ReadSlot(kLimit, now);
+  if (!text) return std::nullopt;
+  if (reads) ++*reads;
+  absl::StatusOr<std::optional<uint64_t>> limit =
+      v2_ ? ParseMemoryLimitV2(*text, files_[kLimit].path)
+          : ParseMemoryLimitV1(*text, files_[kLimit].path);
+  return limit.ok() ? *limit : std::nullopt;
+}
+
+RunLimits RunCgroupFiles::ReadLimits(absl::Time now, int* reads) {
+  auto read = [&](Slot slot) {
+    std::optional<std::string> text = ReadSlot(slot, now);
+    if (reads) *reads += text.has_value();
+    return text;
+  };
+  RunLimits l;
+  if (std::optional<std::string> high = read(kMemoryHigh)) {
+    l.memory_high_bytes = SoftLimitOf(*high, v2_);
+  }
+  if (std::optional<std::string> quota = read(kCpuQuota)) {
+    std::optional<std::string> period = v2_ ? std::optional<std::string>("") : read(kCpuPeriod);
+    if (period) l.cpu_max_cores = CpuMaxCoresOf(*quota, *period, v2_);
+  }
+  if (std::optional<std::string> weight = read(kCpuWeight)) {
+    l.cpu_weight = CpuWeightOf(*weight, v2_);
+  }
+  return l;
 }
 
 RunCgroupFiles::~RunCgroupFiles() {
@@ -103,12 +186,7 @@ std::optional<RunCgroupReading> RunCgroupFiles::Read(absl::Time now) {
   };
   r.usage.memory_bytes = number(kUsage);
   if (!r.usage.memory_bytes) return std::nullopt;
-  if (std::optional<std::string> text = read(kLimit)) {
-    absl::StatusOr<std::optional<uint64_t>> limit =
-        v2_ ? ParseMemoryLimitV2(*text, files_[kLimit].path)
-            : ParseMemoryLimitV1(*text, files_[kLimit].path);
-    if (limit.ok()) r.usage.memory_limit_bytes = *limit;
-  }
+  r.usage.memory_limit_bytes = ReadMemoryMax(now, &r.reads);
   r.memory_peak_bytes = number(kPeak);
   if (v2_) {
     if (std::optional<std::string> text = read(kFailcnt)) {
@@ -140,6 +218,10 @@ std::optional<RunCgroupReading> RunCgroupFiles::Read(absl::Time now) {
                                          : absl::StatusOr<PsiTotals>(absl::NotFoundError(""));
     r.usage.psi_some_us[i++] = psi.ok() ? std::optional(psi->some_us) : std::nullopt;
   }
+  if (readings_++ % kLimitsEvery == 0) {
+    limits_ = ReadLimits(now, &r.reads);
+  }
+  limits_->memory_max_bytes = r.usage.memory_limit_bytes;
   return r;
 }
 

@@ -6,12 +6,14 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/time/time.h"
 #include "cgroup/cpu_stats.h"
 #include "cgroup/layout.h"
 #include "runs/run_facts.h"
+#include "runs/run_record.h"
 
 namespace stagewatch {
 
@@ -23,6 +25,22 @@ struct RunCgroupReading {
   CpuCgroupStats cpu;
   int reads = 0;  // files read
 };
+
+// The limits of a cgroup from its files' contents. Each is nullopt when unlimited or at the
+// kernel's default, as a launcher run without that flag.
+// memory.high (v2) or memory.soft_limit_in_bytes (v1, the nearest v1 has): "max" or v1's
+// PAGE_COUNTER_MAX mean none.
+std::optional<uint64_t> SoftLimitOf(std::string_view text, bool v2);
+// The CPUs a CFS quota allows: v2 cpu.max "QUOTA PERIOD" (both in `quota`, `period` unused),
+// v1 cpu.cfs_quota_us and cpu.cfs_period_us. "max" or -1 mean none.
+std::optional<double> CpuMaxCoresOf(std::string_view quota, std::string_view period, bool v2);
+// v2 cpu.weight, or v1 cpu.shares as a weight (1024 shares are weight 100, as systemd converts
+// them). The default (100, 1024 shares) is none.
+std::optional<uint32_t> CpuWeightOf(std::string_view text, bool v2);
+
+// The limits of the cgroup at `cgroup_path` in the keyed hierarchy (and its cpu mirror), read
+// once: for a discovered run when the agent records it.
+RunLimits ReadRunLimits(const CgroupLayout& layout, const std::string& cgroup_path);
 
 // Shared by every run's files: how many descriptors may stay open at once (the rest are
 // opened for each read), so that thousands of runs never exhaust the agent's descriptors.
@@ -48,12 +66,25 @@ class RunCgroupFiles {
   std::optional<RunCgroupReading> Read(absl::Time now);
   // The CFS period, read once the cpu files are found.
   std::optional<double> cfs_period_seconds() const { return cfs_period_; }
+  // The limits as of the last reading: memory-max every Read(), the others on the first and
+  // then every kLimitsEvery-th (they seldom change, and a sample's reads are budgeted).
+  // nullopt before the first Read() that found the cgroup.
+  const std::optional<RunLimits>& limits() const { return limits_; }
+  // Reads memory.high, the CFS quota and the weight now (not memory-max); adds the files read
+  // to `reads`.
+  RunLimits ReadLimits(absl::Time now, int* reads = nullptr);
+  // Reads the memory limit now (nullopt when unlimited or unreadable); adds to `reads`.
+  std::optional<uint64_t> ReadMemoryMax(absl::Time now, int* reads = nullptr);
 
   static constexpr int kOpenAttempts = 5;
   static constexpr absl::Duration kOpenWindow = absl::Seconds(5);
+  static constexpr int kLimitsEvery = 4;
 
  private:
-  enum Slot { kUsage, kLimit, kPeak, kFailcnt, kCpuUsage, kCpuStat, kMemoryPsi, kCpuPsi, kSlots };
+  enum Slot {
+    kUsage, kLimit, kPeak, kFailcnt, kCpuUsage, kCpuStat, kMemoryPsi, kCpuPsi,
+    kMemoryHigh, kCpuQuota, kCpuPeriod, kCpuWeight, kSlots
+  };
   struct File {
     std::string path;  // "" when the host has no such hierarchy
     int fd = -1;
@@ -71,6 +102,8 @@ class RunCgroupFiles {
   File files_[kSlots];
   std::optional<double> cfs_period_;
   bool period_read_ = false;
+  std::optional<RunLimits> limits_;
+  int readings_ = 0;  // Read()s that found the cgroup
 };
 
 }  // namespace stagewatch

@@ -17,7 +17,8 @@ namespace stagewatch {
 enum class RunSource { kLauncher, kDiscovered };
 std::string_view RunSourceName(RunSource source);  // "launcher" | "discovered"
 
-// The limits a run was started with (what was asked for, not what the kernel rounded to).
+// The limits a run was started with: for a launcher run what was asked for (not what the kernel
+// rounded to); for a discovered run what its cgroup files held (the last reading at its end).
 struct RunLimits {
   std::optional<uint64_t> memory_max_bytes;
   std::optional<uint64_t> memory_high_bytes;
@@ -55,6 +56,9 @@ struct CgroupFacts {
   std::optional<double> cpu_p95_cores;           // sampled CPU use per interval
   std::optional<double> memory_pressure_seconds;  // PSI "some" total
   std::optional<double> cpu_pressure_seconds;     // PSI "some" total
+  // A discovered run's limits as its cgroup files held them at the last reading: the ledger
+  // stores them as the run's limits (RunStart::limits) and does not read them back here.
+  std::optional<RunLimits> limits;
 };
 
 struct OomVictim {

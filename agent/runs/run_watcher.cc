@@ -234,6 +234,8 @@ bool RunWatcher::Record(OpenRun& run, bool now_or_never) {
     start.id = Basename(path);
     absl::StatusOr<std::optional<RunRecord>> taken = ledger_->Get(start.id);
     if (!CheckRunId(start.id).ok() || !taken.ok() || *taken) start.id = NewRunId(start.start);
+    // Its limits as its files hold them now: the row has them if it dies before a sample.
+    if (options_.sampling) start.limits = ReadRunLimits(options_.sampling->layout, path);
     if (absl::Status s = ledger_->BeginRun(start); !s.ok()) {
       Warn("cannot record a run", start.id, s);
       return false;

@@ -387,6 +387,62 @@ TEST_F(RunsE2E, AHandMadeRunGetsTheKernelsPeakUsageCpuAndASeries) {
   EXPECT_LE(most, kernel_peak);
 }
 
+// A job scheduler's cgroup with every limit set by hand: the run's row holds the figures the
+// kernel's files held, those read when it was recorded while it lives, and the ones changed
+// mid-run at its end.
+TEST_F(RunsE2E, AHandMadeRunRecordsTheLimitsItsCgroupFilesHold) {
+  TestCgroup top("stagewatch/swdisclimits", {"cpu", "cpuacct", "pressure"});
+  auto agent = StartAgent();
+  HandMadeRun run(top, "job_9");
+  const bool v2 = top.v2();
+  const std::string mem = run.dir(), cpu = run.dir("cpu");
+  WriteFile(mem + (v2 ? "/memory.max" : "/memory.limit_in_bytes"), absl::StrCat(512 << 20));
+  WriteFile(mem + (v2 ? "/memory.high" : "/memory.soft_limit_in_bytes"), absl::StrCat(128 << 20));
+  run.SetCpuQuota(50000, 100000);
+  WriteFile(cpu + (v2 ? "/cpu.weight" : "/cpu.shares"), v2 ? "50" : "512");
+  run.Spawn("sw-disc-limits", [] { usleep(10 * 1000 * 1000); });
+
+  std::optional<RunRecord> open = RunWhen(run.path(), [](const RunRecord& x) {
+    return !x.end && x.start.limits.cpu_max_cores.has_value();
+  });
+  ASSERT_TRUE(open) << agent->log();
+  const RunLimits& first = open->start.limits;
+  EXPECT_EQ(first.memory_max_bytes, uint64_t{512} << 20);
+  EXPECT_EQ(first.memory_high_bytes, uint64_t{128} << 20);
+  EXPECT_DOUBLE_EQ(*first.cpu_max_cores, 0.5);
+  EXPECT_EQ(first.cpu_weight, 50u);
+
+  // Changed mid-run, as a scheduler resizes a job: the end has the new ones.
+  WriteFile(mem + (v2 ? "/memory.high" : "/memory.soft_limit_in_bytes"), absl::StrCat(96 << 20));
+  run.SetCpuQuota(30000, 100000);
+  run.WaitSeconds();
+  const uint64_t kernel_max = ReadNumber(mem + (v2 ? "/memory.max" : "/memory.limit_in_bytes"));
+  const uint64_t kernel_high =
+      ReadNumber(mem + (v2 ? "/memory.high" : "/memory.soft_limit_in_bytes"));
+  const std::string kernel_quota =
+      ReadFile(cpu + (v2 ? "/cpu.max" : "/cpu.cfs_quota_us"));
+  run.Remove();
+
+  std::optional<RunRecord> r = RunWhen(run.path(), [](const RunRecord& x) { return !!x.end; });
+  ASSERT_TRUE(r) << agent->log();
+  EXPECT_EQ(r->start.source, RunSource::kDiscovered);
+  const RunLimits& l = r->start.limits;
+  EXPECT_EQ(l.memory_max_bytes, kernel_max);
+  EXPECT_EQ(l.memory_high_bytes, kernel_high);
+  EXPECT_EQ(kernel_high, uint64_t{96} << 20);
+  ASSERT_TRUE(l.cpu_max_cores) << agent->log();
+  EXPECT_DOUBLE_EQ(*l.cpu_max_cores, 0.3) << "the kernel held " << kernel_quota;
+  EXPECT_EQ(l.cpu_weight, 50u);
+  EXPECT_EQ(r->end->facts.memory_limit_bytes, kernel_max);
+
+  AgentProcess show({"runs", "show", r->start.id, "--ledger.path", ledger_});
+  ASSERT_EQ(show.WaitExit(10000), 0) << show.log();
+  const std::string shown = show.log();
+  EXPECT_NE(shown.find("memory-max 512.0 MiB, memory-high 96.0 MiB, cpu-max 0.3, cpu-weight 50"),
+            std::string::npos)
+      << shown;
+}
+
 TEST_F(RunsE2E, AHandMadeRunThrottledByItsCpuQuotaIsDegradedByThrottling) {
   TestCgroup top("stagewatch/swdiscthrottle", {"cpu", "cpuacct", "pressure"});
   auto agent = StartAgent();

@@ -190,5 +190,66 @@ TEST(AdvisorTest, AThrottledRunBumpsTheCpuLimit) {
   EXPECT_NEAR(*a.cpu_max_cores, 0.6, 1e-9);  // 1.2 × 0.5, above 0.5 × 1.15
 }
 
+// A discovered run (a Slurm job's cgroup) whose limits the agent read from its files at its end.
+void RecordDiscovered(Ledger& ledger, const std::string& id, int64_t at, RunLimits kernel,
+                      double throttled_seconds) {
+  RunStart start = Started(id, "train", At(at));
+  start.source = RunSource::kDiscovered;
+  start.command = {};
+  ASSERT_TRUE(ledger.BeginRun(start).ok());
+  RunEnd end;
+  end.end = At(at + 100);
+  end.closed_by = RunCloser::kAgent;
+  end.facts.memory_peak_bytes = 10 * kMiB;
+  end.facts.memory_limit_bytes = kernel.memory_max_bytes;
+  end.facts.limits = kernel;
+  end.facts.cpu_p95_cores = kernel.cpu_max_cores.value_or(1);
+  end.facts.cpu_throttled_seconds = throttled_seconds;
+  ASSERT_TRUE(ledger.EndRun(id, end).ok());
+}
+
+TEST(AdvisorTest, DiscoveredRunsAtACpuLimitGiveCpuEvidenceAndPeriodsByEveryLimit) {
+  TempDir dir;
+  auto ledger = *Ledger::Open(dir.file("ledger.db"));
+  RunLimits before{.memory_max_bytes = 64 * kMiB, .memory_high_bytes = 32 * kMiB,
+                   .cpu_max_cores = 0.25};
+  RunLimits after = before;
+  after.memory_high_bytes = 48 * kMiB;  // only the soft limit and the quota change
+  after.cpu_max_cores = 0.5;
+  after.cpu_weight = 200;
+  for (int i = 0; i < 3; ++i) RecordDiscovered(*ledger, "d" + std::to_string(i), i * 200, before, 30);
+  for (int i = 3; i < 5; ++i) RecordDiscovered(*ledger, "d" + std::to_string(i), i * 200, after, 0);
+
+  // The row holds the kernel's limits as the run's limits.
+  std::optional<RunRecord> row = *ledger->Get("d0");
+  ASSERT_TRUE(row);
+  EXPECT_EQ(row->start.limits, before);
+
+  const Advice a = AdviseFromLedger(*ledger);
+  ASSERT_TRUE(a.enough_runs) << a.not_enough;
+  EXPECT_EQ(a.throttled_at_cores, 0.25);  // 30 s of 100 s throttled at 0.25 CPUs
+  ASSERT_EQ(a.periods.size(), 2u);
+  EXPECT_EQ(a.periods[0].limits, before);
+  EXPECT_EQ(a.periods[0].runs, 3);
+  EXPECT_EQ(a.periods[1].limits, after);
+  EXPECT_EQ(a.periods[1].runs, 2);
+  EXPECT_THAT(AdviceText(a), HasSubstr("memory-high 48.0 MiB, cpu-max 0.5, cpu-weight 200"));
+}
+
+TEST(AdvisorTest, ALauncherRunKeepsTheLimitsItAskedFor) {
+  TempDir dir;
+  auto ledger = *Ledger::Open(dir.file("ledger.db"));
+  RunStart start = Started("l1", "train", At(0));
+  start.limits.memory_max_bytes = 200 * kMiB;
+  ASSERT_TRUE(ledger->BeginRun(start).ok());
+  RunEnd end;
+  end.end = At(10);
+  end.exit_code = 0;
+  end.facts.memory_limit_bytes = 200 * kMiB;
+  end.facts.limits = RunLimits{.memory_max_bytes = 1, .cpu_max_cores = 3};
+  ASSERT_TRUE(ledger->EndRun("l1", end).ok());
+  EXPECT_EQ((*ledger->Get("l1"))->start.limits, start.limits);
+}
+
 }  // namespace
 }  // namespace stagewatch

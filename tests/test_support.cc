@@ -444,6 +444,22 @@ AgentProcess::AgentProcess(const std::vector<std::string>& args,
   close(log_fd);
 }
 
+namespace {
+
+// Writes Alertmanager's configuration and gives its command line.
+std::vector<std::string> AlertmanagerArgs(const std::string& dir, const std::string& config_yaml,
+                                          int port) {
+  WriteFile(dir + "/alertmanager.yml", config_yaml);
+  return {"--config.file=" + dir + "/alertmanager.yml", "--storage.path=" + dir + "/am",
+          "--web.listen-address=127.0.0.1:" + std::to_string(port), "--cluster.listen-address="};
+}
+
+}  // namespace
+
+AlertmanagerProcess::AlertmanagerProcess(const std::string& dir, const std::string& config_yaml)
+    : port_(FreePort()),
+      process_(AlertmanagerArgs(dir, config_yaml, port_), nullptr, kBinary) {}
+
 AgentProcess::~AgentProcess() {
   if (pid_ > 0 && !exit_code_) {
     kill(pid_, SIGTERM);

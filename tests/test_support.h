@@ -176,6 +176,22 @@ int FreePort();
 // Waits until `port` on 127.0.0.1 accepts connections.
 bool WaitForPort(int port, int timeout_ms = 10000);
 
+// A real Alertmanager (Debian's prometheus-alertmanager) on a free loopback port, configured
+// by `config_yaml`, its state kept in `dir`. Ended by its pid when the object goes.
+class AlertmanagerProcess {
+ public:
+  static constexpr const char* kBinary = "/usr/bin/prometheus-alertmanager";
+  AlertmanagerProcess(const std::string& dir, const std::string& config_yaml);
+  // Waits until it accepts connections.
+  bool WaitReady() { return WaitForPort(port_); }
+  int port() const { return port_; }
+  std::string log() const { return process_.log(); }
+
+ private:
+  int port_;
+  AgentProcess process_;
+};
+
 // Runs `command` with `input` on stdin; returns exit status and combined output.
 std::pair<int, std::string> RunWithInput(const std::string& command, const std::string& input);
 

@@ -23,7 +23,6 @@ using testing::AgentProcess;
 using testing::TestCgroup;
 using Clock = std::chrono::steady_clock;
 
-constexpr const char* kAlertmanager = "/usr/bin/prometheus-alertmanager";
 constexpr const char* kPrometheus = "/usr/bin/prometheus";
 
 struct Received {
@@ -95,7 +94,7 @@ std::string TempDir() {
 
 TEST(AlertingE2E, ClimbPagesBeforeTheKillAndBothOomPagesArrive) {
   STAGEWATCH_REQUIRE_PRIVILEGES();
-  for (const char* tool : {kAlertmanager, kPrometheus}) {
+  for (const char* tool : {testing::AlertmanagerProcess::kBinary, kPrometheus}) {
     ASSERT_EQ(access(tool, X_OK), 0)
         << tool << " is missing: install the Debian packages prometheus and "
                    "prometheus-alertmanager (scripts/install-deps.sh does)";
@@ -105,19 +104,15 @@ TEST(AlertingE2E, ClimbPagesBeforeTheKillAndBothOomPagesArrive) {
   const std::string dir = TempDir();
   WebhookSink sink;
 
-  const int am_port = testing::FreePort();
-  testing::WriteFile(dir + "/alertmanager.yml",
-                     "route:\n  receiver: sink\n  group_by: [alertname, pipeline_stage, source]\n"
-                     "  group_wait: 0s\n  group_interval: 1s\n  repeat_interval: 1h\n"
-                     "receivers:\n  - name: sink\n    webhook_configs:\n"
-                     "      - url: http://127.0.0.1:" + std::to_string(sink.port()) + "/\n"
-                     "        send_resolved: true\n");
-  AgentProcess alertmanager({"--config.file=" + dir + "/alertmanager.yml",
-                             "--storage.path=" + dir + "/am",
-                             "--web.listen-address=127.0.0.1:" + std::to_string(am_port),
-                             "--cluster.listen-address="},
-                            nullptr, kAlertmanager);
-  ASSERT_TRUE(testing::WaitForPort(am_port)) << alertmanager.log();
+  testing::AlertmanagerProcess alertmanager(
+      dir,
+      "route:\n  receiver: sink\n  group_by: [alertname, pipeline_stage, source]\n"
+      "  group_wait: 0s\n  group_interval: 1s\n  repeat_interval: 1h\n"
+      "receivers:\n  - name: sink\n    webhook_configs:\n"
+      "      - url: http://127.0.0.1:" + std::to_string(sink.port()) + "/\n"
+      "        send_resolved: true\n");
+  ASSERT_TRUE(alertmanager.WaitReady()) << alertmanager.log();
+  const int am_port = alertmanager.port();
 
   testing::WriteFile(dir + "/agent.yml",
                      "memory:\n  sample_interval: 250ms\n"

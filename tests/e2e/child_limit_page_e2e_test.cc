@@ -25,7 +25,6 @@ namespace {
 using testing::AgentProcess;
 using testing::TestCgroup;
 
-constexpr const char* kAlertmanager = "/usr/bin/prometheus-alertmanager";
 constexpr uint64_t kMiB = 1 << 20;
 const std::string kStageName = "childpage-" + std::to_string(getpid());
 
@@ -58,24 +57,20 @@ double LimitEtaStartsAt(httplib::Client& am) {
 
 TEST(ChildLimitPageE2E, AChildLimitedStagesLimitEtaPageIsInAlertmanagerBeforeTheKill) {
   STAGEWATCH_REQUIRE_PRIVILEGES();
-  ASSERT_EQ(access(kAlertmanager, X_OK), 0)
-      << kAlertmanager << " is missing: install the Debian package prometheus-alertmanager "
-                          "(scripts/install-deps.sh does)";
+  ASSERT_EQ(access(testing::AlertmanagerProcess::kBinary, X_OK), 0)
+      << testing::AlertmanagerProcess::kBinary
+      << " is missing: install the Debian package prometheus-alertmanager "
+      << "(scripts/install-deps.sh does)";
   char tmpl[] = "/tmp/stagewatch-child-page-XXXXXX";
   const std::string dir = mkdtemp(tmpl);
   TestCgroup top("stagewatch/" + kStageName);
   TestCgroup run(top, "run-7");
   run.SetMemoryLimit(256 * kMiB);
 
-  const int am_port = testing::FreePort();
-  testing::WriteFile(dir + "/alertmanager.yml",
-                     "route:\n  receiver: none\nreceivers:\n  - name: none\n");
-  AgentProcess alertmanager({"--config.file=" + dir + "/alertmanager.yml",
-                             "--storage.path=" + dir + "/am",
-                             "--web.listen-address=127.0.0.1:" + std::to_string(am_port),
-                             "--cluster.listen-address="},
-                            nullptr, kAlertmanager);
-  ASSERT_TRUE(testing::WaitForPort(am_port)) << alertmanager.log();
+  testing::AlertmanagerProcess alertmanager(
+      dir, "route:\n  receiver: none\nreceivers:\n  - name: none\n");
+  ASSERT_TRUE(alertmanager.WaitReady()) << alertmanager.log();
+  const int am_port = alertmanager.port();
   testing::WriteFile(dir + "/agent.yml",
                      "memory:\n  sample_interval: 250ms\n"
                      "alerting:\n  alertmanagers: [\"http://127.0.0.1:" + std::to_string(am_port) +

@@ -50,7 +50,7 @@ std::string EndedBy(const RunEnd& end) {
                                                 : "not sent through the launcher");
   }
   if (end.exit_code) return absl::StrFormat("exit code %d", *end.exit_code);
-  return end.closed_by == RunCloser::kAgent ? "its cgroup went away (closed by the agent)"
+  return end.closed_by == RunCloser::kAgent ? "its cgroup going away (closed by the agent)"
                                             : "unknown";
 }
 

@@ -6,7 +6,6 @@
 #include <atomic>
 #include <functional>
 #include <memory>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -14,6 +13,7 @@
 #include "bounded_file.h"
 #include "capabilities.h"
 #include "anomaly/anomaly_feeder.h"
+#include "app/ring_pollers.h"
 #include "cgroup/cgroup_namer.h"
 #include "cgroup/layout.h"
 #include "cgroup/path_cache.h"
@@ -38,13 +38,10 @@
 #include "sched/sched_tracker.h"
 #include "signals/signal.h"
 #include "stages/stage_resolver.h"
-#include "thread_name.h"
 #include "version.h"
 
 namespace stagewatch {
 namespace {
-
-constexpr int kPollTimeoutMs = 100;
 
 // Blocks the shutdown signals in every thread (threads inherit the mask), so that only the
 // main thread's sigwait() sees them.
@@ -300,19 +297,10 @@ int RunAgent(const AgentOptions& options) {
   }
   Log::Info("capabilities dropped", {{"effective", EffectiveCapabilityNames()}});
 
-  std::atomic<bool> stopping = false;
-  std::vector<std::thread> pollers;
-  for (const RingPoller& p : running.pollers) {
-    pollers.emplace_back([&stopping, p] {
-      NameThisThread(std::string("sw-ring-") + p.probe);
-      while (!stopping.load()) {
-        int rc = p.poll(kPollTimeoutMs);
-        if (rc < 0 && rc != -EINTR) {
-          Log::Error("polling a ring buffer failed", {{"probe", p.probe}, {"err", strerror(-rc)}});
-          break;
-        }
-      }
-    });
+  RingPollers rings;
+  if (absl::Status s = rings.Start(running.pollers); !s.ok()) {
+    Log::Error("cannot start", {{"err", s.message()}});
+    return 1;
   }
 
   Log::Info("listening", {{"address", (*http)->address()},
@@ -322,8 +310,7 @@ int RunAgent(const AgentOptions& options) {
   Log::Info("shutting down", {{"signal", strsignal(signal)}});
 
   http->reset();  // stop serving before the collectors' sources go away
-  stopping = true;
-  for (std::thread& t : pollers) t.join();
+  rings.Stop();
   sampler.reset();  // the last caller of the watcher (through the anomaly engine)
   runs = nullptr;
   running.Stop();  // detaches the BPF programs

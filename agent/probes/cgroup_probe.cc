@@ -1,7 +1,6 @@
 #include "probes/cgroup_probe.h"
 
 #include <bpf/libbpf.h>
-#include <sys/epoll.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -105,13 +104,7 @@ int CgroupProbe::OnEvent(void* ctx, void* data, size_t size) {
   return 0;
 }
 
-int CgroupProbe::Poll(int timeout_ms) {
-  // Wait without the lock, so that Drain() callers are never held up by an idle wait.
-  epoll_event ready;
-  int n = epoll_wait(ring_buffer__epoll_fd(ring_.get()), &ready, 1, timeout_ms);
-  if (n < 0) return -errno;
-  return Drain();
-}
+int CgroupProbe::ready_fd() const { return ring_buffer__epoll_fd(ring_.get()); }
 
 int CgroupProbe::Drain() {
   absl::MutexLock lock(&drain_mu_);

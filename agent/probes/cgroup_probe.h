@@ -44,11 +44,10 @@ class CgroupProbe {
   CgroupProbe(const CgroupProbe&) = delete;
   CgroupProbe& operator=(const CgroupProbe&) = delete;
 
-  // Waits up to `timeout_ms` for events, then handles what is queued. Returns the number
-  // handled, or a negative errno.
-  int Poll(int timeout_ms);
   // Handles what is queued now, from any thread (one at a time).
   int Drain();
+  // Readable (poll(2)) when events are queued, for a thread that sleeps until then.
+  int ready_fd() const;
 
   std::vector<ProbeStatus> statuses() const;
   std::vector<ProgramStats> program_stats() const;

@@ -172,6 +172,8 @@ int OomProbe::OnEvent(void* ctx, void* data, size_t size) {
 }
 
 int OomProbe::Poll(int timeout_ms) { return ring_buffer__poll(ring_.get(), timeout_ms); }
+int OomProbe::ready_fd() const { return ring_buffer__epoll_fd(ring_.get()); }
+int OomProbe::Consume() { return ring_buffer__consume(ring_.get()); }
 
 std::vector<ProbeStatus> OomProbe::statuses() const {
   std::vector<ProbeStatus> out = statuses_;

@@ -53,6 +53,10 @@ class OomProbe {
   // Waits up to `timeout_ms` for events and hands each to the handler. Returns the number
   // handled, or a negative errno.
   int Poll(int timeout_ms);
+  // Readable (poll(2)) when events are queued; Consume() hands them to the handler without
+  // waiting. For a thread that sleeps until there is work or it is told to stop.
+  int ready_fd() const;
+  int Consume();
 
   // Each probe's state, with the events it dropped because the ring buffer was full.
   std::vector<ProbeStatus> statuses() const;

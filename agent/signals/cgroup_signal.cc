@@ -35,7 +35,7 @@ void Start(const SignalContext& ctx) {
   if (!r.cgroup_probe) return;
   CgroupProbe* probe = r.cgroup_probe.get();
   ctx.paths->UseEvents([probe] { probe->Drain(); });
-  r.pollers.push_back({"cgroup", [probe](int timeout_ms) { return probe->Poll(timeout_ms); }});
+  r.pollers.push_back({"cgroup", probe->ready_fd(), [probe] { return probe->Drain(); }});
 }
 
 }  // namespace

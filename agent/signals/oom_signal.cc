@@ -47,7 +47,7 @@ void Start(const SignalContext& ctx) {
                       }),
       &r.probe_reports);
   if (OomProbe* probe = r.oom_probe.get()) {
-    r.pollers.push_back({"oom", [probe](int timeout_ms) { return probe->Poll(timeout_ms); }});
+    r.pollers.push_back({"oom", probe->ready_fd(), [probe] { return probe->Consume(); }});
   }
   ctx.collectors->Add(
       std::make_unique<exporters::OomCollector>(ctx.oom, ctx.stages, ctx.sampler));

@@ -69,10 +69,11 @@ std::vector<ProbeStatus> StatusesOf(const absl::StatusOr<std::unique_ptr<Probe>>
   return (*started)->statuses();
 }
 
-// A ring buffer the agent drains on a thread of its own.
+// A ring buffer the agent drains on a thread of its own (app/ring_pollers.h).
 struct RingPoller {
   const char* probe;
-  std::function<int(int timeout_ms)> poll;
+  int ready_fd;                  // readable when events are queued
+  std::function<int()> consume;  // handles them; the number handled or a negative errno
 };
 
 // The parts the signals started, for one another (runs reads the sched and memory probes),

@@ -132,7 +132,7 @@ void MemoryCollector::CollectTasks(const std::vector<Stage>& stages,
   // Tasks are listed by the cgroup they sit in, not its ancestors: add up every cgroup.
   std::map<StageId, TaskStateCounts> counts;
   task_states_.BeginPass();
-  for (const NamedCgroup& c : s_.namer->Live()) {
+  for (const NamedCgroup& c : *s_.namer->Live()) {
     if (c.stage.id == kUnattributedStageId) continue;  // the rest of the host: not ours to list
     absl::StatusOr<TaskStateCounts> t = task_states_.Read(c.id, s_.layout.key_root + c.path);
     if (!t.ok()) continue;

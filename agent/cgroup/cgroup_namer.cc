@@ -40,13 +40,16 @@ void CgroupNamer::RebuildLocked() {
   seen_version_ = paths_->version();
   std::vector<std::pair<uint64_t, std::string>> current = paths_->Current();
   absl::flat_hash_set<uint64_t> alive;
-  std::vector<NamedCgroup> previous = std::exchange(live_, {});
+  std::vector<NamedCgroup> live;
+  live.reserve(current.size());
   for (auto& [id, path] : current) {
     Stage stage = stages_->Resolve(path);
     remembered_[id] = {stage, true, 0};
     alive.insert(id);
-    live_.push_back({id, std::move(path), std::move(stage)});
+    live.push_back({id, std::move(path), std::move(stage)});
   }
+  const std::shared_ptr<const std::vector<NamedCgroup>> previous =
+      std::exchange(live_, std::make_shared<const std::vector<NamedCgroup>>(std::move(live)));
   FindStageTopsLocked();
   // Removed since the last refresh, seen alive or not (born and gone in between).
   for (RemovedCgroup& r : paths_->RemovedSince(&removed_cursor_)) {
@@ -71,7 +74,7 @@ void CgroupNamer::RebuildLocked() {
       gone.insert(id);
       BuryLocked(id, std::move(stage));
     }
-    for (const NamedCgroup& c : previous) {
+    for (const NamedCgroup& c : *previous) {
       if (gone.contains(c.id)) stages_->ForgetPath(c.path);
     }
   }
@@ -116,7 +119,7 @@ std::optional<NamedCgroup> CgroupNamer::LookupNow(uint64_t id) {
   return NamedCgroup{id, *std::move(path), std::move(stage)};
 }
 
-std::vector<NamedCgroup> CgroupNamer::Live() {
+std::shared_ptr<const std::vector<NamedCgroup>> CgroupNamer::Live() {
   absl::MutexLock lock(&mu_);
   return live_;
 }
@@ -129,12 +132,12 @@ std::vector<NamedCgroup> CgroupNamer::StageTops() {
 void CgroupNamer::FindStageTopsLocked() {
   absl::flat_hash_map<std::string_view, StageId> stage_of_path;
   populated_.clear();
-  for (const NamedCgroup& c : live_) {
+  for (const NamedCgroup& c : *live_) {
     stage_of_path[c.path] = c.stage.id;
     populated_.insert(c.stage.id);
   }
   tops_.clear();
-  for (const NamedCgroup& c : live_) {
+  for (const NamedCgroup& c : *live_) {
     if (c.stage.id == kUnattributedStageId) continue;
     const size_t slash = c.path.rfind('/');
     const std::string_view parent =

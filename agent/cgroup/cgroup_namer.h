@@ -6,6 +6,7 @@
 #include <deque>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -60,8 +61,9 @@ class CgroupNamer {
   // (OOM kills), as CgroupPathCache::LookupNow.
   std::optional<NamedCgroup> LookupNow(uint64_t id);
 
-  // Every live cgroup, for collectors that read cgroupfs files.
-  std::vector<NamedCgroup> Live();
+  // Every live cgroup, for collectors that read cgroupfs files. The same object until the
+  // names change, so a caller can tell that nothing did.
+  std::shared_ptr<const std::vector<NamedCgroup>> Live();
 
   // The outermost cgroups of each named stage (not `unattributed`): those whose parent is in
   // another stage. Their hierarchical cgroupfs counters cover the whole stage once. Found
@@ -96,7 +98,8 @@ class CgroupNamer {
   uint64_t seen_version_ ABSL_GUARDED_BY(mu_) = std::numeric_limits<uint64_t>::max();
   uint64_t removed_cursor_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t collections_ ABSL_GUARDED_BY(mu_) = 0;
-  std::vector<NamedCgroup> live_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<const std::vector<NamedCgroup>> live_ ABSL_GUARDED_BY(mu_) =
+      std::make_shared<const std::vector<NamedCgroup>>();
   // Kept with live_: the stage tops, and the stages that have a live cgroup.
   std::vector<NamedCgroup> tops_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<StageId> populated_ ABSL_GUARDED_BY(mu_);

@@ -210,6 +210,15 @@ absl::StatusOr<MemoryCgroupStats> ReadMemoryStats(const CgroupLayout& layout,
   return v2 ? ReadV2(read, dir) : ReadV1(read, dir);
 }
 
+absl::StatusOr<uint64_t> ReadMemoryUsage(const CgroupLayout& layout, std::string_view cgroup_path,
+                                         CgroupFileRead read) {
+  const std::string dir = ControllerDir(layout, "memory", cgroup_path);
+  if (dir.empty()) return absl::NotFoundError("no memory hierarchy is mounted");
+  return ReadRequiredValue(read, dir,
+                           layout.key == CGROUP_KEY_DEFAULT ? "memory.current"
+                                                            : "memory.usage_in_bytes");
+}
+
 std::optional<uint64_t> LowerLimit(std::optional<uint64_t> a, std::optional<uint64_t> b) {
   if (!a) return b;
   if (!b) return a;

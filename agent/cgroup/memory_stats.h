@@ -58,6 +58,11 @@ absl::StatusOr<MemoryCgroupStats> ReadMemoryStats(const CgroupLayout& layout,
                                                   std::string_view cgroup_path,
                                                   CgroupFileRead read = ReadCgroupFile);
 
+// Only the usage, the first file ReadMemoryStats reads (v1 memory.usage_in_bytes, v2
+// memory.current): one read, to tell whether the rest can have moved.
+absl::StatusOr<uint64_t> ReadMemoryUsage(const CgroupLayout& layout, std::string_view cgroup_path,
+                                         CgroupFileRead read = ReadCgroupFile);
+
 // Only the cgroup's own limit, cheap enough to ask of every cgroup of a stage: v1
 // memory.limit_in_bytes, v2 the lower of memory.max and memory.high (a soft limit); nullopt
 // when unlimited. NotFound when the limit file is missing.

@@ -17,6 +17,12 @@ SampleReader WithCgroupfs(SampleReader reader, const CgroupLayout& layout,
       return ReadMemoryStats(layout, c.path,
                              [&](const std::string& file) { return files->Read(c.id, file); });
     };
+    if (!reader.usage) {
+      reader.usage = [layout, files](const NamedCgroup& c) {
+        return ReadMemoryUsage(layout, c.path,
+                               [&](const std::string& file) { return files->Read(c.id, file); });
+      };
+    }
   }
   if (!reader.limit) {
     reader.limit = [layout](const std::string& path) { return ReadMemoryLimit(layout, path); };
@@ -97,32 +103,34 @@ void MemorySampler::OnOomKill(absl::Time at, uint64_t victim) {
   victims_.push_back(victim);
 }
 
-const std::vector<NamedCgroup>& MemorySampler::Tops(const std::vector<NamedCgroup>& live) {
-  const bool same = std::equal(live.begin(), live.end(), tops_live_.begin(), tops_live_.end(),
-                               [](const NamedCgroup& a, const NamedCgroup& b) {
-                                 return a.id == b.id && a.path == b.path &&
-                                        a.stage.id == b.stage.id;
-                               });
-  if (!same) {
+const std::vector<NamedCgroup>& MemorySampler::Tops(
+    const std::shared_ptr<const std::vector<NamedCgroup>>& live) {
+  if (live != tops_live_) {
     tops_ = namer_->StageTops();
     tops_live_ = live;
   }
   return tops_;
 }
 
-void MemorySampler::FindLimited(const std::vector<NamedCgroup>& live,
+void MemorySampler::FindLimited(const std::shared_ptr<const std::vector<NamedCgroup>>& live,
                                 const absl::flat_hash_set<uint64_t>& tops) {
   // The first sample checks every cgroup; after it, a cgroup not seen before is new.
   const bool first = samples_ == 0;
-  absl::flat_hash_set<uint64_t> alive;
-  alive.reserve(live.size());
-  for (const NamedCgroup& c : live) {
-    alive.insert(c.id);
-    if (!first && !seen_.contains(c.id)) new_checks_[c.id] = kNewCgroupChecks;
+  if (live != seen_list_) {
+    absl::flat_hash_set<uint64_t> alive;
+    alive.reserve(live->size());
+    for (const NamedCgroup& c : *live) {
+      alive.insert(c.id);
+      if (!first && !seen_.contains(c.id)) new_checks_[c.id] = kNewCgroupChecks;
+    }
+    auto gone = [&alive](uint64_t id) { return !alive.contains(id); };
+    absl::erase_if(limited_, gone);
+    absl::erase_if(new_checks_, [&gone](const auto& e) { return gone(e.first); });
+    absl::erase_if(no_psi_, gone);
+    seen_ = std::move(alive);
+    seen_list_ = live;
   }
-  absl::erase_if(limited_, [&alive](uint64_t id) { return !alive.contains(id); });
-  absl::erase_if(new_checks_, [&alive](const auto& e) { return !alive.contains(e.first); });
-  for (const NamedCgroup& c : live) {
+  for (const NamedCgroup& c : *live) {
     bool due = first || InRound(c.id);
     if (auto fresh = new_checks_.find(c.id); fresh != new_checks_.end()) {
       due = true;
@@ -140,35 +148,22 @@ void MemorySampler::FindLimited(const std::vector<NamedCgroup>& live,
     }
     if (limit->has_value()) limited_.insert(c.id);
   }
-  absl::erase_if(no_psi_, [&alive](uint64_t id) { return !alive.contains(id); });
-  seen_ = std::move(alive);
 }
 
 // The stage tops first (always tracked: their hierarchical usage is the stage's), then every
 // other cgroup of a stage known to have a limit of its own, up to memory.max_limit_domains.
 std::vector<MemorySampler::Domain> MemorySampler::ReadDomains(
-    const std::vector<NamedCgroup>& live, const std::vector<NamedCgroup>& tops) {
+    const std::shared_ptr<const std::vector<NamedCgroup>>& live,
+    const std::vector<NamedCgroup>& tops) {
   absl::flat_hash_set<uint64_t> top_ids;
   for (const NamedCgroup& top : tops) top_ids.insert(top.id);
   FindLimited(live, top_ids);
 
-  auto read = [&](const NamedCgroup& c, bool top) {
-    Domain d{.cgroup = c, .top = top};
-    if (absl::StatusOr<MemoryCgroupStats> m = reader_.stats(c); m.ok()) {
-      d.limit = LowerLimit(m->limit_bytes, m->high_bytes);
-      d.stats = std::move(*m);
-    } else {
-      // Removed since the refresh, or a file that does not parse: this domain sits the
-      // sample out, the others go on.
-      skips_++;
-    }
-    return d;
-  };
   std::vector<Domain> domains;
-  for (const NamedCgroup& top : tops) domains.push_back(read(top, true));
+  for (const NamedCgroup& top : tops) domains.push_back(ReadDomain(top, true));
   // Oldest cgroup (lowest id) first, so that past the bound the same ones stay watched.
   std::vector<const NamedCgroup*> limited;
-  for (const NamedCgroup& c : live) {
+  for (const NamedCgroup& c : *live) {
     if (limited_.contains(c.id) && !top_ids.contains(c.id)) limited.push_back(&c);
   }
   std::sort(limited.begin(), limited.end(),
@@ -181,7 +176,7 @@ std::vector<MemorySampler::Domain> MemorySampler::ReadDomains(
       continue;
     }
     room--;
-    Domain d = read(*c, false);
+    Domain d = ReadDomain(*c, false);
     if (d.stats && !d.limit) {
       limited_.erase(c->id);  // its limit was lifted: no longer a domain
       continue;
@@ -189,6 +184,31 @@ std::vector<MemorySampler::Domain> MemorySampler::ReadDomains(
     domains.push_back(std::move(d));
   }
   return domains;
+}
+
+MemorySampler::Domain MemorySampler::ReadDomain(const NamedCgroup& c, bool top) {
+  Domain d{.cgroup = c, .top = top};
+  auto last = full_reads_.find(c.id);
+  if (reader_.usage && last != full_reads_.end() &&
+      samples_ - last->second.sample < kFullReadEvery) {
+    if (absl::StatusOr<uint64_t> usage = reader_.usage(c);
+        usage.ok() && *usage == last->second.stats.usage_bytes) {
+      d.stats = last->second.stats;
+      d.limit = LowerLimit(d.stats->limit_bytes, d.stats->high_bytes);
+      return d;
+    }
+  }
+  if (absl::StatusOr<MemoryCgroupStats> m = reader_.stats(c); m.ok()) {
+    d.limit = LowerLimit(m->limit_bytes, m->high_bytes);
+    full_reads_[c.id] = {.stats = *m, .sample = samples_};
+    d.stats = std::move(*m);
+  } else {
+    // Removed since the refresh, or a file that does not parse: this domain sits the sample
+    // out, the others go on.
+    full_reads_.erase(c.id);
+    skips_++;
+  }
+  return d;
 }
 
 std::map<StageId, std::optional<double>> MemorySampler::ReadTops(
@@ -244,7 +264,7 @@ std::map<StageId, std::optional<double>> MemorySampler::ReadTops(
 
 void MemorySampler::SampleOnce(absl::Time now) {
   namer_->Refresh();
-  const std::vector<NamedCgroup> live = namer_->Live();
+  const std::shared_ptr<const std::vector<NamedCgroup>> live = namer_->Live();
   const std::vector<NamedCgroup>& tops = Tops(live);
   const std::vector<Domain> domains = ReadDomains(live, tops);
   auto next = std::make_shared<Snapshot>();
@@ -254,8 +274,9 @@ void MemorySampler::SampleOnce(absl::Time now) {
   for (const Domain& d : domains) read_ids.insert(d.cgroup.id);
   for (const NamedCgroup& top : tops) read_ids.insert(top.id);
   files_.Retain(read_ids);  // the files of a removed top or a domain no more close
+  absl::erase_if(full_reads_, [&read_ids](const auto& e) { return !read_ids.contains(e.first); });
   if (parts_ & kOomPart) {
-    ReadOomKills(now, live);
+    ReadOomKills(now, *live);
     next->oom_kills = oom_kills_;
     next->oom_kills_read = oom_kills_read_;
   }
@@ -383,7 +404,7 @@ void MemorySampler::ReadOomKills(absl::Time now, const std::vector<NamedCgroup>&
 void MemorySampler::ReadOomBaseline(absl::Time now) {
   if (!(parts_ & kOomPart)) return;
   namer_->Refresh();
-  ReadOomKills(now, namer_->Live());
+  ReadOomKills(now, *namer_->Live());
 }
 
 void MemorySampler::ReadVictims(absl::Time now) {
@@ -395,7 +416,7 @@ void MemorySampler::ReadVictims(absl::Time now) {
   if (victims.empty() || oom_all_read_ == absl::InfinitePast()) return;  // no baseline yet
   if (std::find(victims.begin(), victims.end(), 0) != victims.end()) {
     oom_all_read_ = absl::InfinitePast();  // not known where: every cgroup is read
-    ReadOomKills(now, namer_->Live());
+    ReadOomKills(now, *namer_->Live());
   } else {
     std::sort(victims.begin(), victims.end());
     victims.erase(std::unique(victims.begin(), victims.end()), victims.end());

@@ -48,6 +48,9 @@ namespace stagewatch {
 struct SampleReader {
   // Everything about one cgroup's memory, from files kept open between samples.
   std::function<absl::StatusOr<MemoryCgroupStats>(const NamedCgroup&)> stats;
+  // Only its usage, asked first (kFullReadEvery). Left empty while `stats` is given, every
+  // sample reads `stats`.
+  std::function<absl::StatusOr<uint64_t>(const NamedCgroup&)> usage;
   // Only its own limit: memory.limit_in_bytes on v1, the lower of memory.max and memory.high
   // on v2; nullopt when unlimited. Asked of cgroups that are not domains, only on the clock
   // below (kNewCgroupChecks, kLimitRecheckSamples).
@@ -69,6 +72,11 @@ inline constexpr int kNewCgroupChecks = 5;
 // at the default 1 s interval), spread so that one sample checks 1/60 of the cgroups. A top
 // without memory PSI is asked for it on the same round.
 inline constexpr uint64_t kLimitRecheckSamples = 60;
+// A domain's usage is read every sample, its other files (memory.stat, the limit, the kernel's
+// peak, the event counts) only when the usage moved since they were last read, or after this
+// many samples: memory that did not move is an idle stage's, and what else it may have changed
+// (a limit written, an event counted, a peak of the same height) waits at most as long.
+inline constexpr uint64_t kFullReadEvery = 10;
 // The oom_kill counts are a file per live cgroup, and they move only with kills: every
 // cgroup's is read first as the agent starts (ReadOomBaseline, else the first sample), then in
 // every sample within kAfterOomKill of a traced kill event, else once per kOomCountsInterval,
@@ -122,18 +130,20 @@ class MemorySampler {
     std::optional<MemoryCgroupStats> stats;  // none: could not be read, sits the sample out
     std::optional<uint64_t> limit;  // the lower of the hard and the soft limit
   };
-  // The namer's stage tops, asked again only when the live cgroups or their stages changed:
-  // finding them is a pass over every live cgroup with a map of their paths.
-  const std::vector<NamedCgroup>& Tops(const std::vector<NamedCgroup>& live);
+  // The namer's stage tops, asked again only when its live cgroups (or their stages) changed.
+  const std::vector<NamedCgroup>& Tops(const std::shared_ptr<const std::vector<NamedCgroup>>& live);
   // Whether `id` is due in this sample's share of the slower round.
   bool InRound(uint64_t id) const {
     return id % kLimitRecheckSamples == samples_ % kLimitRecheckSamples;
   }
   // Checks the limits of the cgroups due a check (new ones, and this sample's share of the
   // round), and forgets what was known of cgroups that are gone.
-  void FindLimited(const std::vector<NamedCgroup>& live, const absl::flat_hash_set<uint64_t>& tops);
-  std::vector<Domain> ReadDomains(const std::vector<NamedCgroup>& live,
+  void FindLimited(const std::shared_ptr<const std::vector<NamedCgroup>>& live,
+                   const absl::flat_hash_set<uint64_t>& tops);
+  std::vector<Domain> ReadDomains(const std::shared_ptr<const std::vector<NamedCgroup>>& live,
                                   const std::vector<NamedCgroup>& tops);
+  // One domain's stats: its last full reading while its usage has not moved (kFullReadEvery).
+  Domain ReadDomain(const NamedCgroup& c, bool top);
   // Pressure (and cpu.stat with kCpuPart) of every top, folded per stage into `next`; also
   // memory PSI "full" seconds per stage, for the detectors.
   std::map<StageId, std::optional<double>> ReadTops(const std::vector<NamedCgroup>& tops,
@@ -155,13 +165,21 @@ class MemorySampler {
   std::atomic<uint64_t> overflows_{0}, skips_{0};
   // Only SampleOnce touches these.
   uint64_t samples_ = 0;
-  absl::flat_hash_set<uint64_t> seen_;             // live cgroups as of the last sample
+  // The namer's live cgroups as of the last sample, and their ids.
+  std::shared_ptr<const std::vector<NamedCgroup>> seen_list_;
+  absl::flat_hash_set<uint64_t> seen_;
   absl::flat_hash_map<uint64_t, int> new_checks_;  // new cgroups: limit checks left
   absl::flat_hash_set<uint64_t> limited_;          // cgroups beneath a top with a limit
   // Tops without a memory.pressure file (on a hybrid host, a path only the v1 memory hierarchy
   // has): asked again on the slower round, not every sample.
   absl::flat_hash_set<uint64_t> no_psi_;
-  std::vector<NamedCgroup> tops_live_, tops_;  // Tops(): the live cgroups it was found for
+  std::shared_ptr<const std::vector<NamedCgroup>> tops_live_;  // what tops_ was found for
+  std::vector<NamedCgroup> tops_;
+  struct FullRead {
+    MemoryCgroupStats stats;
+    uint64_t sample = 0;  // samples_ when read
+  };
+  absl::flat_hash_map<uint64_t, FullRead> full_reads_;  // by domain, the last of each
   std::map<StageId, StageMemory> stages_;
   StageCounters events_;    // kMemoryEvents per domain
   StageCounters pressure_;  // memory some, memory full, io some, io full (µs) per top

@@ -27,6 +27,14 @@ struct Naming {
   StageId Id(const char* path) { return stages.Resolve(path).id; }
 };
 
+// The stage's count of one of kMemoryEvents.
+uint64_t Event(const StageMemory& m, std::string_view name) {
+  for (size_t i = 0; i < kMemoryEvents.size(); i++) {
+    if (kMemoryEvents[i] == name) return m.events[i];
+  }
+  return uint64_t{999};
+}
+
 class LimitDomainsTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -149,14 +157,8 @@ TEST_F(LimitDomainsTest, V1CountersOfEachDomainAreSummedOnce) {
   sampler.SampleOnce(absl::FromUnixSeconds(1000));
   sampler.SampleOnce(absl::FromUnixSeconds(1001));
   const StageMemory m = sampler.Latest()->memory.at(naming.Id(kTop));
-  auto event = [&m](std::string_view name) {
-    for (size_t i = 0; i < kMemoryEvents.size(); i++) {
-      if (kMemoryEvents[i] == name) return m.events[i];
-    }
-    return uint64_t{999};
-  };
-  EXPECT_EQ(event("failcnt"), 42u);
-  EXPECT_EQ(event("oom_kill"), 1u);
+  EXPECT_EQ(Event(m, "failcnt"), 42u);
+  EXPECT_EQ(Event(m, "oom_kill"), 1u);
 }
 
 TEST_F(LimitDomainsTest, AMalformedDomainIsSkippedAndCountedAndTheRestGoOn) {
@@ -441,6 +443,56 @@ TEST_F(LimitDomainsTest, TheScrapeAndTheDetectorsSeeOneSnapshotReadOncePerInterv
   const std::optional<double> eta = engine.Snapshot().at(naming.Id(kTop)).limit_eta_seconds;
   ASSERT_TRUE(eta.has_value());
   EXPECT_NEAR(*eta, 40.0, 0.5);
+}
+
+TEST_F(LimitDomainsTest, AnIdleDomainIsReadInFullOnlyWhenItsUsageMovesOrEveryTenthSample) {
+  Set(kTop, 100 * kMiB, std::nullopt);
+  Set(kRun7, 90 * kMiB, 400 * kMiB, {{"failcnt", 3}});
+  std::map<std::string, int> usage_reads;
+  SampleReader reader = Reader();
+  reader.usage = [&](const NamedCgroup& c) -> absl::StatusOr<uint64_t> {
+    usage_reads[c.path]++;
+    auto it = stats_.find(c.path);
+    if (it == stats_.end()) return absl::NotFoundError(c.path);
+    return it->second.usage_bytes;
+  };
+  Naming naming(root_);
+  MemorySampler sampler(&naming.namer, layout_, MemoryConfig{}, reader);
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  auto sample = [&](int i) {
+    sampler.SampleOnce(t0 + absl::Seconds(i));
+    return sampler.Latest()->memory.at(naming.Id(kTop));
+  };
+
+  // Nothing moves: one full read, then only the usage, until the tenth sample after it.
+  sample(0);
+  for (int i = 1; i < static_cast<int>(kFullReadEvery); i++) {
+    const StageMemory m = sample(i);
+    EXPECT_EQ(m.limit_bytes, 400 * kMiB) << i;  // the last full reading's figures
+    EXPECT_EQ(Event(m, "failcnt"), 3u) << i;
+    EXPECT_FALSE(m.near_limit) << i;
+  }
+  EXPECT_EQ(stats_reads_[kRun7], 1);
+  EXPECT_EQ(stats_reads_[kTop], 1);
+  EXPECT_EQ(usage_reads[kRun7], static_cast<int>(kFullReadEvery) - 1);
+  sample(kFullReadEvery);
+  EXPECT_EQ(stats_reads_[kRun7], 2);
+
+  // run-7's usage moves: its stats are read in full that same sample, the idle top's are not.
+  Set(kRun7, 380 * kMiB, 400 * kMiB, {{"failcnt", 9}});
+  const StageMemory m = sample(kFullReadEvery + 1);
+  EXPECT_EQ(stats_reads_[kRun7], 3);
+  EXPECT_EQ(stats_reads_[kTop], 2);
+  EXPECT_EQ(m.headroom_bytes, 20 * kMiB);
+  EXPECT_EQ(Event(m, "failcnt"), 9u);
+  EXPECT_TRUE(m.near_limit);
+
+  // A usage that cannot be read is asked in full, and skipped when that fails too.
+  stats_.erase(kRun7);
+  const uint64_t skips = sampler.domain_skips();
+  sample(kFullReadEvery + 2);
+  EXPECT_EQ(stats_reads_[kRun7], 4);
+  EXPECT_EQ(sampler.domain_skips(), skips + 1);
 }
 
 }  // namespace

@@ -207,7 +207,7 @@ TEST_F(SampleSnapshotTest, OomCountsAreReadOnTheirOwnClockAndScrapesOnlyAdaptThe
 
   // A traced kill in the top: its own count is read at once, no other cgroup's.
   uint64_t top_id = 0;
-  for (const NamedCgroup& c : namer.Live()) top_id = c.path == kTop ? c.id : top_id;
+  for (const NamedCgroup& c : *namer.Live()) top_id = c.path == kTop ? c.id : top_id;
   ASSERT_NE(top_id, 0u);
   oom_kills_ = 4;
   const absl::Time kill = t0 + absl::Seconds(60) + absl::Milliseconds(400);
@@ -255,7 +255,7 @@ TEST_F(SampleSnapshotTest, AKillBeforeTheFirstSampleCountsAgainstTheBaselineTake
   EXPECT_EQ(reads_[file], 1);
 
   uint64_t top_id = 0;
-  for (const NamedCgroup& c : namer.Live()) top_id = c.path == kTop ? c.id : top_id;
+  for (const NamedCgroup& c : *namer.Live()) top_id = c.path == kTop ? c.id : top_id;
   oom_kills_ = 3;
   sampler.OnOomKill(t0 + absl::Milliseconds(100), top_id);
   sampler.ReadVictims(t0 + absl::Milliseconds(100));

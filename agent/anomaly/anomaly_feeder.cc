@@ -31,7 +31,8 @@ void AnomalyFeeder::Feed(absl::Time now, const Snapshot& sampled) {
       if (stage && id != kUnattributedStageId) engine_->OnMajorFaults(*stage, now, t.major_faults);
     }
   }
-  if (sched_) {
+  if (sched_ && now - runq_fed_ >= kRunqFeedInterval) {
+    runq_fed_ = now;
     sched_->CollectCounters();  // the detectors need no running_now
     for (const auto& [id, t] : sched_->Totals()) {
       const Stage* stage = known.Find(id);

@@ -112,6 +112,13 @@ bool CgroupNamer::Alive(uint64_t id) {
   return it != remembered_.end() && it->second.alive;
 }
 
+std::optional<CgroupNamer::IdName> CgroupNamer::NameOf(uint64_t id) {
+  absl::MutexLock lock(&mu_);
+  auto it = remembered_.find(id);
+  if (it == remembered_.end()) return std::nullopt;
+  return IdName{it->second.stage.id, it->second.alive};
+}
+
 std::optional<NamedCgroup> CgroupNamer::LookupNow(uint64_t id) {
   std::optional<std::string> path = paths_->LookupNow(id);
   if (!path) return std::nullopt;

@@ -55,6 +55,12 @@ class CgroupNamer {
   std::optional<Stage> StageOf(uint64_t id);
   // Whether `id` is alive as of the last refresh.
   bool Alive(uint64_t id);
+  // Both at once, for a collection's every map entry: its stage's id, and whether it is alive.
+  struct IdName {
+    StageId stage;
+    bool alive;
+  };
+  std::optional<IdName> NameOf(uint64_t id);
 
   // `id` named from the path cache now, born since the last refresh or not (the cache walks
   // on a miss without lifecycle events); nullopt if no cgroup has that id. For rare events

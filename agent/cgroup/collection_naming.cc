@@ -10,10 +10,10 @@ void CollectionNaming::Begin() {
   unnamed_next_.clear();
 }
 
-std::optional<Stage> CollectionNaming::StageFor(uint64_t id) {
-  if (std::optional<Stage> stage = namer_->StageOf(id)) {
-    if (!namer_->Alive(id)) dead_.insert(id);
-    return stage;
+std::optional<StageId> CollectionNaming::StageFor(uint64_t id) {
+  if (std::optional<CgroupNamer::IdName> name = namer_->NameOf(id)) {
+    if (!name->alive) dead_.insert(id);
+    return name->stage;
   }
   const uint64_t refreshes = namer_->refreshes();
   auto first_unknown = unnamed_.find(id);
@@ -26,7 +26,7 @@ std::optional<Stage> CollectionNaming::StageFor(uint64_t id) {
     return std::nullopt;
   }
   if (dead_.insert(id).second) unknown_++;
-  return UnattributedStage();
+  return kUnattributedStageId;
 }
 
 void CollectionNaming::End() { unnamed_.swap(unnamed_next_); }

@@ -21,7 +21,7 @@ class CollectionNaming {
   // The stage to fold `id` into, or nullopt to skip it this time: an id the last refresh did
   // not see was most likely born since, and a collection after the next refresh names it.
   // Still unknown then, it died unseen: it goes to `unattributed` and is counted in unknown().
-  std::optional<Stage> StageFor(uint64_t id);
+  std::optional<StageId> StageFor(uint64_t id);
 
   // Ids whose map entries should be deleted once this collection has folded them in.
   const std::set<uint64_t>& dead() const { return dead_; }

@@ -27,8 +27,8 @@ void MemoryTracker::Collect() {
   naming_.Begin();
   std::vector<CgroupCounterSample> samples;
   for (const MemoryCgroupCounters& c : probe_->Read()) {
-    if (std::optional<Stage> stage = naming_.StageFor(c.cgroup_id)) {
-      samples.push_back({c.cgroup_id, stage->id, Flatten(c)});
+    if (std::optional<StageId> stage = naming_.StageFor(c.cgroup_id)) {
+      samples.push_back({c.cgroup_id, *stage, Flatten(c)});
     }
   }
   cgroups_.Update(samples);

@@ -51,18 +51,18 @@ void SchedTracker::CollectCounters() {
 
   std::vector<CgroupCounterSample> samples;
   for (const auto& [id, stats] : cgroups) {
-    if (std::optional<Stage> stage = naming_.StageFor(id)) {
-      samples.push_back({id, stage->id, Flatten(stats)});
+    if (std::optional<StageId> stage = naming_.StageFor(id)) {
+      samples.push_back({id, *stage, Flatten(stats)});
     }
   }
   cgroups_.Update(samples);
 
   std::vector<CgroupCounterSampleOf<StagePair>> pair_samples;
   for (const auto& [pair, n] : pairs) {
-    std::optional<Stage> preempted = naming_.StageFor(pair.first);
-    std::optional<Stage> preempting = naming_.StageFor(pair.second);
+    std::optional<StageId> preempted = naming_.StageFor(pair.first);
+    std::optional<StageId> preempting = naming_.StageFor(pair.second);
     if (preempted && preempting) {
-      pair_samples.push_back({PairKey(pair), {preempted->id, preempting->id}, {n}});
+      pair_samples.push_back({PairKey(pair), {*preempted, *preempting}, {n}});
     }
   }
   pairs_.Update(pair_samples);

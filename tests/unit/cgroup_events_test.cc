@@ -12,6 +12,7 @@
 #include "cgroup/collection_naming.h"
 #include "cgroup/path_cache.h"
 #include "gtest/gtest.h"
+#include "stages/stage_directory.h"
 #include "stages/stage_resolver.h"
 
 namespace stagewatch {
@@ -152,7 +153,7 @@ TEST_F(CgroupEventsTest, ACgroupBornAndRemovedBetweenCollectionsIsFoldedIntoItsS
   namer.Refresh();  // the sampler's: it applies the queued events
   naming.Begin();
   ASSERT_TRUE(naming.StageFor(job).has_value());
-  EXPECT_EQ(naming.StageFor(job)->name, "train");
+  EXPECT_EQ(StageDirectory(stages).Find(*naming.StageFor(job))->name, "train");
   EXPECT_EQ(naming.dead().count(job), 1u);  // its map entries go once folded
   naming.End();
   EXPECT_EQ(naming.unknown(), 0u);

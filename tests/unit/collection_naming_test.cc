@@ -8,6 +8,7 @@
 #include "cgroup/cgroup_namer.h"
 #include "cgroup/path_cache.h"
 #include "gtest/gtest.h"
+#include "stages/stage_directory.h"
 #include "stages/stage_resolver.h"
 
 namespace stagewatch {
@@ -40,7 +41,7 @@ TEST_F(CollectionNamingTest, NamesLiveCgroupsAndReportsThemDeadAfterRemoval) {
 
   namer.Refresh();  // the sampler's, in the agent: a collection only reads the names
   naming.Begin();
-  ASSERT_EQ(naming.StageFor(train)->name, "train");
+  ASSERT_EQ(StageDirectory(stages).Find(*naming.StageFor(train))->name, "train");
   EXPECT_TRUE(naming.dead().empty());
   naming.End();
 
@@ -48,7 +49,7 @@ TEST_F(CollectionNamingTest, NamesLiveCgroupsAndReportsThemDeadAfterRemoval) {
   namer.Refresh();
   naming.Begin();
   // Still named after its stage, not `unattributed`, and due for deletion.
-  ASSERT_EQ(naming.StageFor(train)->name, "train");
+  ASSERT_EQ(StageDirectory(stages).Find(*naming.StageFor(train))->name, "train");
   EXPECT_EQ(naming.dead().count(train), 1u);
   naming.End();
   EXPECT_EQ(naming.unknown(), 0u);
@@ -76,11 +77,11 @@ TEST_F(CollectionNamingTest, AnIdNoWalkSawIsDeferredUntilARefreshThenUnattribute
 
   namer.Refresh();
   naming.Begin();
-  std::optional<Stage> stage = naming.StageFor(ghost);
+  std::optional<StageId> stage = naming.StageFor(ghost);
   ASSERT_TRUE(stage.has_value());
-  EXPECT_EQ(stage->name, kUnattributedStage);
+  EXPECT_EQ(*stage, kUnattributedStageId);
   EXPECT_EQ(naming.dead().count(ghost), 1u);
-  EXPECT_EQ(naming.StageFor(ghost)->name, kUnattributedStage);  // asked twice, counted once
+  EXPECT_EQ(naming.StageFor(ghost), kUnattributedStageId);  // asked twice, counted once
   naming.End();
   EXPECT_EQ(naming.unknown(), 1u);
 }
@@ -101,7 +102,7 @@ TEST_F(CollectionNamingTest, ACgroupBornBetweenWalksIsNamedAtTheNextCollection) 
   namer.Refresh();  // walks again: the interval is zero
   naming.Begin();
   ASSERT_TRUE(naming.StageFor(fresh).has_value());
-  EXPECT_EQ(naming.StageFor(fresh)->name, "validate");
+  EXPECT_EQ(StageDirectory(stages).Find(*naming.StageFor(fresh))->name, "validate");
   naming.End();
   EXPECT_EQ(naming.unknown(), 0u);
 }

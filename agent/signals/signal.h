@@ -33,6 +33,7 @@ class OomTracker;
 class RunWatcher;
 class SchedProbe;
 class SchedTracker;
+class SnapshotSource;
 class TaskStatesProbe;
 class StageResolver;
 namespace exporters {
@@ -86,6 +87,9 @@ struct RunningSignals {
   std::unique_ptr<MemoryTracker> memory;
   std::unique_ptr<TaskStatesProbe> task_states_probe;
   std::unique_ptr<RunWatcher> run_watcher;
+  // The sampler's snapshots as the run watcher asks for them; the agent detaches it before
+  // it destroys the sampler.
+  std::shared_ptr<SnapshotSource> snapshots;
   std::vector<ProbeReport> probe_reports;
   std::vector<RingPoller> pollers;
 

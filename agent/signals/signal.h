@@ -127,8 +127,8 @@ struct ProbeTrial {
 
 struct Signal {
   std::string_view name;
-  // Switched by `collectors.<name>` and --collector.<name>, its name then one of
-  // config/collector_names.h; otherwise always started (a setting of its own, such as
+  // Switched by `collectors.<name>` and --collector.<name> (the configuration is told these
+  // names: CollectorFlagNames()); otherwise always started (a setting of its own, such as
   // cgroup.lifecycle_events or runs.ledger_path, may idle it).
   bool collector_flag = false;
   // Started before the agent serves or names a cgroup (the cgroup probe's events name them).

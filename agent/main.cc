@@ -49,7 +49,8 @@ absl::Status ApplyOverrides(const Overrides& o, const stagewatch::CollectorFlags
 
 // With --web.config.file before the subcommand, that file is checked as well.
 int CheckConfig(const std::string& path, const std::string& web_config_file) {
-  absl::StatusOr<stagewatch::Config> config = stagewatch::LoadConfigFile(path, stagewatch::CollectorFlagNames());
+  absl::StatusOr<stagewatch::Config> config =
+      stagewatch::LoadConfigFile(path, stagewatch::CollectorFlagNames());
   if (!config.ok()) {
     std::cerr << config.status().message() << "\n";
     return 1;

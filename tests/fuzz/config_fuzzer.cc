@@ -20,7 +20,8 @@ namespace {
 const std::vector<std::string>& Collectors() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> out;
-    for (const auto& entry : YAML::Load(std::string(stagewatch::DefaultConfigYaml()))["collectors"]) {
+    const YAML::Node config = YAML::Load(std::string(stagewatch::DefaultConfigYaml()));
+    for (const auto& entry : config["collectors"]) {
       out.push_back(entry.first.as<std::string>());
     }
     return out;

@@ -468,13 +468,13 @@ namespace {
 
 TEST(ConfigMemoryTest, NearLimitFractionAndSampleInterval) {
   absl::StatusOr<Config> config =
-      ParseConfig("memory:\n  near_limit_fraction: 0.8\n  sample_interval: 500ms\n", "cfg.yaml", CollectorFlagNames());
+      Parse("memory:\n  near_limit_fraction: 0.8\n  sample_interval: 500ms\n");
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_DOUBLE_EQ(config->memory.near_limit_fraction, 0.8);
   EXPECT_EQ(config->memory.sample_interval, absl::Milliseconds(500));
 
-  absl::StatusOr<Config> bad = ParseConfig(
-      "memory:\n  near_limit_fraction: 1.5\n  sample_interval: 10ms\n", "cfg.yaml", CollectorFlagNames());
+  absl::StatusOr<Config> bad =
+      Parse("memory:\n  near_limit_fraction: 1.5\n  sample_interval: 10ms\n");
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(std::string(bad.status().message()),
               ::testing::HasSubstr("cfg.yaml:2:24: memory.near_limit_fraction must be a number above 0"));
@@ -483,22 +483,22 @@ TEST(ConfigMemoryTest, NearLimitFractionAndSampleInterval) {
 }
 
 TEST(ConfigMemoryTest, MaxLimitDomainsIsABoundedCount) {
-  EXPECT_EQ(ParseConfig("", "cfg.yaml", CollectorFlagNames())->memory.max_limit_domains, 256);
-  absl::StatusOr<Config> config = ParseConfig("memory:\n  max_limit_domains: 8\n", "cfg.yaml", CollectorFlagNames());
+  EXPECT_EQ(Parse("")->memory.max_limit_domains, 256);
+  absl::StatusOr<Config> config = Parse("memory:\n  max_limit_domains: 8\n");
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->memory.max_limit_domains, 8);
-  absl::StatusOr<Config> bad = ParseConfig("memory:\n  max_limit_domains: 0\n", "cfg.yaml", CollectorFlagNames());
+  absl::StatusOr<Config> bad = Parse("memory:\n  max_limit_domains: 0\n");
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(std::string(bad.status().message()),
               ::testing::HasSubstr("memory.max_limit_domains must be between 1 and 100000 (got 0)"));
 }
 
 TEST(ConfigMemoryTest, TaskIteratorIsOnByDefaultAndABoolean) {
-  EXPECT_TRUE(ParseConfig("", "cfg.yaml", CollectorFlagNames())->memory.task_iterator);
-  absl::StatusOr<Config> off = ParseConfig("memory:\n  task_iterator: false\n", "cfg.yaml", CollectorFlagNames());
+  EXPECT_TRUE(Parse("")->memory.task_iterator);
+  absl::StatusOr<Config> off = Parse("memory:\n  task_iterator: false\n");
   ASSERT_TRUE(off.ok()) << off.status();
   EXPECT_FALSE(off->memory.task_iterator);
-  absl::StatusOr<Config> bad = ParseConfig("memory:\n  task_iterator: sometimes\n", "cfg.yaml", CollectorFlagNames());
+  absl::StatusOr<Config> bad = Parse("memory:\n  task_iterator: sometimes\n");
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(std::string(bad.status().message()), ::testing::HasSubstr("cfg.yaml:2:18"));
 }

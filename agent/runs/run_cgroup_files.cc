@@ -173,11 +173,12 @@ std::optional<std::string> RunCgroupFiles::ReadSlot(Slot slot, absl::Time now) {
 std::optional<std::optional<uint64_t>> RunCgroupFiles::HardLimitIn(
     const SampledMemory& sampled) const {
   if (!v2_) return sampled.limit_bytes;  // the sampler's v1 limit is memory.limit_in_bytes alone
-  if (!limits_) return std::nullopt;     // memory.high not read yet
+  // The lower of memory.max and memory.high stands for memory.max only while it is the
+  // memory.max read last and below memory.high: where either changed, memory.max is read.
+  if (!limits_ || sampled.limit_bytes != limits_->memory_max_bytes) return std::nullopt;
   const std::optional<uint64_t>& high = limits_->memory_high_bytes;
-  if (!high) return sampled.limit_bytes;
-  if (sampled.limit_bytes && *sampled.limit_bytes < *high) return sampled.limit_bytes;
-  return std::nullopt;  // memory.high itself, or memory.max at or above it: not told apart
+  if (high && (!sampled.limit_bytes || *sampled.limit_bytes >= *high)) return std::nullopt;
+  return sampled.limit_bytes;
 }
 
 std::optional<RunCgroupReading> RunCgroupFiles::Read(absl::Time now,

@@ -74,8 +74,8 @@ class RunCgroupFiles {
   // usage the cgroup is gone: nullopt.
   // With `sampled`, usage and the hard limit come from it and their files are not read; the
   // cgroup is then gone when its memory.failcnt (v2 memory.events) cannot be read. On v2 its
-  // limit is memory.max only when it is below the run's memory.high (or no memory.high is
-  // set): where the two may be equal, memory.max is read.
+  // limit (the lower of memory.max and memory.high) stands for memory.max only while it equals
+  // the memory.max read last and is below memory.high; otherwise memory.max is read.
   std::optional<RunCgroupReading> Read(absl::Time now, const SampledMemory* sampled = nullptr);
   // The CFS period, read once the cpu files are found.
   std::optional<double> cfs_period_seconds() const { return cfs_period_; }
@@ -107,7 +107,7 @@ class RunCgroupFiles {
   };
   // The file's contents, or nullopt.
   std::optional<std::string> ReadSlot(Slot slot, absl::Time now);
-  // The hard limit in `sampled`'s lower-of-two limit, if it can be told apart from memory.high.
+  // The hard limit `sampled` gives, or nullopt where it cannot be told from memory.high.
   std::optional<std::optional<uint64_t>> HardLimitIn(const SampledMemory& sampled) const;
 
   const CgroupLayout& layout_;

@@ -248,7 +248,8 @@ TEST_F(DiscoveredSamplerTest, ADomainWhoseCgroupWentSinceTheSnapshotGetsNoSample
 }
 
 // On v2 the snapshot's limit is the lower of memory.max and memory.high, and a run records
-// memory.max: the snapshot's stands for it only where it is below memory.high.
+// memory.max: the snapshot's stands for it only while it is the memory.max read last and
+// below memory.high, so that a change of either is read from memory.max itself.
 TEST_F(DiscoveredSamplerTest, OnV2MemoryMaxIsReadWhereTheSnapshotsLimitMayBeMemoryHigh) {
   CgroupLayout v2;
   v2.key = CGROUP_KEY_DEFAULT;
@@ -256,31 +257,32 @@ TEST_F(DiscoveredSamplerTest, OnV2MemoryMaxIsReadWhereTheSnapshotsLimitMayBeMemo
   const std::string dir = v2.key_root + "/stagewatch/s/job";
   Write(dir + "/memory.current", "1000\n");
   Write(dir + "/memory.max", "300000000\n");
-  Write(dir + "/memory.high", "200000000\n");
+  Write(dir + "/memory.high", "max\n");
   Write(dir + "/memory.peak", "5000\n");
   Write(dir + "/memory.events", "low 0\nhigh 4\nmax 2\noom 0\noom_kill 0\n");
   OpenFileBudget budget{100};
   RunCgroupFiles files(v2, "/stagewatch/s/job", &budget);
   const absl::Time t0 = absl::FromUnixSeconds(1000);
-  const SampledMemory at_high{.usage_bytes = 150000000, .limit_bytes = 200000000};
-
-  // memory.high is not known before the first reading: memory.max is read.
-  std::optional<RunCgroupReading> first = files.Read(t0, &at_high);
-  ASSERT_TRUE(first);
-  EXPECT_EQ(first->usage.memory_bytes, 150000000u);
-  EXPECT_EQ(first->usage.memory_limit_bytes, 300000000u);
-  EXPECT_EQ(first->memory_failcnt, 2u);
-  // max, peak, events, then the limits (memory.high; no cpu files here).
-  EXPECT_EQ(first->reads, 4);
-
-  std::optional<RunCgroupReading> again = files.Read(t0 + absl::Seconds(1), &at_high);
-  EXPECT_EQ(again->usage.memory_limit_bytes, 300000000u) << "memory.high is not memory.max";
-  EXPECT_EQ(again->reads, 3);
-
-  const SampledMemory below_high{.usage_bytes = 90000000, .limit_bytes = 100000000};
-  std::optional<RunCgroupReading> below = files.Read(t0 + absl::Seconds(2), &below_high);
-  EXPECT_EQ(below->usage.memory_limit_bytes, 100000000u);
-  EXPECT_EQ(below->reads, 2);  // peak and events
+  auto read = [&](int second, uint64_t limit) {
+    const SampledMemory sampled{.usage_bytes = 150000000, .limit_bytes = limit};
+    std::optional<RunCgroupReading> r = files.Read(t0 + absl::Seconds(second), &sampled);
+    EXPECT_TRUE(r);
+    EXPECT_EQ(r->usage.memory_bytes, 150000000u);
+    return std::pair(r->usage.memory_limit_bytes, r->reads);
+  };
+  // No memory.max read yet: read (with peak, events and memory.high, the limits' first read).
+  EXPECT_EQ(read(0, 300000000), std::pair(std::optional<uint64_t>(300000000), 4));
+  EXPECT_EQ(read(1, 300000000), std::pair(std::optional<uint64_t>(300000000), 2));
+  // memory.high set below memory.max: the sampler's limit is memory.high, not memory.max.
+  Write(dir + "/memory.high", "200000000\n");
+  EXPECT_EQ(read(2, 200000000), std::pair(std::optional<uint64_t>(300000000), 3));
+  // memory.max lowered below it: read once, then the sampler's again.
+  Write(dir + "/memory.max", "100000000\n");
+  EXPECT_EQ(read(3, 100000000), std::pair(std::optional<uint64_t>(100000000), 3));
+  EXPECT_EQ(read(4, 100000000).first, 100000000u);
+  EXPECT_EQ(files.limits()->memory_max_bytes, 100000000u);
+  EXPECT_EQ(files.limits()->memory_high_bytes, 200000000u);  // re-read at the 5th reading
+  EXPECT_EQ(read(5, 100000000), std::pair(std::optional<uint64_t>(100000000), 2));
 }
 
 }  // namespace

@@ -72,6 +72,8 @@ TEST(DiscoveredRunMemoryTest, ALimitedRunsMemoryIsTheSamplersReadingAndItsLimitT
   EXPECT_EQ(one_reader->from_snapshot(), 1u);
   EXPECT_EQ(own_files->from_snapshot(), 0u);
   EXPECT_EQ(own_files->reads() - one_reader->reads(), 2u) << "usage and limit not read again";
+  RecordProperty("reads_from_snapshot", int(one_reader->reads()));
+  RecordProperty("reads_own_files", int(own_files->reads()));
 
   std::vector<RunSample> points;
   std::optional<CgroupFacts> f = one_reader->Remove("job_1", points);

@@ -38,11 +38,12 @@ bool IsPlainScalar(const YAML::Node& node) { return node.IsScalar() && node.Tag(
 
 class ConfigParser {
  public:
-  explicit ConfigParser(std::string_view source) : diag_(source) {}
+  ConfigParser(std::string_view source, const std::vector<std::string>& collectors)
+      : diag_(source), known_collectors_(collectors) {}
 
   absl::StatusOr<Config> Parse(std::string_view text) {
     Config config;
-    for (const std::string& name : KnownCollectors()) config.collectors[name] = true;
+    for (const std::string& name : known_collectors_) config.collectors[name] = true;
     ParseTop(LoadOneDocument(text, diag_), config);
     if (absl::Status status = diag_.ToStatus(); !status.ok()) return status;
     return config;
@@ -300,7 +301,7 @@ class ConfigParser {
 
   void ParseCollectors(const Value& v, std::map<std::string, bool>& collectors) {
     std::vector<Field> fields;
-    for (const std::string& name : KnownCollectors()) {
+    for (const std::string& name : known_collectors_) {
       fields.push_back({name, [this, &collectors, name](const Value& n) {
                           ReadBool(n, collectors[name]);
                         }});
@@ -489,29 +490,26 @@ class ConfigParser {
   }
 
   Diagnostics diag_;
+  const std::vector<std::string>& known_collectors_;
 };
 
 }  // namespace
 
-const std::vector<std::string>& KnownCollectors() {
-  static const std::vector<std::string> kCollectors(kSwitchableCollectors.begin(),
-                                                    kSwitchableCollectors.end());
-  return kCollectors;
-}
-
-absl::StatusOr<Config> ParseConfig(std::string_view yaml_text, std::string_view source_name) {
+absl::StatusOr<Config> ParseConfig(std::string_view yaml_text, std::string_view source_name,
+                                   const std::vector<std::string>& collectors) {
   return ParseYamlText(yaml_text, source_name,
-                       [&] { return ConfigParser(source_name).Parse(yaml_text); });
+                       [&] { return ConfigParser(source_name, collectors).Parse(yaml_text); });
 }
 
-absl::StatusOr<Config> LoadConfigFile(const std::string& path) {
+absl::StatusOr<Config> LoadConfigFile(const std::string& path,
+                                      const std::vector<std::string>& collectors) {
   absl::StatusOr<std::string> text = ReadBoundedFile(path, "config file");
   if (!text.ok()) return text.status();
-  return ParseConfig(*text, path);
+  return ParseConfig(*text, path, collectors);
 }
 
-absl::StatusOr<Config> DefaultConfig() {
-  return ParseConfig(DefaultConfigYaml(), "<embedded default>");
+absl::StatusOr<Config> DefaultConfig(const std::vector<std::string>& collectors) {
+  return ParseConfig(DefaultConfigYaml(), "<embedded default>", collectors);
 }
 
 }  // namespace stagewatch

@@ -9,7 +9,6 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "config/anomaly_config.h"
-#include "config/collector_names.h"
 #include "config/runs_config.h"
 
 namespace stagewatch {
@@ -105,17 +104,17 @@ struct Config {
   std::map<std::string, bool> collectors;  // every known collector, on or off
 };
 
-// Names of the collectors a configuration may switch (`collectors:` and --collector.<name>):
-// config/collector_names.h, which the switchable signals of agent/signals/ take their names from.
-const std::vector<std::string>& KnownCollectors();
-
 // Parses YAML text. `source_name` prefixes every error ("file:line:col: message"); all errors
-// found are reported together, one per line.
-absl::StatusOr<Config> ParseConfig(std::string_view yaml_text, std::string_view source_name);
-absl::StatusOr<Config> LoadConfigFile(const std::string& path);
+// found are reported together, one per line. `collectors`: the names `collectors:` may switch,
+// in the order an error lists them. The configuration sits below the signals, so it is told
+// them: the agent passes the signal registry's CollectorFlagNames() (agent/signals/signal.h).
+absl::StatusOr<Config> ParseConfig(std::string_view yaml_text, std::string_view source_name,
+                                   const std::vector<std::string>& collectors);
+absl::StatusOr<Config> LoadConfigFile(const std::string& path,
+                                      const std::vector<std::string>& collectors);
 
 // The configuration used when no --config.file is given.
 std::string_view DefaultConfigYaml();
-absl::StatusOr<Config> DefaultConfig();
+absl::StatusOr<Config> DefaultConfig(const std::vector<std::string>& collectors);
 
 }  // namespace stagewatch

@@ -2,12 +2,13 @@
 // agent, `check-config`, `features` or the run subcommands (app/runs_cli). Everything else lives
 // in the libraries.
 #include <iostream>
-#include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "app/agent_app.h"
+#include "app/collector_flags.h"
 #include "app/features_report.h"
 #include "app/runs_cli.h"
 #include "capabilities.h"
@@ -23,11 +24,10 @@ namespace {
 // Flags that override the configuration file; unset ones leave it alone.
 struct Overrides {
   std::optional<std::string> listen_address, telemetry_path, log_level, log_format;
-  std::map<std::string, CLI::Option*> collector_flags;
-  std::map<std::string, bool> collector_values;
 };
 
-absl::Status ApplyOverrides(const Overrides& o, stagewatch::Config* config) {
+absl::Status ApplyOverrides(const Overrides& o, const stagewatch::CollectorFlags& collectors,
+                            stagewatch::Config* config) {
   namespace check = stagewatch::config_internal;
   for (const absl::Status& problem :
        {o.listen_address ? check::CheckListenAddress(*o.listen_address) : absl::OkStatus(),
@@ -38,9 +38,7 @@ absl::Status ApplyOverrides(const Overrides& o, stagewatch::Config* config) {
   if (o.telemetry_path) config->web.telemetry_path = *o.telemetry_path;
   if (o.log_level) config->log.level = *o.log_level;
   if (o.log_format) config->log.format = *o.log_format;
-  for (const auto& [name, flag] : o.collector_flags) {
-    if (flag->count() > 0) config->collectors[name] = o.collector_values.at(name);
-  }
+  collectors.ApplyTo(config);
   absl::StatusOr<stagewatch::LogLevel> level = stagewatch::ParseLogLevel(config->log.level);
   if (!level.ok()) return level.status();
   absl::StatusOr<stagewatch::LogFormat> format = stagewatch::ParseLogFormat(config->log.format);
@@ -51,7 +49,8 @@ absl::Status ApplyOverrides(const Overrides& o, stagewatch::Config* config) {
 
 // With --web.config.file before the subcommand, that file is checked as well.
 int CheckConfig(const std::string& path, const std::string& web_config_file) {
-  absl::StatusOr<stagewatch::Config> config = stagewatch::LoadConfigFile(path);
+  absl::StatusOr<stagewatch::Config> config =
+      stagewatch::LoadConfigFile(path, stagewatch::CollectorFlagNames());
   if (!config.ok()) {
     std::cerr << config.status().message() << "\n";
     return 1;
@@ -109,12 +108,7 @@ int main(int argc, char** argv) {
   app.add_flag("--bpf.stats", bpf_stats,
                "Count the run time of BPF programs while the agent runs (BPF_ENABLE_STATS; "
                "needs CAP_SYS_ADMIN), without setting kernel.bpf_stats_enabled");
-  for (const std::string& name : stagewatch::CollectorFlagNames()) {
-    overrides.collector_values[name] = true;
-    overrides.collector_flags[name] = app.add_flag(
-        "--collector." + name + ",!--no-collector." + name, overrides.collector_values[name],
-        "Enable the " + name + " collector (--no-collector." + name + " disables it)");
-  }
+  stagewatch::CollectorFlags collector_flags(app);
 
   CLI::App* agent = app.add_subcommand("agent", "Run the exporter (the default)")->fallthrough();
   std::string check_file;
@@ -130,14 +124,15 @@ int main(int argc, char** argv) {
 
   if (*check) return CheckConfig(check_file, web_config_file);
 
-  absl::StatusOr<stagewatch::Config> config = config_file.empty()
-                                                  ? stagewatch::DefaultConfig()
-                                                  : stagewatch::LoadConfigFile(config_file);
+  const std::vector<std::string> collectors = stagewatch::CollectorFlagNames();
+  absl::StatusOr<stagewatch::Config> config =
+      config_file.empty() ? stagewatch::DefaultConfig(collectors)
+                          : stagewatch::LoadConfigFile(config_file, collectors);
   if (!config.ok()) {
     std::cerr << config.status().message() << "\n";
     return 1;
   }
-  if (absl::Status s = ApplyOverrides(overrides, &*config); !s.ok()) {
+  if (absl::Status s = ApplyOverrides(overrides, collector_flags, &*config); !s.ok()) {
     std::cerr << "stagewatch: " << s.message() << "\n";
     return 1;
   }

@@ -37,6 +37,7 @@
 #include "runs/runs_source.h"
 #include "sched/sched_tracker.h"
 #include "signals/signal.h"
+#include "signals/snapshot_source.h"
 #include "stages/stage_resolver.h"
 #include "version.h"
 
@@ -311,6 +312,7 @@ int RunAgent(const AgentOptions& options) {
 
   http->reset();  // stop serving before the collectors' sources go away
   rings.Stop();
+  if (running.snapshots) running.snapshots->Detach();  // the watcher reads on without it
   sampler.reset();  // the last caller of the watcher (through the anomaly engine)
   runs = nullptr;
   running.Stop();  // detaches the BPF programs

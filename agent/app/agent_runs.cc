@@ -51,9 +51,10 @@ OomVictim OomVictimOf(const oom_event& e) {
                               : ""};
 }
 
-std::unique_ptr<RunWatcher> StartRunWatcher(const Config& config, const CgroupLayout& layout,
-                                            StageResolver* stages, RunProbeReaders readers,
-                                            bool oom_observed) {
+std::unique_ptr<RunWatcher> StartRunWatcher(
+    const Config& config, const CgroupLayout& layout, StageResolver* stages,
+    RunProbeReaders readers, bool oom_observed,
+    std::function<std::shared_ptr<const Snapshot>()> latest_snapshot) {
   const std::string& path = config.runs.ledger_path;
   absl::StatusOr<std::unique_ptr<Ledger>> ledger = Ledger::Open(path);
   if (!ledger.ok()) {
@@ -69,7 +70,8 @@ std::unique_ptr<RunWatcher> StartRunWatcher(const Config& config, const CgroupLa
         .layout = layout,
         .interval = config.memory.sample_interval,
         .near_limit_fraction = config.memory.near_limit_fraction,
-        .reads_per_second = config.runs.sample_reads_per_second};
+        .reads_per_second = config.runs.sample_reads_per_second,
+        .latest_snapshot = std::move(latest_snapshot)};
   }
   absl::StatusOr<std::unique_ptr<RunWatcher>> watcher =
       RunWatcher::Start(*std::move(ledger), stages, std::move(options), std::move(readers));

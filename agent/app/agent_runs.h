@@ -2,11 +2,13 @@
 // hold for a run's cgroups.
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include "cgroup/cgroup_namer.h"
 #include "cgroup/layout.h"
 #include "config.h"
+#include "memory/sample_snapshot.h"
 #include "bpf/oom.h"
 #include "probes/memory_probe.h"
 #include "probes/sched_probe.h"
@@ -23,9 +25,11 @@ OomVictim OomVictimOf(const oom_event& event);
 
 // Opens runs.ledger_path and starts watching runs. A ledger that cannot be opened (no
 // StateDirectory, a read-only disk, a file that is not a ledger) is a warning: the agent runs
-// on without runs, and nullptr is returned.
-std::unique_ptr<RunWatcher> StartRunWatcher(const Config& config, const CgroupLayout& layout,
-                                            StageResolver* stages, RunProbeReaders readers,
-                                            bool oom_observed);
+// on without runs, and nullptr is returned. `latest_snapshot`: the memory sampler's, where
+// discovered runs that are limit domains take their memory from.
+std::unique_ptr<RunWatcher> StartRunWatcher(
+    const Config& config, const CgroupLayout& layout, StageResolver* stages,
+    RunProbeReaders readers, bool oom_observed,
+    std::function<std::shared_ptr<const Snapshot>()> latest_snapshot);
 
 }  // namespace stagewatch

@@ -23,16 +23,42 @@ DiscoveredSampler::DiscoveredSampler(DiscoveredSamplerOptions options)
     : options_(std::move(options)), open_files_{OpenFileAllowance()} {}
 
 void DiscoveredSampler::Add(const std::string& run_id, const std::string& cgroup_path,
-                            absl::Time now) {
+                            uint64_t cgroup_id, absl::Time now) {
   if (runs_.count(run_id)) return;
-  Sampled& s = runs_.emplace(run_id, Sampled{.usage = RunUsage(options_.near_limit_fraction),
+  Sampled& s = runs_.emplace(run_id, Sampled{.cgroup_id = cgroup_id,
+                                             .usage = RunUsage(options_.near_limit_fraction),
                                              .next = now})
                    .first->second;
   s.files = std::make_unique<RunCgroupFiles>(options_.layout, cgroup_path, &open_files_);
   turn_.push_back(run_id);
 }
 
+void DiscoveredSampler::RefreshSnapshot() {
+  std::shared_ptr<const Snapshot> latest =
+      options_.latest_snapshot ? options_.latest_snapshot() : nullptr;
+  if (latest == snapshot_) return;
+  snapshot_ = std::move(latest);
+  domains_.clear();
+  if (!snapshot_) return;
+  for (const auto& [stage, memory] : snapshot_->memory) {
+    for (const DomainMemory& d : memory.domains) {
+      if (d.sampled) domains_[d.id] = &d;
+    }
+  }
+}
+
+std::optional<SampledMemory> DiscoveredSampler::FromSnapshot(const Sampled& run) const {
+  // A snapshot taken before the run's previous sample would give that sample's memory again.
+  const absl::Time previous = run.last ? run.last->usage.at : absl::InfinitePast();
+  if (!snapshot_ || snapshot_->taken <= previous || run.cgroup_id == 0) return std::nullopt;
+  auto found = domains_.find(run.cgroup_id);
+  if (found == domains_.end()) return std::nullopt;
+  return SampledMemory{.usage_bytes = found->second->usage_bytes,
+                       .limit_bytes = found->second->limit_bytes};
+}
+
 void DiscoveredSampler::Sample(absl::Time now) {
+  RefreshSnapshot();
   const double elapsed = last_sample_ ? absl::ToDoubleSeconds(now - *last_sample_) : 1;
   last_sample_ = now;
   const double per_second = options_.reads_per_second;
@@ -47,7 +73,9 @@ void DiscoveredSampler::Sample(absl::Time now) {
     Sampled& s = found->second;
     if (s.next > now) continue;
     s.next = now + options_.interval;
-    std::optional<RunCgroupReading> r = s.files->Read(now);
+    const std::optional<SampledMemory> sampled = FromSnapshot(s);
+    std::optional<RunCgroupReading> r = s.files->Read(now, sampled ? &*sampled : nullptr);
+    from_snapshot_ += sampled && r;
     const int reads = r ? r->reads : 1;
     credit_ -= reads;
     reads_ += reads;

@@ -3,17 +3,26 @@
 // near-limit seconds, CPU seconds, throttling and time series. Bounded for hosts with
 // thousands of them: at most `reads_per_second` cgroup file reads a second, spread round-robin
 // over the open runs (each at most every `interval`), with files kept open.
+//
+// A run whose cgroup has a limit of its own is a limit domain of the memory sampler, which
+// reads its usage and limit every `interval` already: those come from the sampler's latest
+// snapshot, and only what the snapshot does not hold (peak, failcnt, CPU, PSI, the other
+// limits) is read here, so the memory limit has one reader and no read budget goes on files
+// not read.
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/time/time.h"
 #include "cgroup/layout.h"
+#include "memory/sample_snapshot.h"
 #include "runs/run_cgroup_files.h"
 #include "runs/run_facts.h"
 #include "runs/run_record.h"
@@ -25,6 +34,10 @@ struct DiscoveredSamplerOptions {
   absl::Duration interval = absl::Seconds(1);  // memory.sample_interval
   double near_limit_fraction = 0.9;            // memory.near_limit_fraction
   int reads_per_second = 200;                  // runs.sample_reads_per_second
+  // The memory sampler's latest snapshot (empty, or returning null: none). A run's memory
+  // comes from it when its cgroup is a domain there, read that sample, and the snapshot was
+  // taken after the run's previous sample; otherwise the run's own files are read.
+  std::function<std::shared_ptr<const Snapshot>()> latest_snapshot;
 };
 
 // Not thread-safe: the run watcher's thread calls it.
@@ -32,7 +45,9 @@ class DiscoveredSampler {
  public:
   explicit DiscoveredSampler(DiscoveredSamplerOptions options);
 
-  void Add(const std::string& run_id, const std::string& cgroup_path, absl::Time now);
+  // `cgroup_id`: the run's cgroup's, to find it among the snapshot's domains (0: never found).
+  void Add(const std::string& run_id, const std::string& cgroup_path, uint64_t cgroup_id,
+           absl::Time now);
   // Samples the runs whose turn it is, within the reads accrued since the last call (at most
   // a second's worth).
   void Sample(absl::Time now);
@@ -44,15 +59,23 @@ class DiscoveredSampler {
 
   size_t runs() const { return runs_.size(); }
   uint64_t reads() const { return reads_; }  // file reads so far
+  // Samples whose memory came from the memory sampler's snapshot.
+  uint64_t from_snapshot() const { return from_snapshot_; }
 
  private:
   struct Sampled {
     std::unique_ptr<RunCgroupFiles> files;
+    uint64_t cgroup_id = 0;
     RunUsage usage;
     std::optional<RunCgroupReading> last;
     absl::Time next;  // due at
     std::vector<RunSample> points;
   };
+
+  // The run's memory in the latest snapshot, if it may be used for a sample of it now.
+  std::optional<SampledMemory> FromSnapshot(const Sampled& run) const;
+  // Asks for the latest snapshot and indexes its domains by cgroup id when it is a new one.
+  void RefreshSnapshot();
 
   const DiscoveredSamplerOptions options_;
   OpenFileBudget open_files_;
@@ -60,7 +83,9 @@ class DiscoveredSampler {
   std::deque<std::string> turn_;  // round-robin order of run ids
   double credit_ = 0;             // reads that may be made now
   std::optional<absl::Time> last_sample_;
-  uint64_t reads_ = 0;
+  uint64_t reads_ = 0, from_snapshot_ = 0;
+  std::shared_ptr<const Snapshot> snapshot_;  // the one domains_ points into
+  absl::flat_hash_map<uint64_t, const DomainMemory*> domains_;  // sampled ones, by cgroup id
 };
 
 }  // namespace stagewatch

@@ -170,7 +170,19 @@ std::optional<std::string> RunCgroupFiles::ReadSlot(Slot slot, absl::Time now) {
   return std::string(buf, n);
 }
 
-std::optional<RunCgroupReading> RunCgroupFiles::Read(absl::Time now) {
+std::optional<std::optional<uint64_t>> RunCgroupFiles::HardLimitIn(
+    const SampledMemory& sampled) const {
+  if (!v2_) return sampled.limit_bytes;  // the sampler's v1 limit is memory.limit_in_bytes alone
+  // The lower of memory.max and memory.high stands for memory.max only while it is the
+  // memory.max read last and below memory.high: where either changed, memory.max is read.
+  if (!limits_ || sampled.limit_bytes != limits_->memory_max_bytes) return std::nullopt;
+  const std::optional<uint64_t>& high = limits_->memory_high_bytes;
+  if (high && (!sampled.limit_bytes || *sampled.limit_bytes >= *high)) return std::nullopt;
+  return sampled.limit_bytes;
+}
+
+std::optional<RunCgroupReading> RunCgroupFiles::Read(absl::Time now,
+                                                     const SampledMemory* sampled) {
   RunCgroupReading r;
   r.usage.at = now;
   auto read = [&](Slot slot) {
@@ -184,18 +196,25 @@ std::optional<RunCgroupReading> RunCgroupFiles::Read(absl::Time now) {
     absl::StatusOr<uint64_t> v = ParseMemoryValue(*text, files_[slot].path);
     return v.ok() ? std::optional(*v) : std::nullopt;
   };
-  r.usage.memory_bytes = number(kUsage);
-  if (!r.usage.memory_bytes) return std::nullopt;
-  r.usage.memory_limit_bytes = ReadMemoryMax(now, &r.reads);
-  r.memory_peak_bytes = number(kPeak);
-  if (v2_) {
-    if (std::optional<std::string> text = read(kFailcnt)) {
-      absl::StatusOr<std::map<std::string, uint64_t>> events =
-          ParseMemoryKeyedFile(*text, files_[kFailcnt].path);
-      if (events.ok() && events->count("max")) r.memory_failcnt = events->at("max");
-    }
+  if (sampled) {
+    r.usage.memory_bytes = sampled->usage_bytes;
   } else {
-    r.memory_failcnt = number(kFailcnt);
+    r.usage.memory_bytes = number(kUsage);
+    if (!r.usage.memory_bytes) return std::nullopt;
+  }
+  const std::optional<std::optional<uint64_t>> hard =
+      sampled ? HardLimitIn(*sampled) : std::nullopt;
+  r.usage.memory_limit_bytes = hard ? *hard : ReadMemoryMax(now, &r.reads);
+  r.memory_peak_bytes = number(kPeak);
+  const std::optional<std::string> failcnt = read(kFailcnt);
+  if (!failcnt && sampled) return std::nullopt;  // every memory cgroup has one: it is gone
+  if (failcnt && v2_) {
+    absl::StatusOr<std::map<std::string, uint64_t>> events =
+        ParseMemoryKeyedFile(*failcnt, files_[kFailcnt].path);
+    if (events.ok() && events->count("max")) r.memory_failcnt = events->at("max");
+  } else if (failcnt) {
+    absl::StatusOr<uint64_t> v = ParseMemoryValue(*failcnt, files_[kFailcnt].path);
+    if (v.ok()) r.memory_failcnt = *v;
   }
   if (std::optional<std::string> text = read(kCpuStat)) {
     absl::StatusOr<CpuCgroupStats> cpu = v2_ ? ParseCpuStatV2(*text, files_[kCpuStat].path)

@@ -26,6 +26,15 @@ struct RunCgroupReading {
   int reads = 0;  // files read
 };
 
+// A run's memory as the memory sampler read it, where its cgroup is a limit domain in the
+// latest snapshot (memory/sample_snapshot.h): its files are then not read again.
+struct SampledMemory {
+  uint64_t usage_bytes = 0;
+  // The lower of the hard and the soft limit, as the snapshot holds it: v1
+  // memory.limit_in_bytes, v2 the lower of memory.max and memory.high.
+  std::optional<uint64_t> limit_bytes;
+};
+
 // The limits of a cgroup from its files' contents. Each is nullopt when unlimited or at the
 // kernel's default, as a launcher run without that flag.
 // memory.high (v2) or memory.soft_limit_in_bytes (v1, the nearest v1 has): "max" or v1's
@@ -63,7 +72,11 @@ class RunCgroupFiles {
   // moment after the keyed one), then given up on: with thousands of runs each is read only
   // every few seconds, and a failed cgroupfs lookup costs more than a read. Without memory
   // usage the cgroup is gone: nullopt.
-  std::optional<RunCgroupReading> Read(absl::Time now);
+  // With `sampled`, usage and the hard limit come from it and their files are not read; the
+  // cgroup is then gone when its memory.failcnt (v2 memory.events) cannot be read. On v2 its
+  // limit (the lower of memory.max and memory.high) stands for memory.max only while it equals
+  // the memory.max read last and is below memory.high; otherwise memory.max is read.
+  std::optional<RunCgroupReading> Read(absl::Time now, const SampledMemory* sampled = nullptr);
   // The CFS period, read once the cpu files are found.
   std::optional<double> cfs_period_seconds() const { return cfs_period_; }
   // The limits as of the last reading: memory-max every Read(), the others on the first and
@@ -94,6 +107,8 @@ class RunCgroupFiles {
   };
   // The file's contents, or nullopt.
   std::optional<std::string> ReadSlot(Slot slot, absl::Time now);
+  // The hard limit `sampled` gives, or nullopt where it cannot be told from memory.high.
+  std::optional<std::optional<uint64_t>> HardLimitIn(const SampledMemory& sampled) const;
 
   const CgroupLayout& layout_;
   std::string cgroup_path_;

@@ -274,7 +274,7 @@ void RunWatcher::AddFacts(OpenRun& run, const AgentFacts& facts) {
 void RunWatcher::StartSampling(const OpenRun& run) {
   // A launcher samples its own runs.
   if (!sampler_ || run.start.source != RunSource::kDiscovered) return;
-  sampler_->Add(run.start.id, run.start.cgroup_path, absl::Now());
+  sampler_->Add(run.start.id, run.start.cgroup_path, run.cgroup_id, absl::Now());
 }
 
 void RunWatcher::WriteSamples() {

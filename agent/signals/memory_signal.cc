@@ -2,7 +2,6 @@
 // time from the sampler's snapshot; task states from the task_states iterator, else /proc.
 #include "cgroup/layout.h"
 #include "config.h"
-#include "config/collector_names.h"
 #include "exporters/collector.h"
 #include "exporters/memory_collector.h"
 #include "memory/memory_tracker.h"
@@ -50,12 +49,12 @@ void Start(const SignalContext& ctx) {
 }  // namespace
 
 Signal MemorySignal() {
-  return {.name = kMemoryCollector,
+  return {.name = "memory",
           .collector_flag = true,
           .try_probes = TryProbes,
           .not_started = NotStarted,
           .start = Start,
-          .collector = kMemoryCollector,
+          .collector = "memory",
           .snapshot_parts = kMemoryPart};
 }
 

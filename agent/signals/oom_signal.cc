@@ -4,7 +4,6 @@
 #include "app/agent_runs.h"
 #include "cgroup/layout.h"
 #include "config.h"
-#include "config/collector_names.h"
 #include "exporters/collector.h"
 #include "exporters/oom_collector.h"
 #include "memory/memory_sampler.h"
@@ -56,12 +55,12 @@ void Start(const SignalContext& ctx) {
 }  // namespace
 
 Signal OomSignal() {
-  return {.name = kOomCollector,
+  return {.name = "oom",
           .collector_flag = true,
           .try_probes = TryProbes,
           .not_started = OomProbe::NotStarted,
           .start = Start,
-          .collector = kOomCollector,
+          .collector = "oom",
           .snapshot_parts = kOomPart};
 }
 

@@ -7,6 +7,7 @@
 #include "runs/run_watcher.h"
 #include "sched/sched_tracker.h"
 #include "signals/signal.h"
+#include "signals/snapshot_source.h"
 
 namespace stagewatch {
 

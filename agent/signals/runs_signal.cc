@@ -5,16 +5,18 @@
 #include "exporters/collector.h"
 #include "exporters/runs_collector.h"
 #include "signals/modules.h"
+#include "signals/snapshot_source.h"
 
 namespace stagewatch {
 namespace {
 
 void Start(const SignalContext& ctx) {
   RunningSignals& r = *ctx.running;
+  r.snapshots = std::make_shared<SnapshotSource>(ctx.sampler);
   r.run_watcher = StartRunWatcher(
       ctx.config, ctx.layout, ctx.stages,
       MakeRunProbeReaders(r.sched_probe.get(), r.memory_probe.get(), ctx.namer),
-      r.oom_probe != nullptr);
+      r.oom_probe != nullptr, [snapshots = r.snapshots] { return snapshots->Latest(); });
   if (!r.run_watcher) return;
   *ctx.runs = r.run_watcher.get();
   ctx.collectors->Add(std::make_unique<exporters::RunsCollector>(

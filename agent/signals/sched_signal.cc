@@ -1,7 +1,6 @@
 // sched: run-queue latency and preemptions from the sched probe; throttling, CPU usage and
 // pressure from cgroupfs.
 #include "cgroup/layout.h"
-#include "config/collector_names.h"
 #include "exporters/collector.h"
 #include "exporters/sched_collector.h"
 #include "probes/sched_probe.h"
@@ -28,12 +27,12 @@ void Start(const SignalContext& ctx) {
 }  // namespace
 
 Signal SchedSignal() {
-  return {.name = kSchedCollector,
+  return {.name = "sched",
           .collector_flag = true,
           .try_probes = TryProbes,
           .not_started = SchedProbe::NotStarted,
           .start = Start,
-          .collector = kSchedCollector,
+          .collector = "sched",
           .snapshot_parts = kCpuPart};
 }
 

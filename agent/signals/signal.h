@@ -33,6 +33,7 @@ class OomTracker;
 class RunWatcher;
 class SchedProbe;
 class SchedTracker;
+class SnapshotSource;
 class TaskStatesProbe;
 class StageResolver;
 namespace exporters {
@@ -87,6 +88,9 @@ struct RunningSignals {
   std::unique_ptr<MemoryTracker> memory;
   std::unique_ptr<TaskStatesProbe> task_states_probe;
   std::unique_ptr<RunWatcher> run_watcher;
+  // The sampler's snapshots as the run watcher asks for them; the agent detaches it before
+  // it destroys the sampler.
+  std::shared_ptr<SnapshotSource> snapshots;
   std::vector<ProbeReport> probe_reports;
   std::vector<RingPoller> pollers;
 
@@ -124,8 +128,8 @@ struct ProbeTrial {
 
 struct Signal {
   std::string_view name;
-  // Switched by `collectors.<name>` and --collector.<name>, its name then one of
-  // config/collector_names.h; otherwise always started (a setting of its own, such as
+  // Switched by `collectors.<name>` and --collector.<name> (the configuration is told these
+  // names: CollectorFlagNames()); otherwise always started (a setting of its own, such as
   // cgroup.lifecycle_events or runs.ledger_path, may idle it).
   bool collector_flag = false;
   // Started before the agent serves or names a cgroup (the cgroup probe's events name them).

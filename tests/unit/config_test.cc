@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "signals/signal.h"
 
 namespace stagewatch {
 namespace {
@@ -25,7 +26,7 @@ using ::testing::StartsWith;
 // Raw strings below start with a newline for readability; line 1 is the line after it.
 absl::StatusOr<Config> Parse(std::string_view yaml) {
   if (!yaml.empty() && yaml.front() == '\n') yaml.remove_prefix(1);
-  return ParseConfig(yaml, "cfg.yaml");
+  return ParseConfig(yaml, "cfg.yaml", CollectorFlagNames());
 }
 
 // The whole error text of a configuration that must fail.
@@ -41,7 +42,7 @@ std::vector<std::string> ErrorLines(std::string_view yaml) {
 }
 
 TEST(ConfigDefaultTest, EmbeddedDefaultParsesWithExpectedValues) {
-  const absl::StatusOr<Config> config = DefaultConfig();
+  const absl::StatusOr<Config> config = DefaultConfig(CollectorFlagNames());
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->web.listen_address, ":9617");
   EXPECT_EQ(config->web.telemetry_path, "/metrics");
@@ -60,11 +61,14 @@ TEST(ConfigDefaultTest, EmbeddedDefaultParsesWithExpectedValues) {
   EXPECT_THAT(config->oom.userspace_killers, ElementsAre("systemd-oomd", "earlyoom", "oomd"));
 }
 
-TEST(ConfigDefaultTest, KnownCollectorsCoverTheDefaultYaml) {
-  EXPECT_THAT(KnownCollectors(), ElementsAre("oom", "sched", "memory"));
-  const absl::StatusOr<Config> config = DefaultConfig();
+TEST(ConfigDefaultTest, TheCollectorsItIsToldAreTheOnesItKnows) {
+  // Names the configuration is told, not a list of its own: any set of them parses.
+  const std::vector<std::string> names = {"gpu", "net"};
+  absl::StatusOr<Config> config = ParseConfig("collectors:\n  net: false\n", "cfg.yaml", names);
   ASSERT_TRUE(config.ok()) << config.status();
-  EXPECT_EQ(config->collectors.size(), KnownCollectors().size());
+  EXPECT_THAT(config->collectors, ElementsAre(Pair("gpu", true), Pair("net", false)));
+  EXPECT_THAT(ParseConfig("collectors:\n  oom: false\n", "cfg.yaml", names).status().message(),
+              HasSubstr("cfg.yaml:2:3: unknown collector \"oom\" (known collectors: gpu, net)"));
 }
 
 TEST(ConfigParseTest, EmptyDocumentsGiveDefaults) {
@@ -430,7 +434,7 @@ class ConfigFileTest : public ::testing::Test {
 
 TEST_F(ConfigFileTest, MissingFile) {
   const std::string path = dir_ + "/absent.yaml";
-  const absl::StatusOr<Config> config = LoadConfigFile(path);
+  const absl::StatusOr<Config> config = LoadConfigFile(path, CollectorFlagNames());
   ASSERT_FALSE(config.ok());
   EXPECT_EQ(config.status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(config.status().message(),
@@ -438,7 +442,7 @@ TEST_F(ConfigFileTest, MissingFile) {
 }
 
 TEST_F(ConfigFileTest, DirectoryIsNotAFile) {
-  const absl::StatusOr<Config> config = LoadConfigFile(dir_);
+  const absl::StatusOr<Config> config = LoadConfigFile(dir_, CollectorFlagNames());
   ASSERT_FALSE(config.ok());
   EXPECT_EQ(config.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(config.status().message()), HasSubstr("is a directory"));
@@ -446,12 +450,12 @@ TEST_F(ConfigFileTest, DirectoryIsNotAFile) {
 
 TEST_F(ConfigFileTest, LoadsAndNamesTheFileInErrors) {
   const std::string good = Write("good.yaml", "web:\n  listen_address: \":9000\"\n");
-  const absl::StatusOr<Config> config = LoadConfigFile(good);
+  const absl::StatusOr<Config> config = LoadConfigFile(good, CollectorFlagNames());
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->web.listen_address, ":9000");
 
   const std::string bad = Write("bad.yaml", "\n\nlog:\n  level: loud\n");
-  const absl::StatusOr<Config> failed = LoadConfigFile(bad);
+  const absl::StatusOr<Config> failed = LoadConfigFile(bad, CollectorFlagNames());
   ASSERT_FALSE(failed.ok());
   EXPECT_THAT(std::string(failed.status().message()), StartsWith(bad + ":4:10: unknown log level"));
 }
@@ -464,13 +468,13 @@ namespace {
 
 TEST(ConfigMemoryTest, NearLimitFractionAndSampleInterval) {
   absl::StatusOr<Config> config =
-      ParseConfig("memory:\n  near_limit_fraction: 0.8\n  sample_interval: 500ms\n", "cfg.yaml");
+      Parse("memory:\n  near_limit_fraction: 0.8\n  sample_interval: 500ms\n");
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_DOUBLE_EQ(config->memory.near_limit_fraction, 0.8);
   EXPECT_EQ(config->memory.sample_interval, absl::Milliseconds(500));
 
-  absl::StatusOr<Config> bad = ParseConfig(
-      "memory:\n  near_limit_fraction: 1.5\n  sample_interval: 10ms\n", "cfg.yaml");
+  absl::StatusOr<Config> bad =
+      Parse("memory:\n  near_limit_fraction: 1.5\n  sample_interval: 10ms\n");
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(std::string(bad.status().message()),
               ::testing::HasSubstr("cfg.yaml:2:24: memory.near_limit_fraction must be a number above 0"));
@@ -479,22 +483,22 @@ TEST(ConfigMemoryTest, NearLimitFractionAndSampleInterval) {
 }
 
 TEST(ConfigMemoryTest, MaxLimitDomainsIsABoundedCount) {
-  EXPECT_EQ(ParseConfig("", "cfg.yaml")->memory.max_limit_domains, 256);
-  absl::StatusOr<Config> config = ParseConfig("memory:\n  max_limit_domains: 8\n", "cfg.yaml");
+  EXPECT_EQ(Parse("")->memory.max_limit_domains, 256);
+  absl::StatusOr<Config> config = Parse("memory:\n  max_limit_domains: 8\n");
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->memory.max_limit_domains, 8);
-  absl::StatusOr<Config> bad = ParseConfig("memory:\n  max_limit_domains: 0\n", "cfg.yaml");
+  absl::StatusOr<Config> bad = Parse("memory:\n  max_limit_domains: 0\n");
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(std::string(bad.status().message()),
               ::testing::HasSubstr("memory.max_limit_domains must be between 1 and 100000 (got 0)"));
 }
 
 TEST(ConfigMemoryTest, TaskIteratorIsOnByDefaultAndABoolean) {
-  EXPECT_TRUE(ParseConfig("", "cfg.yaml")->memory.task_iterator);
-  absl::StatusOr<Config> off = ParseConfig("memory:\n  task_iterator: false\n", "cfg.yaml");
+  EXPECT_TRUE(Parse("")->memory.task_iterator);
+  absl::StatusOr<Config> off = Parse("memory:\n  task_iterator: false\n");
   ASSERT_TRUE(off.ok()) << off.status();
   EXPECT_FALSE(off->memory.task_iterator);
-  absl::StatusOr<Config> bad = ParseConfig("memory:\n  task_iterator: sometimes\n", "cfg.yaml");
+  absl::StatusOr<Config> bad = Parse("memory:\n  task_iterator: sometimes\n");
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(std::string(bad.status().message()), ::testing::HasSubstr("cfg.yaml:2:18"));
 }
@@ -517,7 +521,7 @@ TEST(ConfigAnomaliesTest, DetectorSettingsAndAlerting) {
       "  alertmanagers: [\"http://am-1:9093\", \"http://am-2:9093\"]\n"
       "  basic_auth: {username: pager, password: secret}\n"
       "  timeout: 2s\n",
-      "cfg.yaml");
+      "cfg.yaml", CollectorFlagNames());
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->anomalies.memory_climb.warmup, absl::Seconds(5));
   EXPECT_EQ(config->anomalies.memory_climb.window, absl::Seconds(10));
@@ -537,7 +541,7 @@ TEST(ConfigAnomaliesTest, BadValuesNameTheKey) {
   absl::StatusOr<Config> bad = ParseConfig(
       "anomalies:\n  memory_climb: {k: -1}\n  limit_eta: {treshold: 5m}\n"
       "alerting:\n  alertmanagers: [am-1:9093]\n",
-      "cfg.yaml");
+      "cfg.yaml", CollectorFlagNames());
   ASSERT_FALSE(bad.ok());
   const std::string message(bad.status().message());
   EXPECT_THAT(message, HasSubstr("memory_climb.k must be a number, 0 or more"));

@@ -53,7 +53,7 @@ TEST_F(DiscoveredSamplerTest, KeepsWithinItsReadsASecondAndTakesEveryRunInTurn) 
   for (int i = 0; i < 10; ++i) {
     const std::string path = "/stagewatch/s/run_" + std::to_string(i);
     MemoryFiles(path, 100 << 20, 200 << 20, 150 << 20);
-    sampler.Add("run_" + std::to_string(i), path, t0);
+    sampler.Add("run_" + std::to_string(i), path, 100 + i, t0);
   }
   // Four memory files a run, and the cpu ones looked for: 20 reads take 5 runs a second.
   sampler.Sample(t0);
@@ -77,7 +77,7 @@ TEST_F(DiscoveredSamplerTest, EndFactsComeFromTheLastReadingAndTheSeries) {
   const std::string cpu_dir = root_ + "/cpu" + path;
   const absl::Time t0 = absl::FromUnixSeconds(1000);
   MemoryFiles(path, 100 << 20, 200 << 20, 120 << 20);
-  sampler.Add("job_1", path, t0);
+  sampler.Add("job_1", path, 7, t0);
   sampler.Sample(t0);
   // The cpu hierarchy's directory comes a moment later: its files are looked for again.
   Write(cpu_dir + "/cpuacct.usage", "2000000000\n");
@@ -143,6 +143,146 @@ TEST_F(DiscoveredSamplerTest, AMissingMirrorIsLookedForWithinItsWindowThenGivenU
   std::optional<RunCgroupReading> after = late.Read(t0 + RunCgroupFiles::kOpenWindow * 2);
   EXPECT_EQ(after->reads, 4);
   EXPECT_FALSE(after->cpu.usage_ns);
+}
+
+}  // namespace
+}  // namespace stagewatch
+
+namespace stagewatch {
+namespace {
+
+// A snapshot as the memory sampler publishes it, with one stage's domains; counts the asks.
+class FakeSnapshots {
+ public:
+  void Publish(absl::Time taken, std::vector<DomainMemory> domains) {
+    auto next = std::make_shared<Snapshot>();
+    next->taken = taken;
+    next->memory[1].domains = std::move(domains);
+    latest_ = std::move(next);
+  }
+  std::function<std::shared_ptr<const Snapshot>()> Source() {
+    return [this] {
+      asks_++;
+      return latest_;
+    };
+  }
+  int asks() const { return asks_; }
+
+ private:
+  std::shared_ptr<const Snapshot> latest_;
+  int asks_ = 0;
+};
+
+DomainMemory Domain(uint64_t id, uint64_t usage, std::optional<uint64_t> limit,
+                    bool sampled = true) {
+  return {.id = id, .path = "/unused", .sampled = sampled, .usage_bytes = usage,
+          .limit_bytes = limit};
+}
+
+// The memory limit has one reader: a run whose cgroup is a limit domain takes its usage and
+// limit from the sampler's snapshot, and neither reads their files nor spends budget on them.
+TEST_F(DiscoveredSamplerTest, ALimitDomainsMemoryComesFromTheSnapshotNotItsFiles) {
+  FakeSnapshots snapshots;
+  DiscoveredSampler sampler({.layout = layout_, .interval = absl::Seconds(1),
+                             .near_limit_fraction = 0.9, .reads_per_second = 1000,
+                             .latest_snapshot = snapshots.Source()});
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  // The files say otherwise, so that where each figure came from shows.
+  MemoryFiles("/stagewatch/s/limited", 10 << 20, 500 << 20, 400 << 20);
+  MemoryFiles("/stagewatch/s/unlimited", 30 << 20, 900 << 20, 40 << 20);
+  sampler.Add("limited", "/stagewatch/s/limited", 41, t0);
+  sampler.Add("unlimited", "/stagewatch/s/unlimited", 42, t0);
+  snapshots.Publish(t0 - absl::Milliseconds(300),
+                    {Domain(41, 190 << 20, 200 << 20), Domain(99, 1 << 20, 2 << 20)});
+
+  sampler.Sample(t0);
+  // limited: peak and failcnt (2); unlimited: usage, limit, peak, failcnt (4).
+  EXPECT_EQ(sampler.reads(), 6u);
+  EXPECT_EQ(sampler.from_snapshot(), 1u);
+  EXPECT_EQ(snapshots.asks(), 1);
+  std::map<std::string, std::vector<RunSample>> first = sampler.TakePoints();
+  ASSERT_EQ(first["limited"].size(), 1u);
+  EXPECT_EQ(first["limited"][0].memory_bytes, uint64_t{190} << 20);
+  EXPECT_EQ(first["unlimited"][0].memory_bytes, uint64_t{30} << 20);
+
+  // No newer snapshot since the run's last sample: its files are read, as without one.
+  sampler.Sample(t0 + absl::Seconds(1));
+  EXPECT_EQ(sampler.reads(), 6u + 8u);
+  EXPECT_EQ(sampler.from_snapshot(), 1u);
+  EXPECT_EQ(sampler.TakePoints()["limited"][0].memory_bytes, uint64_t{10} << 20);
+
+  // A newer one where the domain sat the sample out (its files could not be read): read too.
+  snapshots.Publish(t0 + absl::Milliseconds(1700), {Domain(41, 195 << 20, 200 << 20, false)});
+  sampler.Sample(t0 + absl::Seconds(2));
+  EXPECT_EQ(sampler.reads(), 14u + 8u);
+
+  snapshots.Publish(t0 + absl::Milliseconds(2700), {Domain(41, 185 << 20, 200 << 20)});
+  sampler.Sample(t0 + absl::Seconds(3));
+  EXPECT_EQ(sampler.reads(), 22u + 6u);
+  EXPECT_EQ(sampler.from_snapshot(), 2u);
+
+  std::vector<RunSample> points;
+  std::optional<CgroupFacts> f = sampler.Remove("limited", points);
+  ASSERT_TRUE(f);
+  ASSERT_EQ(points.size(), 2u);  // the last two samples', not taken yet
+  EXPECT_EQ(points[0].memory_bytes, uint64_t{10} << 20);
+  EXPECT_EQ(points[1].memory_bytes, uint64_t{185} << 20);
+  EXPECT_EQ(f->memory_limit_bytes, uint64_t{200} << 20) << "the snapshot's limit, not the file's";
+  ASSERT_TRUE(f->limits);
+  EXPECT_EQ(f->limits->memory_max_bytes, uint64_t{200} << 20);
+  EXPECT_EQ(f->memory_peak_bytes, uint64_t{400} << 20);  // not in the snapshot: its file
+  EXPECT_EQ(f->memory_failcnt, 3u);
+}
+
+// A cgroup gone since the snapshot: its own files are gone too, and the run gets no sample.
+TEST_F(DiscoveredSamplerTest, ADomainWhoseCgroupWentSinceTheSnapshotGetsNoSample) {
+  FakeSnapshots snapshots;
+  DiscoveredSampler sampler({.layout = layout_, .interval = absl::Seconds(1),
+                             .reads_per_second = 1000, .latest_snapshot = snapshots.Source()});
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  sampler.Add("gone", "/stagewatch/s/gone", 41, t0);  // no files at all
+  snapshots.Publish(t0 - absl::Milliseconds(300), {Domain(41, 190 << 20, 200 << 20)});
+  sampler.Sample(t0);
+  EXPECT_EQ(sampler.from_snapshot(), 0u);
+  EXPECT_TRUE(sampler.TakePoints().empty());
+}
+
+// On v2 the snapshot's limit is the lower of memory.max and memory.high, and a run records
+// memory.max: the snapshot's stands for it only while it is the memory.max read last and
+// below memory.high, so that a change of either is read from memory.max itself.
+TEST_F(DiscoveredSamplerTest, OnV2MemoryMaxIsReadWhereTheSnapshotsLimitMayBeMemoryHigh) {
+  CgroupLayout v2;
+  v2.key = CGROUP_KEY_DEFAULT;
+  v2.key_root = v2.v2_root = root_ + "/unified";
+  const std::string dir = v2.key_root + "/stagewatch/s/job";
+  Write(dir + "/memory.current", "1000\n");
+  Write(dir + "/memory.max", "300000000\n");
+  Write(dir + "/memory.high", "max\n");
+  Write(dir + "/memory.peak", "5000\n");
+  Write(dir + "/memory.events", "low 0\nhigh 4\nmax 2\noom 0\noom_kill 0\n");
+  OpenFileBudget budget{100};
+  RunCgroupFiles files(v2, "/stagewatch/s/job", &budget);
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  auto read = [&](int second, uint64_t limit) {
+    const SampledMemory sampled{.usage_bytes = 150000000, .limit_bytes = limit};
+    std::optional<RunCgroupReading> r = files.Read(t0 + absl::Seconds(second), &sampled);
+    EXPECT_TRUE(r);
+    EXPECT_EQ(r->usage.memory_bytes, 150000000u);
+    return std::pair(r->usage.memory_limit_bytes, r->reads);
+  };
+  // No memory.max read yet: read (with peak, events and memory.high, the limits' first read).
+  EXPECT_EQ(read(0, 300000000), std::pair(std::optional<uint64_t>(300000000), 4));
+  EXPECT_EQ(read(1, 300000000), std::pair(std::optional<uint64_t>(300000000), 2));
+  // memory.high set below memory.max: the sampler's limit is memory.high, not memory.max.
+  Write(dir + "/memory.high", "200000000\n");
+  EXPECT_EQ(read(2, 200000000), std::pair(std::optional<uint64_t>(300000000), 3));
+  // memory.max lowered below it: read once, then the sampler's again.
+  Write(dir + "/memory.max", "100000000\n");
+  EXPECT_EQ(read(3, 100000000), std::pair(std::optional<uint64_t>(100000000), 3));
+  EXPECT_EQ(read(4, 100000000).first, 100000000u);
+  EXPECT_EQ(files.limits()->memory_max_bytes, 100000000u);
+  EXPECT_EQ(files.limits()->memory_high_bytes, 200000000u);  // re-read at the 5th reading
+  EXPECT_EQ(read(5, 100000000), std::pair(std::optional<uint64_t>(100000000), 2));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "config.h"
+#include "signals/signal.h"
 
 namespace stagewatch {
 namespace {
@@ -9,7 +10,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 TEST(RunsConfigTest, DefaultsAreTheDocumentedOnes) {
-  const absl::StatusOr<Config> config = DefaultConfig();
+  const absl::StatusOr<Config> config = DefaultConfig(CollectorFlagNames());
   ASSERT_TRUE(config.ok()) << config.status();
   const RunsConfig& r = config->runs;
   EXPECT_EQ(r.ledger_path, "/var/lib/stagewatch/ledger.db");
@@ -32,7 +33,7 @@ TEST(RunsConfigTest, ReadsEveryKey) {
       "  advise:\n    min_runs: 5\n    max_runs: 50\n"
       "    memory_percentile: 0.9\n    memory_margin: 0.25\n    oom_bump: 1.5\n"
       "    memory_high_fraction: 0.8\n    cpu_margin: 0.3\n",
-      "cfg.yaml");
+      "cfg.yaml", CollectorFlagNames());
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->runs.ledger_path, "/srv/runs.db");
   EXPECT_EQ(config->runs.degraded_fraction, 0.1);
@@ -51,7 +52,7 @@ TEST(RunsConfigTest, BadValuesAreReportedAtTheirLineAndColumn) {
   const absl::StatusOr<Config> bad = ParseConfig(
       "runs:\n  degraded_fraction: 1.5\n  ledger_path: ledger.db\n  advise:\n"
       "    oom_bump: 0.8\n    min_runs: 0\n    max_run: 3\n  sample_reads_per_second: -5\n",
-      "cfg.yaml");
+      "cfg.yaml", CollectorFlagNames());
   ASSERT_FALSE(bad.ok());
   const std::string message(bad.status().message());
   EXPECT_THAT(message, HasSubstr("cfg.yaml:2:22: runs.degraded_fraction must be a number above 0 "

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "app/collector_flags.h"
 #include "config.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -15,6 +16,7 @@ namespace stagewatch {
 namespace {
 
 using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
 
@@ -31,14 +33,55 @@ TEST(SignalRegistryTest, NamesAreUniqueAndTheKnownOnesAreListed) {
 }
 
 TEST(SignalRegistryTest, ConfigurationCollectorsAreTheSwitchableSignals) {
-  EXPECT_THAT(KnownCollectors(), ElementsAreArray(CollectorFlagNames()));
-  absl::StatusOr<Config> config = DefaultConfig();
+  absl::StatusOr<Config> config = DefaultConfig(CollectorFlagNames());
   ASSERT_TRUE(config.ok()) << config.status();
   std::vector<std::string> defaulted;
   for (const auto& [name, on] : config->collectors) defaulted.push_back(name);
   std::vector<std::string> flagged = CollectorFlagNames();
   std::sort(flagged.begin(), flagged.end());
   EXPECT_THAT(defaulted, ElementsAreArray(flagged));
+}
+
+// Adding a switchable signal is its module alone: `collectors.<name>` in the YAML and the
+// --collector.<name> / --no-collector.<name> flags come from the registry.
+TEST(SignalRegistryTest, EverySwitchableSignalIsSwitchedByTheYamlAndByItsFlags) {
+  int switchable = 0;
+  for (const Signal& s : Signals()) {
+    const std::string name(s.name);
+    SCOPED_TRACE(name);
+    const std::string off = "collectors:\n  " + name + ": false\n";
+    absl::StatusOr<Config> yaml = ParseConfig(off, "cfg.yaml", CollectorFlagNames());
+    if (!s.collector_flag) {
+      EXPECT_THAT(yaml.status().message(),
+                  HasSubstr("cfg.yaml:2:3: unknown collector \"" + name + "\""));
+      continue;
+    }
+    switchable++;
+    ASSERT_TRUE(yaml.ok()) << yaml.status();
+    for (const auto& [other, on] : yaml->collectors) EXPECT_EQ(on, other != name) << other;
+
+    // The flags over the file: --collector.<name> turns it back on, --no-collector.<name> off.
+    for (const auto& [flag, want] : {std::pair("--collector." + name, true),
+                                     std::pair("--no-collector." + name, false)}) {
+      CLI::App app;
+      CollectorFlags flags(app);
+      ASSERT_NO_THROW(app.parse(flag, false)) << flag;
+      Config config = want ? *yaml : *DefaultConfig(CollectorFlagNames());
+      flags.ApplyTo(&config);
+      for (const auto& [other, on] : config.collectors) {
+        EXPECT_EQ(on, other == name ? want : true) << flag << " left " << other;
+      }
+    }
+    // None given: the file's choice stands.
+    CLI::App app;
+    CollectorFlags flags(app);
+    app.parse("", false);
+    Config config = *yaml;
+    flags.ApplyTo(&config);
+    EXPECT_FALSE(config.collectors.at(name));
+  }
+  EXPECT_EQ(switchable, int(CollectorFlagNames().size()));
+  EXPECT_GT(switchable, 0);
 }
 
 TEST(SignalRegistryTest, EverySignalStartsAndHasAProbeOrACollector) {

@@ -1,0 +1,91 @@
+// A discovered run whose cgroup has its own memory limit, on the real hierarchy beneath the
+// test's own cgroup: the run's sampler takes its usage and limit from the memory sampler's
+// snapshot (found by the cgroup id the run watcher gives it), reads two files fewer for it,
+// and records the limit the kernel's file holds.
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/strip.h"
+#include "cgroup/cgroup_namer.h"
+#include "cgroup/path_cache.h"
+#include "gtest/gtest.h"
+#include "memory/memory_sampler.h"
+#include "runs/discovered_sampler.h"
+#include "stages/stage_resolver.h"
+#include "test_support.h"
+
+namespace stagewatch {
+namespace {
+
+using testing::TestCgroup;
+
+constexpr uint64_t kMiB = 1 << 20;
+
+uint64_t FileNumber(const std::string& file) {
+  uint64_t v = 0;
+  EXPECT_TRUE(absl::SimpleAtoi(absl::StripAsciiWhitespace(testing::ReadFile(file)), &v)) << file;
+  return v;
+}
+
+TEST(DiscoveredRunMemoryTest, ALimitedRunsMemoryIsTheSamplersReadingAndItsLimitTheKernels) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();
+  TestCgroup top("stagewatch/sw-disc-one-reader");
+  TestCgroup run(top, "job_1");
+  run.SetMemoryLimit(256 * kMiB);
+  ASSERT_GT(run.SpawnJoined("sw-one-reader", [] {
+    testing::TouchAnonymous(64 * kMiB);
+    pause();
+  }), 0);
+  const bool v2 = top.v2();
+  const std::string limit_file = run.dir() + (v2 ? "/memory.max" : "/memory.limit_in_bytes");
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    return FileNumber(run.dir() + (v2 ? "/memory.current" : "/memory.usage_in_bytes")) >=
+           64 * kMiB;
+  }, 5000));
+
+  CgroupPathCache paths(top.layout().key_root);
+  StageResolver stages({}, DiscoveryConfig{});
+  CgroupNamer namer(&paths, &stages, absl::ZeroDuration());
+  MemorySampler memory(&namer, top.layout(), MemoryConfig{}, SampleReader{});
+  const absl::Time t0 = absl::Now();
+  memory.SampleOnce(t0);
+  const std::shared_ptr<const Snapshot> snapshot = memory.Latest();
+  const DomainMemory* domain = nullptr;
+  for (const DomainMemory& d : snapshot->memory.at(stages.Resolve(top.path()).id).domains) {
+    if (d.id == run.id()) domain = &d;
+  }
+  ASSERT_NE(domain, nullptr) << "the run's cgroup is a limit domain";
+  ASSERT_TRUE(domain->sampled);
+
+  auto sampler = [&](bool with_snapshot) {
+    DiscoveredSamplerOptions o{.layout = top.layout(), .reads_per_second = 1000};
+    if (with_snapshot) o.latest_snapshot = [&memory] { return memory.Latest(); };
+    auto s = std::make_unique<DiscoveredSampler>(o);
+    s->Add("job_1", run.path(), run.id(), t0);
+    s->Sample(t0 + absl::Milliseconds(100));
+    return s;
+  };
+  std::unique_ptr<DiscoveredSampler> one_reader = sampler(true), own_files = sampler(false);
+  EXPECT_EQ(one_reader->from_snapshot(), 1u);
+  EXPECT_EQ(own_files->from_snapshot(), 0u);
+  EXPECT_EQ(own_files->reads() - one_reader->reads(), 2u) << "usage and limit not read again";
+  RecordProperty("reads_from_snapshot", int(one_reader->reads()));
+  RecordProperty("reads_own_files", int(own_files->reads()));
+
+  std::vector<RunSample> points;
+  std::optional<CgroupFacts> f = one_reader->Remove("job_1", points);
+  ASSERT_TRUE(f);
+  ASSERT_EQ(points.size(), 1u);
+  EXPECT_EQ(points[0].memory_bytes, domain->usage_bytes);
+  EXPECT_GE(points[0].memory_bytes, 64 * kMiB);
+  EXPECT_EQ(f->memory_limit_bytes, FileNumber(limit_file));
+  EXPECT_EQ(f->memory_limit_bytes, 256 * kMiB);
+  ASSERT_TRUE(f->memory_peak_bytes);  // read from its own file: the snapshot has no peak
+  EXPECT_GE(*f->memory_peak_bytes, 64 * kMiB);
+}
+
+}  // namespace
+}  // namespace stagewatch

@@ -30,6 +30,9 @@ struct {
 
 /* Updates refused because a map was full. */
 __u64 memory_stats_overflows = 0;
+/* Every major fault counted, of any cgroup: while it stands still, no stage's major faults
+ * moved, and the agent's once-a-second feed of the fault-storm detector reads no map. */
+__u64 memory_major_faults_seen = 0;
 __u64 memory_reclaim_overflows = 0;
 
 static struct memory_cgroup_stats zero_stats;
@@ -103,6 +106,7 @@ int memory_major_fault(struct bpf_perf_event_data *ctx)
 
 	if (s)
 		s->major_faults++;
+	__sync_fetch_and_add(&memory_major_faults_seen, 1);
 	return 0;
 }
 

@@ -25,7 +25,7 @@ void AnomalyFeeder::Feed(absl::Time now, const Snapshot& sampled) {
   }
   // Totals of stages forgotten since `known` was listed are left out.
   if (memory_) {
-    memory_->Collect();
+    memory_->CollectForMajorFaults();
     for (const auto& [id, t] : memory_->Totals()) {
       const Stage* stage = known.Find(id);
       if (stage && id != kUnattributedStageId) engine_->OnMajorFaults(*stage, now, t.major_faults);

@@ -1,5 +1,6 @@
 // Feeds the anomaly engine on the memory sampler's clock: memory and pressure from each
-// sample, major faults from the memory tracker collected there and then, and run-queue
+// sample, major faults from the memory tracker collected there and then (when any cgroup had
+// one since its last collection: MemoryTracker::CollectForMajorFaults), and run-queue
 // latency from the sched tracker, collected on every sample at least kRunqFeedInterval after
 // the last it was collected for.
 #pragma once

@@ -22,8 +22,18 @@ std::vector<uint64_t> Flatten(const MemoryCgroupCounters& c) {
 MemoryTracker::MemoryTracker(MemoryProbe* probe, CgroupNamer* namer)
     : probe_(probe), naming_(namer), cgroups_(kWidth) {}
 
+void MemoryTracker::CollectForMajorFaults() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (probe_->major_faults_seen() == major_seen_) return;
+  }
+  Collect();
+}
+
 void MemoryTracker::Collect() {
   absl::MutexLock lock(&mu_);
+  // Read first: a fault counted while the map is read is news to the next call.
+  major_seen_ = probe_->major_faults_seen();
   naming_.Begin();
   std::vector<CgroupCounterSample> samples;
   for (const MemoryCgroupCounters& c : probe_->Read()) {

@@ -28,6 +28,10 @@ class MemoryTracker {
 
   // Reads the probe's map, folds it, and drops the entries of cgroups that died.
   void Collect();
+  // Collect(), unless no major fault was counted in any cgroup since the last collection: then
+  // every stage's major faults stand as Totals() gives them, exactly, and no map is read (the
+  // fault-storm detector's feed, every second; an idle host faults in nothing from disk).
+  void CollectForMajorFaults();
   std::map<StageId, MemoryStageTotals> Totals() const;
   uint64_t unknown_cgroups() const;
 
@@ -36,6 +40,8 @@ class MemoryTracker {
   mutable absl::Mutex mu_;
   CollectionNaming naming_ ABSL_GUARDED_BY(mu_);
   StageCounters cgroups_ ABSL_GUARDED_BY(mu_);
+  // major_faults_seen() as the last collection began; none yet: the maximum.
+  uint64_t major_seen_ ABSL_GUARDED_BY(mu_) = UINT64_MAX;
 };
 
 }  // namespace stagewatch

@@ -302,6 +302,10 @@ void MemoryProbe::Delete(uint64_t cgroup_id) {
   bpf_map__delete_elem(skel_->maps.memory_stats, &cgroup_id, sizeof(cgroup_id), 0);
 }
 
+uint64_t MemoryProbe::major_faults_seen() const {
+  return __atomic_load_n(&skel_->bss->memory_major_faults_seen, __ATOMIC_RELAXED);
+}
+
 uint64_t MemoryProbe::cgroup_overflows() const {
   return __atomic_load_n(&skel_->bss->memory_stats_overflows, __ATOMIC_RELAXED);
 }

@@ -64,6 +64,9 @@ class MemoryProbe {
   // Updates the kernel side refused because a map was full: new cgroups not counted, and
   // reclaim passes not timed.
   uint64_t cgroup_overflows() const;
+  // Major faults counted so far, of every cgroup (one word the kernel side keeps, read without
+  // a system call): unchanged means no cgroup's major faults moved.
+  uint64_t major_faults_seen() const;
   uint64_t reclaim_overflows() const;
 
   const std::vector<ProbeStatus>& statuses() const { return statuses_; }

@@ -3,8 +3,10 @@
 // the mkdir and rmdir events the cgroup probe would deliver for `churn` discovered runs (50
 // stages, made and removed 200 at a time, as bench/cgroup_scale.sh does), and every `every`
 // runs it prints the heap in use (mallinfo2), the heap the process holds (arenas), SQLite's own
-// allocations, what the watcher holds by run (RunWatcher::held()) and the CPU time so far.
-// No root needed.
+// allocations, what the watcher holds by run (RunWatcher::held()), what the path cache and
+// the namer hold of removed cgroups, and the CPU time so far. Then the churn stops: once
+// removed_kept_for has passed (a clock of its own) and two scrapes' collections, a last point
+// shows what is left. No root needed.
 // Usage: run_churn_memory [churn] [every]
 #include <malloc.h>
 #include <sqlite3.h>
@@ -35,14 +37,20 @@ cgroup_event Event(int kind, uint64_t id, const std::string& path) {
 
 // Heap in use and heap held from the OS, over every arena, in KiB.
 // `commits`: ledger transactions committed so far, each an fsync of the -wal file.
-void PrintPoint(int made, const RunWatcher& watcher, uint64_t commits, double seconds) {
+void PrintPoint(int made, const RunWatcher& watcher, const CgroupPathCache& paths,
+                CgroupNamer& namer, uint64_t commits, double seconds) {
   const struct mallinfo2 m = mallinfo2();
   const RunWatcher::Held held = watcher.held();
+  const CgroupPathCacheHeld removed = paths.held();
+  const CgroupNamer::Held named = namer.held();
   std::printf("runs=%6d heap_in_use=%7zu KiB heap_held=%7zu KiB mmapped=%6zu KiB "
-              "sqlite=%6lld KiB open_runs=%zu cgroups=%zu published=%zu commits=%llu %.1f s CPU\n",
+              "sqlite=%6lld KiB open_runs=%zu cgroups=%zu published=%zu removed=%zu/%zu "
+              "dead=%zu/%zu trims=%llu commits=%llu %.1f s CPU\n",
               made, m.uordblks / 1024, (m.arena + m.hblkhd) / 1024, m.hblkhd / 1024,
               static_cast<long long>(sqlite3_memory_used() / 1024), held.open_runs, held.cgroups,
-              held.published, static_cast<unsigned long long>(commits), seconds);
+              held.published, removed.removed, removed.index_capacity, named.dead,
+              named.remembered_capacity, static_cast<unsigned long long>(held.trims),
+              static_cast<unsigned long long>(commits), seconds);
   std::fflush(stdout);
 }
 
@@ -54,7 +62,10 @@ int main(int argc, char** argv) {
   char tmpl[] = "/tmp/stagewatch-churn-XXXXXX";
   const std::string dir = mkdtemp(tmpl);
   StageResolver stages({}, DiscoveryConfig{.max_stages = 64});
-  CgroupPathCache paths(dir);
+  absl::Time clock = absl::Now();
+  CgroupPathCacheOptions options;
+  options.now = [&clock] { return clock; };
+  CgroupPathCache paths(dir, options);
   paths.UseEvents([] {});
   CgroupNamer namer(&paths, &stages);
   auto ledger = Ledger::Open(dir + "/ledger.db");
@@ -89,7 +100,8 @@ int main(int argc, char** argv) {
   };
   const double start = seconds();
   const uint64_t commits_before = counted->commits();
-  PrintPoint(0, w, 0, 0);
+  namer.Refresh();
+  PrintPoint(0, w, paths, namer, 0, 0);
   constexpr int kBatch = 200;
   for (int made = 0; made < churn; made += kBatch) {
     std::vector<cgroup_event> batch;
@@ -106,11 +118,21 @@ int main(int argc, char** argv) {
       paths.OnRmdir(e.cgroup_id, e.path);
     }
     w.Flush();
+    clock += absl::Milliseconds(300);  // the pace of bench/cgroup_scale.sh's batches
+    namer.Refresh();                   // the sampler's, every second or so
     namer.BeginCollection();
     if ((made + kBatch) % every == 0) {
-      PrintPoint(made + kBatch, w, counted->commits() - commits_before, seconds() - start);
+      PrintPoint(made + kBatch, w, paths, namer, counted->commits() - commits_before,
+                 seconds() - start);
     }
   }
+  // The churn has stopped: past removed_kept_for, two scrapes later, and a quiet tick of the
+  // watcher's (which trims the heap).
+  clock += options.removed_kept_for;
+  namer.Refresh();
+  for (uint64_t i = 0; i < CgroupNamer::kKeptCollections; i++) namer.BeginCollection();
+  absl::SleepFor(absl::Seconds(2.5));
+  PrintPoint(churn, w, paths, namer, counted->commits() - commits_before, seconds() - start);
   watcher->reset();
   std::filesystem::remove_all(dir);
   return 0;

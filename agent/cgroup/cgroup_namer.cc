@@ -87,6 +87,7 @@ void CgroupNamer::BuryLocked(uint64_t id, Stage stage) {
 }
 
 void CgroupNamer::ExpireLocked() {
+  const size_t before = dead_order_.size();
   while (!dead_order_.empty()) {
     auto it = remembered_.find(dead_order_.front());
     const bool stale = it == remembered_.end() || it->second.alive;  // re-made since
@@ -97,6 +98,18 @@ void CgroupNamer::ExpireLocked() {
     if (!stale) remembered_.erase(it);
     dead_order_.pop_front();
   }
+  // The map keeps the slots a churn's dead cgroups took: give them back once it is a quarter
+  // full (a steady churn stays above that, and is not rehashed each time).
+  if (dead_order_.size() < before && remembered_.capacity() > 64 &&
+      remembered_.size() * 4 < remembered_.capacity()) {
+    remembered_.rehash(0);
+    if (dead_order_.empty()) dead_order_.shrink_to_fit();
+  }
+}
+
+CgroupNamer::Held CgroupNamer::held() {
+  absl::MutexLock lock(&mu_);
+  return {remembered_.size(), remembered_.capacity(), dead_order_.size()};
 }
 
 std::optional<Stage> CgroupNamer::StageOf(uint64_t id) {

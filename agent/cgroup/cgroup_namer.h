@@ -30,7 +30,8 @@ struct NamedCgroup {
 // counted by BeginCollection()), so that its last counts, and any the kernel adds while its
 // last task goes, are folded into its own stage rather than `unattributed`. With lifecycle
 // events that includes cgroups born and removed between two refreshes. Memory is bounded by
-// the live tree plus at most kMaxDead dead cgroups.
+// the live tree plus at most kMaxDead dead cgroups (a stage and a few words each); their
+// map's slots are given back once they expire.
 class CgroupNamer {
  public:
   static constexpr uint64_t kKeptCollections = 4;  // two trackers collect, twice each
@@ -81,6 +82,14 @@ class CgroupNamer {
 
   // How many times Refresh() brought the names up to date (a walk, or the queued events).
   uint64_t refreshes() const { return refreshes_.load(); }
+
+  // What the namer holds, for tests of its bounds.
+  struct Held {
+    size_t remembered = 0;           // live and dead cgroups named
+    size_t remembered_capacity = 0;  // slots of their map
+    size_t dead = 0;
+  };
+  Held held();
 
  private:
   struct Remembered {

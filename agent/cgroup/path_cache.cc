@@ -94,6 +94,8 @@ bool CgroupPathCache::uses_events() const {
 
 void CgroupPathCache::ApplyQueued() {
   if (uses_events()) drain_();
+  absl::MutexLock lock(&mu_);
+  ExpireRemovedLocked(options_.now());
 }
 
 void CgroupPathCache::OnMkdir(uint64_t id, std::string path) {
@@ -119,9 +121,17 @@ void CgroupPathCache::OnRmdir(uint64_t id, std::string path) {
 }
 
 void CgroupPathCache::RecordRemovedLocked(uint64_t id, std::string path) {
+  const absl::Time now = options_.now();
   removed_index_[id] = ++removals_;
-  removed_.push_back({removals_, id, std::move(path)});
-  while (removed_.size() > kRemovedKept) {
+  removed_.push_back({removals_, id, std::move(path), now});
+  ExpireRemovedLocked(now);
+  ++version_;
+}
+
+void CgroupPathCache::ExpireRemovedLocked(absl::Time now) {
+  const size_t before = removed_.size();
+  while (!removed_.empty() && (removed_.size() > kRemovedKept ||
+                               now - removed_.front().removed_at >= options_.removed_kept_for)) {
     const RemovedCgroup& oldest = removed_.front();
     if (auto it = removed_index_.find(oldest.id);
         it != removed_index_.end() && it->second == oldest.sequence) {
@@ -129,7 +139,13 @@ void CgroupPathCache::RecordRemovedLocked(uint64_t id, std::string path) {
     }
     removed_.pop_front();
   }
-  ++version_;
+  // A hash map keeps its slots when emptied: give them back once a churn has passed, and not
+  // while it goes on (the index is then near its size, and rehashing each time would cost).
+  if (removed_.size() < before && removed_index_.capacity() > 64 &&
+      removed_index_.size() * 4 < removed_index_.capacity()) {
+    removed_index_.rehash(0);
+    if (removed_.empty()) removed_.shrink_to_fit();
+  }
 }
 
 void CgroupPathCache::Resync() {
@@ -244,6 +260,11 @@ uint64_t CgroupPathCache::version() const {
 CgroupPathCacheStats CgroupPathCache::stats() const {
   absl::MutexLock lock(&mu_);
   return stats_;
+}
+
+CgroupPathCacheHeld CgroupPathCache::held() const {
+  absl::MutexLock lock(&mu_);
+  return {removed_.size(), removed_index_.capacity()};
 }
 
 std::optional<uint64_t> CgroupIdOfDirectory(const std::string& path) {

@@ -21,6 +21,11 @@ struct CgroupPathCacheOptions {
   // An id still unknown after a rescan is not looked for again until this has passed.
   absl::Duration negative_ttl = absl::Seconds(10);
   size_t max_entries = 65536;  // paths kept; a bigger tree is truncated and counted
+  // How long a removed cgroup stays nameable: ten times what the latest of its late events
+  // takes to be named (the ring buffers are read within a second; the sampler names the ids of
+  // BPF maps and the namer takes the removals every second). Trackers that collect later
+  // name dead cgroups from the namer, which keeps them by collections.
+  absl::Duration removed_kept_for = absl::Seconds(10);
   std::function<absl::Time()> now = [] { return absl::Now(); };
 };
 
@@ -40,6 +45,13 @@ struct RemovedCgroup {
   uint64_t sequence = 0;
   uint64_t id = 0;
   std::string path;
+  absl::Time removed_at;
+};
+
+// What the cache holds of removed cgroups, for tests of its bounds.
+struct CgroupPathCacheHeld {
+  size_t removed = 0;         // removals kept
+  size_t index_capacity = 0;  // slots of the id → removal index
 };
 
 // Thread-safe. Paths are relative to the hierarchy root and start with "/" ("/" is the root).
@@ -48,7 +60,10 @@ struct RemovedCgroup {
 // rate-limited, and Current() walks. By the kernel's lifecycle events (UseEvents()): one walk
 // at start, then OnMkdir()/OnRmdir() keep the map exact; a miss first hands the events already
 // queued to the cache (the `drain` callback) and never walks. Removed cgroups stay nameable
-// (Lookup) among the last kRemovedKept removals, and are listed once each by RemovedSince().
+// (Lookup) for options.removed_kept_for, and are listed once each by RemovedSince(). What is
+// kept of them is bounded both ways: by time, so that it all goes once a churn stops (and
+// their index is shrunk), and by count (kRemovedKept), so that a fast churn cannot make it
+// grow: at most one path (its bytes) and one index slot for each removal kept.
 class CgroupPathCache {
  public:
   static constexpr size_t kRemovedKept = 4096;
@@ -59,7 +74,8 @@ class CgroupPathCache {
   // queued so far (it calls OnMkdir/OnRmdir); it is called without the cache's lock held.
   void UseEvents(std::function<void()> drain);
   bool uses_events() const;
-  // With events, applies those queued so far; by walks, nothing.
+  // With events, applies those queued so far; by walks, nothing. Then lets go of removals
+  // older than options.removed_kept_for (the namer calls it every second).
   void ApplyQueued();
 
   void OnMkdir(uint64_t id, std::string path);
@@ -91,10 +107,13 @@ class CgroupPathCache {
 
   const std::string& root() const { return root_; }
   CgroupPathCacheStats stats() const;
+  CgroupPathCacheHeld held() const;
 
  private:
   bool RescanLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RecordRemovedLocked(uint64_t id, std::string path) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops the oldest removals past the count or the time bound.
+  void ExpireRemovedLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::optional<std::string> FindLocked(uint64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string root_;

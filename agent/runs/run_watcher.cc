@@ -415,13 +415,21 @@ void RunWatcher::Tick() {
   // After the records above, so a run recorded now gets its first sample now.
   const absl::Time now = absl::Now();
   if (sampler_) sampler_->Sample(now);
-  if (now >= next_samples_write_) {
+  const bool write = now >= next_samples_write_;
+  if (write) {
     WriteSamples();
     next_samples_write_ = now + options_.write_samples_every;
-    // What closed runs freed (their rows' SQLite work, events, samples) is spread over the
-    // threads' malloc arenas, which keep it; give it back to the OS once in a while.
-    if (std::exchange(closed_since_trim_, 0) > 0) malloc_trim(0);
   }
+  // What closed runs freed (their rows' SQLite work, events, samples) is spread over the
+  // threads' malloc arenas, which keep it; give it back to the OS at each samples write while
+  // runs close, and at the first tick none closed in (a churn has stopped), not 10 s later.
+  const bool quiet = closed_since_trim_ == closed_at_last_tick_;
+  if (closed_since_trim_ > 0 && (write || quiet)) {
+    malloc_trim(0);
+    closed_since_trim_ = 0;
+    trims_++;
+  }
+  closed_at_last_tick_ = closed_since_trim_;
 }
 
 void RunWatcher::Loop() {
@@ -500,6 +508,7 @@ RunWatcher::Held RunWatcher::held() const {
     h.open_runs = open_.size();
     h.cgroups = by_cgroup_.size();
     h.sampled = sampler_ ? sampler_->runs() : 0;
+    h.trims = trims_;
   }
   std::lock_guard<std::mutex> lock(queue_mu_);
   h.published = published_.size();

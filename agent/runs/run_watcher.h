@@ -110,6 +110,7 @@ class RunWatcher {
     size_t published = 0;  // ids the deliverers read at rmdir
     size_t sampled = 0;    // runs the sampler holds
     size_t queued = 0;     // events not yet handled
+    uint64_t trims = 0;    // malloc_trim calls so far (not state: a count)
   };
   Held held() const;
 
@@ -188,6 +189,8 @@ class RunWatcher {
   std::map<uint64_t, uint64_t> by_cgroup_;  // cgroup id (its own, descendants) → open_ key
   uint64_t next_gone_key_ = UINT64_MAX;     // keys of runs whose cgroup went while unwatched
   uint64_t closed_since_trim_ = 0;          // runs closed since the heap was last trimmed
+  uint64_t closed_at_last_tick_ = 0;        // closed_since_trim_ at the last tick
+  uint64_t trims_ = 0;                      // heap trims so far
   RunsSnapshot counted_;
   std::map<std::string, std::deque<EndedRun>> recent_;  // by stage, newest first
   // Guards the queue and `published_`; never held while calling out.

@@ -114,6 +114,72 @@ TEST_F(CgroupEventsTest, RemovalsKeptAreBounded) {
   EXPECT_EQ(paths_->RemovedSince(&cursor).size(), CgroupPathCache::kRemovedKept);
 }
 
+// A churn's removals go once it has stopped for removed_kept_for, index slots included; a
+// removal younger than that stays nameable.
+TEST_F(CgroupEventsTest, RemovalsGoOnceKeptForHasPassedAndTheirIndexShrinks) {
+  absl::Time now = absl::FromUnixSeconds(1700000000);
+  CgroupPathCacheOptions options;
+  options.removed_kept_for = absl::Seconds(30);
+  options.now = [&now] { return now; };
+  paths_ = std::make_unique<CgroupPathCache>(root_, options);
+  UseEvents();
+  const uint64_t churn = 3000;
+  for (uint64_t id = 1; id <= churn; id++) {
+    paths_->OnMkdir(id, "/stagewatch/s/churn_" + std::to_string(id));
+    paths_->OnRmdir(id, "/stagewatch/s/churn_" + std::to_string(id));
+  }
+  EXPECT_EQ(paths_->held().removed, churn);
+  EXPECT_GE(paths_->held().index_capacity, churn);
+  now += absl::Seconds(20);
+  paths_->OnMkdir(churn + 1, "/stagewatch/s/late");
+  paths_->OnRmdir(churn + 1, "/stagewatch/s/late");
+  paths_->ApplyQueued();
+  EXPECT_EQ(paths_->held().removed, churn + 1);  // none is 30 s old yet
+  EXPECT_EQ(paths_->Lookup(1), "/stagewatch/s/churn_1");
+
+  now += absl::Seconds(10);
+  paths_->ApplyQueued();  // the namer's refresh, a second later
+  EXPECT_EQ(paths_->held().removed, 1u);
+  EXPECT_LE(paths_->held().index_capacity, 64u);
+  EXPECT_EQ(paths_->Lookup(1), std::nullopt);
+  EXPECT_EQ(paths_->Lookup(churn + 1), "/stagewatch/s/late");
+  uint64_t cursor = 0;
+  ASSERT_EQ(paths_->RemovedSince(&cursor).size(), 1u);
+
+  now += absl::Seconds(20);
+  paths_->ApplyQueued();
+  EXPECT_EQ(paths_->held().removed, 0u);
+  EXPECT_LE(paths_->held().index_capacity, 1u);
+}
+
+// The namer's dead cgroups go a few collections after a churn, and so do their map's slots.
+TEST_F(CgroupEventsTest, NamerGivesBackTheSlotsOfAChurnsDeadCgroups) {
+  UseEvents();
+  StageResolver stages({}, DiscoveryConfig{});
+  CgroupNamer namer(paths_.get(), &stages);
+  const uint64_t kept = MakeWithEvent("/stagewatch/s/kept");
+  namer.Refresh();
+  const uint64_t churn = 3000;
+  for (uint64_t id = 1; id <= churn; id++) {
+    paths_->OnMkdir(id, "/stagewatch/s/churn_" + std::to_string(id));
+  }
+  namer.Refresh();  // alive: named and memoised
+  for (uint64_t id = 1; id <= churn; id++) {
+    paths_->OnRmdir(id, "/stagewatch/s/churn_" + std::to_string(id));
+  }
+  namer.Refresh();
+  EXPECT_EQ(namer.held().dead, churn);
+  EXPECT_EQ(namer.StageOf(1)->name, "s");  // still named for its last counts
+  EXPECT_GE(namer.held().remembered_capacity, churn);
+
+  for (uint64_t i = 0; i < CgroupNamer::kKeptCollections; i++) namer.BeginCollection();
+  EXPECT_EQ(namer.held().dead, 0u);
+  EXPECT_FALSE(namer.StageOf(1).has_value());
+  EXPECT_EQ(namer.StageOf(kept)->name, "s");
+  EXPECT_LE(namer.held().remembered_capacity, 64u);
+  EXPECT_EQ(namer.held().remembered, 2u);  // the root and `kept`
+}
+
 TEST_F(CgroupEventsTest, ResyncAfterLostEventsFindsWhatTheyWouldHaveSaid) {
   const uint64_t gone = Make("/gone");
   UseEvents();

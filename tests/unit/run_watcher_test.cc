@@ -387,6 +387,28 @@ TEST_F(RunWatcherTest, ADiscoveredRunIsSampledAndClosedWithTheKernelsPeakAtRmdir
   for (const RunSample& p : *points) EXPECT_EQ(p.memory_bytes, uint64_t{100} << 20);
 }
 
+// The heap is trimmed at the first tick after a churn of runs stops (not at the samples write,
+// 10 s later), once, and never while no run closes.
+TEST_F(RunWatcherTest, TheHeapIsTrimmedOnceWhenAChurnStops) {
+  std::unique_ptr<RunWatcher> watcher = Start();  // ticks every 20 ms, writes samples every 10 s
+  ASSERT_NE(watcher, nullptr);
+  watcher->OnCgroupEvent(Mkdir("/stagewatch"));
+  watcher->OnCgroupEvent(Mkdir("/stagewatch/trim_churn"));
+  watcher->Flush();
+  absl::SleepFor(absl::Milliseconds(100));
+  EXPECT_EQ(watcher->held().trims, 0u);  // nothing closed yet
+  for (int i = 0; i < 50; i++) {
+    const cgroup_event made = Mkdir("/stagewatch/trim_churn/short_" + std::to_string(i));
+    watcher->OnCgroupEvent(made);
+    watcher->OnCgroupEvent(Rmdir(made));
+  }
+  watcher->Flush();
+  EXPECT_TRUE(testing::WaitUntil([&] { return watcher->held().trims == 1; }, 2000));
+  absl::SleepFor(absl::Milliseconds(200));  // ten quiet ticks
+  EXPECT_EQ(watcher->held().trims, 1u);
+  EXPECT_EQ(Runs().size(), 50u);
+}
+
 // A churn of short discovered runs (as a job scheduler makes them): every run gets its closed
 // row, and once it is closed the watcher and its sampler hold nothing of it, so an agent's
 // memory does not grow with the runs it has seen.

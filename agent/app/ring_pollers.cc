@@ -22,7 +22,8 @@ void Drain(const RingPoller& ring, int stop_fd) {
   while (true) {
     if (poll(fds, 2, /*timeout=*/-1) < 0) {
       if (errno == EINTR) continue;
-      Log::Error("waiting on a ring buffer failed", {{"probe", ring.probe}, {"err", strerror(errno)}});
+      Log::Error("waiting on a ring buffer failed",
+                 {{"probe", ring.probe}, {"err", strerror(errno)}});
       return;
     }
     if (fds[1].revents != 0) return;

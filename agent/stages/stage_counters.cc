@@ -18,10 +18,27 @@ StageCountersOf<Key>::StageCountersOf(size_t width, bool count_from_first_snapsh
     : width_(width), skip_baseline_(!count_from_first_snapshot) {}
 
 template <typename Key>
+std::vector<uint64_t>& StageCountersOf<Key>::LiveSum(const Key& stage) {
+  std::vector<uint64_t>& sum = live_sums_[stage];
+  sum.resize(width_, 0);
+  return sum;
+}
+
+template <typename Key>
 void StageCountersOf<Key>::Retire(const Live& cgroup) {
   std::vector<uint64_t>& retired = retired_[cgroup.stage];
+  std::vector<uint64_t>& sum = LiveSum(cgroup.stage);
   retired.resize(width_, 0);
-  for (size_t i = 0; i < width_; ++i) retired[i] += cgroup.last[i] - cgroup.baseline[i];
+  for (size_t i = 0; i < width_; ++i) {
+    retired[i] += cgroup.last[i] - cgroup.baseline[i];
+    sum[i] -= cgroup.last[i] - cgroup.baseline[i];
+  }
+}
+
+template <typename Key>
+void StageCountersOf<Key>::AddLive(const Live& cgroup) {
+  std::vector<uint64_t>& sum = LiveSum(cgroup.stage);
+  for (size_t i = 0; i < width_; ++i) sum[i] += cgroup.last[i] - cgroup.baseline[i];
 }
 
 template <typename Key>
@@ -38,7 +55,9 @@ void StageCountersOf<Key>::Update(const std::vector<CgroupCounterSampleOf<Key>>&
       // Counts from before the agent started belong to no run we saw: only the first
       // snapshot is baselined, a cgroup born later counts from its birth.
       std::vector<uint64_t> baseline = skip_baseline_ ? std::vector<uint64_t>(width_, 0) : values;
-      live_.emplace(sample.cgroup_id, Live{sample.stage, values, std::move(baseline), update});
+      AddLive(live_.emplace(sample.cgroup_id,
+                            Live{sample.stage, values, std::move(baseline), update})
+                  .first->second);
       continue;
     }
     Live& cgroup = it->second;
@@ -55,13 +74,17 @@ void StageCountersOf<Key>::Update(const std::vector<CgroupCounterSampleOf<Key>>&
       }
       cgroup.stage = sample.stage;
       cgroup.last = std::move(values);
+      AddLive(cgroup);
       continue;
     }
     // Per value: one that dropped restarted; keep what it had counted and count anew from 0.
     std::vector<uint64_t>* retired = nullptr;
+    std::vector<uint64_t>* sum = nullptr;
     for (size_t i = 0; i < width_; ++i) {
       const uint64_t v = value(i);
       if (v == cgroup.last[i]) continue;
+      if (!sum) sum = &LiveSum(cgroup.stage);
+      (*sum)[i] -= cgroup.last[i] - cgroup.baseline[i];
       if (v < cgroup.last[i]) {
         if (!retired) retired = &retired_[cgroup.stage];
         retired->resize(width_, 0);
@@ -69,6 +92,7 @@ void StageCountersOf<Key>::Update(const std::vector<CgroupCounterSampleOf<Key>>&
         cgroup.baseline[i] = 0;
       }
       cgroup.last[i] = v;
+      (*sum)[i] += cgroup.last[i] - cgroup.baseline[i];
     }
   }
 
@@ -86,6 +110,7 @@ void StageCountersOf<Key>::Update(const std::vector<CgroupCounterSampleOf<Key>>&
 template <typename Key>
 void StageCountersOf<Key>::KeepStages(const std::function<bool(const Key&)>& keep) {
   std::erase_if(retired_, [&](const auto& entry) { return !keep(entry.first); });
+  std::erase_if(live_sums_, [&](const auto& entry) { return !keep(entry.first); });
   absl::erase_if(live_, [&](const auto& entry) { return !keep(entry.second.stage); });
 }
 
@@ -99,10 +124,10 @@ void StageCountersOf<Key>::KeepStages(const absl::flat_hash_set<StageId>& known)
 template <typename Key>
 std::map<Key, std::vector<uint64_t>> StageCountersOf<Key>::Totals() const {
   std::map<Key, std::vector<uint64_t>> totals = retired_;
-  for (const auto& [id, cgroup] : live_) {
-    std::vector<uint64_t>& total = totals[cgroup.stage];
+  for (const auto& [stage, sum] : live_sums_) {
+    std::vector<uint64_t>& total = totals[stage];
     total.resize(width_, 0);
-    for (size_t i = 0; i < width_; ++i) total[i] += cgroup.last[i] - cgroup.baseline[i];
+    for (size_t i = 0; i < width_; ++i) total[i] += sum[i];
   }
   return totals;
 }

@@ -58,13 +58,20 @@ class StageCountersOf {
     std::vector<uint64_t> baseline;  // subtracted (first-snapshot baseline)
     uint64_t seen_in = 0;            // the last Update() whose snapshot had it
   };
+  // Moves what a live cgroup counted to its stage's retired totals.
   void Retire(const Live& cgroup);
+  // Adds what it counted to its stage's live sum.
+  void AddLive(const Live& cgroup);
+  std::vector<uint64_t>& LiveSum(const Key& stage);
 
   const size_t width_;
   bool skip_baseline_;
   uint64_t updates_ = 0;  // Update() calls: marks the cgroups of the current snapshot
   absl::flat_hash_map<uint64_t, Live> live_;
   std::map<Key, std::vector<uint64_t>> retired_;
+  // What the live cgroups counted, by stage, kept as they change: Totals() costs a stage each,
+  // not a cgroup each.
+  std::map<Key, std::vector<uint64_t>> live_sums_;
 };
 
 extern template class StageCountersOf<StageId>;

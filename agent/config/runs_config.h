@@ -27,7 +27,7 @@ struct RunsConfig {
   int info_per_stage = 5;
   // The agent samples the cgroup files of runs no launcher started (memory, CPU, PSI) with at
   // most this many file reads a second, spread over the open runs; 0 turns it off.
-  int sample_reads_per_second = 200;
+  int sample_reads_per_second = 100;
   AdvisorConfig advise;
 };
 

@@ -33,7 +33,7 @@ struct DiscoveredSamplerOptions {
   CgroupLayout layout;
   absl::Duration interval = absl::Seconds(1);  // memory.sample_interval
   double near_limit_fraction = 0.9;            // memory.near_limit_fraction
-  int reads_per_second = 200;                  // runs.sample_reads_per_second
+  int reads_per_second = 100;                  // runs.sample_reads_per_second
   // The memory sampler's latest snapshot (empty, or returning null: none). A run's memory
   // comes from it when its cgroup is a domain there, read that sample, and the snapshot was
   // taken after the run's previous sample; otherwise the run's own files are read.

@@ -185,17 +185,35 @@ std::optional<RunCgroupReading> RunCgroupFiles::Read(absl::Time now,
                                                      const SampledMemory* sampled) {
   RunCgroupReading r;
   r.usage.at = now;
-  auto read = [&](Slot slot) {
-    std::optional<std::string> text = ReadSlot(slot, now);
-    r.reads += text.has_value();
-    return text;
+  // Each file at most once a reading: the idle check's reads are the full reading's too.
+  std::optional<std::string> texts[kSlots];
+  bool tried[kSlots] = {};
+  auto read = [&](Slot slot) -> const std::optional<std::string>& {
+    if (!tried[slot]) {
+      tried[slot] = true;
+      texts[slot] = ReadSlot(slot, now);
+      r.reads += texts[slot].has_value();
+    }
+    return texts[slot];
   };
   auto number = [&](Slot slot) -> std::optional<uint64_t> {
-    std::optional<std::string> text = read(slot);
+    const std::optional<std::string>& text = read(slot);
     if (!text) return std::nullopt;
     absl::StatusOr<uint64_t> v = ParseMemoryValue(*text, files_[slot].path);
     return v.ok() ? std::optional(*v) : std::nullopt;
   };
+  const Slot cpu_time = v2_ ? kCpuStat : kCpuUsage;
+  if (!sampled && last_full_ && since_full_ + 1 < kFullReadEvery) {
+    const std::optional<uint64_t> usage = number(kUsage);
+    if (!usage) return std::nullopt;
+    if (*usage == last_full_->usage.memory_bytes && read(cpu_time) == last_cpu_time_) {
+      since_full_++;
+      RunCgroupReading idle = *last_full_;
+      idle.usage.at = now;
+      idle.reads = r.reads;
+      return idle;
+    }
+  }
   if (sampled) {
     r.usage.memory_bytes = sampled->usage_bytes;
   } else {
@@ -206,7 +224,7 @@ std::optional<RunCgroupReading> RunCgroupFiles::Read(absl::Time now,
       sampled ? HardLimitIn(*sampled) : std::nullopt;
   r.usage.memory_limit_bytes = hard ? *hard : ReadMemoryMax(now, &r.reads);
   r.memory_peak_bytes = number(kPeak);
-  const std::optional<std::string> failcnt = read(kFailcnt);
+  const std::optional<std::string>& failcnt = read(kFailcnt);
   if (!failcnt && sampled) return std::nullopt;  // every memory cgroup has one: it is gone
   if (failcnt && v2_) {
     absl::StatusOr<std::map<std::string, uint64_t>> events =
@@ -216,7 +234,7 @@ std::optional<RunCgroupReading> RunCgroupFiles::Read(absl::Time now,
     absl::StatusOr<uint64_t> v = ParseMemoryValue(*failcnt, files_[kFailcnt].path);
     if (v.ok()) r.memory_failcnt = *v;
   }
-  if (std::optional<std::string> text = read(kCpuStat)) {
+  if (const std::optional<std::string>& text = read(kCpuStat)) {
     absl::StatusOr<CpuCgroupStats> cpu = v2_ ? ParseCpuStatV2(*text, files_[kCpuStat].path)
                                              : ParseCpuStatV1(*text, files_[kCpuStat].path);
     if (cpu.ok()) r.cpu = *cpu;
@@ -225,14 +243,14 @@ std::optional<RunCgroupReading> RunCgroupFiles::Read(absl::Time now,
       period_read_ = true;
     }
   }
-  if (std::optional<std::string> text = read(kCpuUsage)) {
+  if (const std::optional<std::string>& text = read(kCpuUsage)) {
     absl::StatusOr<uint64_t> ns = ParseCpuacctUsage(*text, files_[kCpuUsage].path);
     if (ns.ok()) r.cpu.usage_ns = *ns;
   }
   r.usage.cpu_ns = r.cpu.usage_ns;
   int i = 0;
   for (Slot slot : {kMemoryPsi, kCpuPsi}) {
-    std::optional<std::string> text = read(slot);
+    const std::optional<std::string>& text = read(slot);
     absl::StatusOr<PsiTotals> psi = text ? ParsePsi(*text, files_[slot].path)
                                          : absl::StatusOr<PsiTotals>(absl::NotFoundError(""));
     r.usage.psi_some_us[i++] = psi.ok() ? std::optional(psi->some_us) : std::nullopt;
@@ -241,6 +259,9 @@ std::optional<RunCgroupReading> RunCgroupFiles::Read(absl::Time now,
     limits_ = ReadLimits(now, &r.reads);
   }
   limits_->memory_max_bytes = r.usage.memory_limit_bytes;
+  last_full_ = r;
+  last_cpu_time_ = texts[cpu_time];
+  since_full_ = 0;
   return r;
 }
 

@@ -72,6 +72,10 @@ class RunCgroupFiles {
   // moment after the keyed one), then given up on: with thousands of runs each is read only
   // every few seconds, and a failed cgroupfs lookup costs more than a read. Without memory
   // usage the cgroup is gone: nullopt.
+  // An idle run costs one or two reads: while its memory usage and CPU time (v1 cpuacct.usage,
+  // v2 cpu.stat) are as at the last full reading, the rest is taken as then, for at most
+  // kFullReadEvery - 1 readings in a row (what moves without either, a limit written or PSI
+  // of a task that never ran, shows that much later).
   // With `sampled`, usage and the hard limit come from it and their files are not read; the
   // cgroup is then gone when its memory.failcnt (v2 memory.events) cannot be read. On v2 its
   // limit (the lower of memory.max and memory.high) stands for memory.max only while it equals
@@ -79,7 +83,7 @@ class RunCgroupFiles {
   std::optional<RunCgroupReading> Read(absl::Time now, const SampledMemory* sampled = nullptr);
   // The CFS period, read once the cpu files are found.
   std::optional<double> cfs_period_seconds() const { return cfs_period_; }
-  // The limits as of the last reading: memory-max every Read(), the others on the first and
+  // The limits as of the last full reading: memory-max at each, the others at the first and
   // then every kLimitsEvery-th (they seldom change, and a sample's reads are budgeted).
   // nullopt before the first Read() that found the cgroup.
   const std::optional<RunLimits>& limits() const { return limits_; }
@@ -91,7 +95,8 @@ class RunCgroupFiles {
 
   static constexpr int kOpenAttempts = 5;
   static constexpr absl::Duration kOpenWindow = absl::Seconds(5);
-  static constexpr int kLimitsEvery = 4;
+  static constexpr int kLimitsEvery = 4;  // full readings
+  static constexpr int kFullReadEvery = 10;
 
  private:
   enum Slot {
@@ -118,7 +123,10 @@ class RunCgroupFiles {
   std::optional<double> cfs_period_;
   bool period_read_ = false;
   std::optional<RunLimits> limits_;
-  int readings_ = 0;  // Read()s that found the cgroup
+  int readings_ = 0;  // full readings
+  std::optional<RunCgroupReading> last_full_;
+  std::optional<std::string> last_cpu_time_;  // the file's text at that reading
+  int since_full_ = 0;                        // idle readings since it
 };
 
 }  // namespace stagewatch

@@ -65,7 +65,11 @@ TEST_F(DiscoveredSamplerTest, KeepsWithinItsReadsASecondAndTakesEveryRunInTurn) 
   ASSERT_EQ(second.size(), 5u);
   EXPECT_TRUE(second.count("run_9")) << "the other five took the second turn";
   EXPECT_FALSE(second.count("run_0"));
-  // A second's worth at most: an idle minute does not buy a burst.
+  // A second's worth at most: an idle minute does not buy a burst (of full readings: the
+  // usage moved).
+  for (int i = 0; i < 10; ++i) {
+    MemoryFiles("/stagewatch/s/run_" + std::to_string(i), 110 << 20, 200 << 20, 150 << 20);
+  }
   sampler.Sample(t0 + absl::Seconds(61));
   EXPECT_EQ(sampler.reads(), 60u);
 }
@@ -116,6 +120,40 @@ TEST_F(DiscoveredSamplerTest, EndFactsComeFromTheLastReadingAndTheSeries) {
 namespace stagewatch {
 namespace {
 
+// An idle run (memory usage and CPU time as at its last full reading) costs its usage and CPU
+// time reads; what else changed shows at the next full reading: when either moves, or at the
+// kFullReadEvery-th reading.
+TEST_F(DiscoveredSamplerTest, AnIdleRunIsReadInFullOnlyWhenItsUsageOrCpuTimeMovesOrEveryTenth) {
+  const std::string path = "/stagewatch/s/idle";
+  const std::string cpu_dir = root_ + "/cpu" + path;
+  MemoryFiles(path, 1 << 20, 2 << 20, 1 << 20);
+  Write(cpu_dir + "/cpu.stat", "nr_periods 0\nnr_throttled 0\nthrottled_time 0\n");
+  Write(cpu_dir + "/cpuacct.usage", "5000000\n");
+  OpenFileBudget budget{0};  // opened for each read, so that a removed file shows
+  RunCgroupFiles files(layout_, path, &budget);
+  absl::Time t = absl::FromUnixSeconds(1000);
+  auto read = [&] {
+    t += absl::Seconds(1);
+    std::optional<RunCgroupReading> r = files.Read(t);
+    EXPECT_TRUE(r);
+    if (r) EXPECT_EQ(r->usage.at, t);
+    return r ? std::pair(r->reads, *r->memory_peak_bytes) : std::pair(0, uint64_t{0});
+  };
+  EXPECT_EQ(read(), std::pair(6, uint64_t{1} << 20));
+  EXPECT_EQ(read(), std::pair(2, uint64_t{1} << 20));  // usage and cpuacct.usage only
+  Write(cpu_dir + "/cpuacct.usage", "6000000\n");
+  EXPECT_EQ(read(), std::pair(6, uint64_t{1} << 20));  // its CPU time moved
+  Write(root_ + "/memory" + path + "/memory.max_usage_in_bytes", "3145728\n");
+  for (uint64_t i = 1; i < RunCgroupFiles::kFullReadEvery; ++i) {
+    EXPECT_EQ(read(), std::pair(2, uint64_t{1} << 20)) << "idle reading " << i;
+  }
+  EXPECT_EQ(read(), std::pair(6, uint64_t{3} << 20));  // the tenth: in full
+  Write(root_ + "/memory" + path + "/memory.usage_in_bytes", "4194304\n");
+  EXPECT_EQ(read(), std::pair(6, uint64_t{3} << 20));  // its usage moved
+  fs::remove(root_ + "/memory" + path + "/memory.usage_in_bytes");
+  EXPECT_FALSE(files.Read(t + absl::Seconds(1))) << "no usage: the cgroup is gone";
+}
+
 // A run's cpu mirror (another hierarchy's directory of the same path) can come a moment after
 // its memory directory: it is looked for within RunCgroupFiles::kOpenWindow of the first miss,
 // and not after, so that thousands of runs without mirrors cost no failed lookups for ever.
@@ -133,13 +171,15 @@ TEST_F(DiscoveredSamplerTest, AMissingMirrorIsLookedForWithinItsWindowThenGivenU
   EXPECT_EQ(early.Read(t0)->reads, 4);  // the memory files; the cpu ones not there yet
   EXPECT_EQ(late.Read(t0)->reads, 4);
 
-  cpu_files("/stagewatch/s/early");  // within the window: found
+  cpu_files("/stagewatch/s/early");  // within the window: found, and its CPU time moved
   std::optional<RunCgroupReading> found = early.Read(t0 + absl::Seconds(2));
   EXPECT_EQ(found->reads, 6);
   EXPECT_EQ(found->cpu.usage_ns, 5000000u);
 
-  EXPECT_EQ(late.Read(t0 + RunCgroupFiles::kOpenWindow)->reads, 4);  // still missing: given up
+  // Still missing: given up. Nothing moved, so the usage is the one file read.
+  EXPECT_EQ(late.Read(t0 + RunCgroupFiles::kOpenWindow)->reads, 1);
   cpu_files("/stagewatch/s/late");
+  MemoryFiles("/stagewatch/s/late", 2 << 20, 2 << 20, 2 << 20);  // moved: read in full
   std::optional<RunCgroupReading> after = late.Read(t0 + RunCgroupFiles::kOpenWindow * 2);
   EXPECT_EQ(after->reads, 4);
   EXPECT_FALSE(after->cpu.usage_ns);
@@ -205,20 +245,21 @@ TEST_F(DiscoveredSamplerTest, ALimitDomainsMemoryComesFromTheSnapshotNotItsFiles
   EXPECT_EQ(first["limited"][0].memory_bytes, uint64_t{190} << 20);
   EXPECT_EQ(first["unlimited"][0].memory_bytes, uint64_t{30} << 20);
 
-  // No newer snapshot since the run's last sample: its files are read, as without one.
+  // No newer snapshot since the run's last sample: its files are read, as without one
+  // (limited: its usage is not the snapshot's, so in full; unlimited: idle, its usage alone).
   sampler.Sample(t0 + absl::Seconds(1));
-  EXPECT_EQ(sampler.reads(), 6u + 8u);
+  EXPECT_EQ(sampler.reads(), 6u + 4u + 1u);
   EXPECT_EQ(sampler.from_snapshot(), 1u);
   EXPECT_EQ(sampler.TakePoints()["limited"][0].memory_bytes, uint64_t{10} << 20);
 
   // A newer one where the domain sat the sample out (its files could not be read): read too.
   snapshots.Publish(t0 + absl::Milliseconds(1700), {Domain(41, 195 << 20, 200 << 20, false)});
   sampler.Sample(t0 + absl::Seconds(2));
-  EXPECT_EQ(sampler.reads(), 14u + 8u);
+  EXPECT_EQ(sampler.reads(), 11u + 2u);  // both idle since their last full reading
 
   snapshots.Publish(t0 + absl::Milliseconds(2700), {Domain(41, 185 << 20, 200 << 20)});
   sampler.Sample(t0 + absl::Seconds(3));
-  EXPECT_EQ(sampler.reads(), 22u + 6u);
+  EXPECT_EQ(sampler.reads(), 13u + 2u + 1u);
   EXPECT_EQ(sampler.from_snapshot(), 2u);
 
   std::vector<RunSample> points;

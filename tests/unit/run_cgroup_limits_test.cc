@@ -90,12 +90,18 @@ TEST(RunCgroupLimitsTest, SamplesRereadTheLimitsEveryFewReadings) {
 
   Put(mem + "/memory.limit_in_bytes", "268435456\n");
   Put(cpu + "/cpu.cfs_quota_us", "60000\n");
-  ASSERT_TRUE(files.Read(absl::Now()));
-  // memory-max on every reading; the others on the kLimitsEvery-th.
+  // A full reading each time: the usage moved.
+  uint64_t usage = 1 << 20;
+  auto full_read = [&] {
+    Put(mem + "/memory.usage_in_bytes", std::to_string(++usage) + "\n");
+    ASSERT_TRUE(files.Read(absl::Now()));
+  };
+  full_read();
+  // memory-max on every full reading; the others on the kLimitsEvery-th.
   EXPECT_EQ(files.limits()->memory_max_bytes, uint64_t{256} << 20);
   EXPECT_DOUBLE_EQ(*files.limits()->cpu_max_cores, 0.3);
-  for (int i = 2; i < RunCgroupFiles::kLimitsEvery; ++i) ASSERT_TRUE(files.Read(absl::Now()));
-  ASSERT_TRUE(files.Read(absl::Now()));
+  for (int i = 2; i < RunCgroupFiles::kLimitsEvery; ++i) full_read();
+  full_read();
   EXPECT_DOUBLE_EQ(*files.limits()->cpu_max_cores, 0.6);
 }
 

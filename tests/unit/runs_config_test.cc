@@ -16,7 +16,7 @@ TEST(RunsConfigTest, DefaultsAreTheDocumentedOnes) {
   EXPECT_EQ(r.ledger_path, "/var/lib/stagewatch/ledger.db");
   EXPECT_EQ(r.degraded_fraction, 0.05);
   EXPECT_EQ(r.normal_run_queue_wait_fraction, 0.05);
-  EXPECT_EQ(r.sample_reads_per_second, 200);
+  EXPECT_EQ(r.sample_reads_per_second, 100);
   EXPECT_EQ(r.advise.min_runs, 3);
   EXPECT_EQ(r.advise.max_runs, 30);
   EXPECT_EQ(r.advise.memory_percentile, 0.95);

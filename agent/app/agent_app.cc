@@ -191,12 +191,10 @@ int RunAgent(const AgentOptions& options) {
   SignalContext signals{.config = config, .layout = *layout, .features = features,
                         .paths = &paths, .stages = &stages, .oom = &oom, .runs = &runs,
                         .running = &running};
-  auto start_signals = [&config, &signals](bool first) {
-    for (const Signal& s : Signals()) {
-      if (s.starts_first != first) continue;
-      if (s.collector_flag && !config.collectors.at(std::string(s.name))) continue;
-      s.start(signals);
-    }
+  auto start_signals = [&signals](bool first) {
+    // A signal whose collector is misnamed is a bug in it: said, and the agent runs on.
+    absl::Status s = StartSignals(Signals(), signals, first);
+    if (!s.ok()) Log::Error("signal misdeclared", {{"err", s.message()}});
   };
   start_signals(/*first=*/true);  // the cgroup probe, before the start walk
   Log::Info("cgroup naming", {{"source", paths.uses_events() ? "lifecycle_events" : "walks"}});

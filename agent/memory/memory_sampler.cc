@@ -314,8 +314,16 @@ void MemorySampler::Fold(absl::Time now, const std::vector<Domain>& domains) {
                          .sampled = d.stats.has_value(), .limit_bytes = d.limit});
     if (!d.stats) continue;
     const MemoryCgroupStats& m = *d.stats;
-    s.domains.back().usage_bytes = m.usage_bytes;
-    s.domains.back().working_set_bytes = m.working_set_bytes;
+    DomainMemory& read = s.domains.back();
+    read.usage_bytes = m.usage_bytes;
+    read.working_set_bytes = m.working_set_bytes;
+    read.max_bytes = m.limit_bytes;
+    read.high_bytes = m.high_bytes;
+    read.peak_bytes = m.peak_bytes;
+    // v2 counts the hits of memory.max among its events.
+    if (auto it = m.events.find(hierarchical_events ? "max" : "failcnt"); it != m.events.end()) {
+      read.failcnt = it->second;
+    }
     s.read++;
     if (d.top) {
       s.usage += m.usage_bytes;

@@ -53,8 +53,10 @@ std::optional<SampledMemory> DiscoveredSampler::FromSnapshot(const Sampled& run)
   if (!snapshot_ || snapshot_->taken <= previous || run.cgroup_id == 0) return std::nullopt;
   auto found = domains_.find(run.cgroup_id);
   if (found == domains_.end()) return std::nullopt;
-  return SampledMemory{.usage_bytes = found->second->usage_bytes,
-                       .limit_bytes = found->second->limit_bytes};
+  const DomainMemory& d = *found->second;
+  return SampledMemory{.usage_bytes = d.usage_bytes, .max_bytes = d.max_bytes,
+                       .high_bytes = d.high_bytes, .peak_bytes = d.peak_bytes,
+                       .failcnt = d.failcnt};
 }
 
 void DiscoveredSampler::Sample(absl::Time now) {

@@ -5,10 +5,10 @@
 // over the open runs (each at most every `interval`), with files kept open.
 //
 // A run whose cgroup has a limit of its own is a limit domain of the memory sampler, which
-// reads its usage and limit every `interval` already: those come from the sampler's latest
-// snapshot, and only what the snapshot does not hold (peak, failcnt, CPU, PSI, the other
-// limits) is read here, so the memory limit has one reader and no read budget goes on files
-// not read.
+// reads its memory files (usage, limits, peak, failcnt) already: those come from the sampler's
+// latest snapshot, and only what the snapshot does not hold (CPU, PSI, the CPU limits, v1's
+// soft limit; on v1 also failcnt, which tells a removed cgroup) is read here, so the memory
+// limit has one reader and no read budget goes on files read already.
 #pragma once
 
 #include <deque>

@@ -102,14 +102,16 @@ std::optional<uint64_t> RunCgroupFiles::ReadMemoryMax(absl::Time now, int* reads
   return limit.ok() ? *limit : std::nullopt;
 }
 
-RunLimits RunCgroupFiles::ReadLimits(absl::Time now, int* reads) {
+RunLimits RunCgroupFiles::ReadLimits(absl::Time now, int* reads, const SampledMemory* sampled) {
   auto read = [&](Slot slot) {
     std::optional<std::string> text = ReadSlot(slot, now);
     if (reads) *reads += text.has_value();
     return text;
   };
   RunLimits l;
-  if (std::optional<std::string> high = read(kMemoryHigh)) {
+  if (v2_ && sampled) {
+    l.memory_high_bytes = sampled->high_bytes;
+  } else if (std::optional<std::string> high = read(kMemoryHigh)) {
     l.memory_high_bytes = SoftLimitOf(*high, v2_);
   }
   if (std::optional<std::string> quota = read(kCpuQuota)) {
@@ -170,22 +172,36 @@ std::optional<std::string> RunCgroupFiles::ReadSlot(Slot slot, absl::Time now) {
   return std::string(buf, n);
 }
 
-std::optional<std::optional<uint64_t>> RunCgroupFiles::HardLimitIn(
-    const SampledMemory& sampled) const {
-  if (!v2_) return sampled.limit_bytes;  // the sampler's v1 limit is memory.limit_in_bytes alone
-  // The lower of memory.max and memory.high stands for memory.max only while it is the
-  // memory.max read last and below memory.high: where either changed, memory.max is read.
-  if (!limits_ || sampled.limit_bytes != limits_->memory_max_bytes) return std::nullopt;
-  const std::optional<uint64_t>& high = limits_->memory_high_bytes;
-  if (high && (!sampled.limit_bytes || *sampled.limit_bytes >= *high)) return std::nullopt;
-  return sampled.limit_bytes;
+std::optional<uint64_t> RunCgroupFiles::ReadNumber(Slot slot, absl::Time now, int* reads) {
+  std::optional<std::string> text = ReadSlot(slot, now);
+  if (!text) return std::nullopt;
+  ++*reads;
+  absl::StatusOr<uint64_t> v = ParseMemoryValue(*text, files_[slot].path);
+  return v.ok() ? std::optional(*v) : std::nullopt;
+}
+
+std::optional<std::optional<uint64_t>> RunCgroupFiles::ReadFailcnt(absl::Time now, int* reads) {
+  std::optional<std::string> text = ReadSlot(kFailcnt, now);
+  if (!text) return std::nullopt;
+  ++*reads;
+  const std::string& file = files_[kFailcnt].path;
+  std::optional<uint64_t> failcnt;
+  if (!v2_) {
+    absl::StatusOr<uint64_t> v = ParseMemoryValue(*text, file);
+    if (v.ok()) failcnt = *v;
+  } else if (absl::StatusOr<std::map<std::string, uint64_t>> events =
+                 ParseMemoryKeyedFile(*text, file);
+             events.ok() && events->count("max")) {
+    failcnt = events->at("max");
+  }
+  return std::optional(failcnt);  // read, whether or not it parsed
 }
 
 std::optional<RunCgroupReading> RunCgroupFiles::Read(absl::Time now,
                                                      const SampledMemory* sampled) {
   RunCgroupReading r;
   r.usage.at = now;
-  // Each file at most once a reading: the idle check's reads are the full reading's too.
+  // Each file at most once a reading: the idle check's CPU time is the full reading's too.
   std::optional<std::string> texts[kSlots];
   bool tried[kSlots] = {};
   auto read = [&](Slot slot) -> const std::optional<std::string>& {
@@ -196,43 +212,35 @@ std::optional<RunCgroupReading> RunCgroupFiles::Read(absl::Time now,
     }
     return texts[slot];
   };
-  auto number = [&](Slot slot) -> std::optional<uint64_t> {
-    const std::optional<std::string>& text = read(slot);
-    if (!text) return std::nullopt;
-    absl::StatusOr<uint64_t> v = ParseMemoryValue(*text, files_[slot].path);
-    return v.ok() ? std::optional(*v) : std::nullopt;
-  };
   const Slot cpu_time = v2_ ? kCpuStat : kCpuUsage;
-  if (!sampled && last_full_ && since_full_ + 1 < kFullReadEvery) {
-    const std::optional<uint64_t> usage = number(kUsage);
-    if (!usage) return std::nullopt;
-    if (*usage == last_full_->usage.memory_bytes && read(cpu_time) == last_cpu_time_) {
+  if (sampled) {
+    r.usage.memory_bytes = sampled->usage_bytes;
+    r.usage.memory_limit_bytes = sampled->max_bytes;
+    r.memory_peak_bytes = sampled->peak_bytes;
+    if (v2_) {
+      r.memory_failcnt = sampled->failcnt;
+    } else {
+      std::optional<std::optional<uint64_t>> failcnt = ReadFailcnt(now, &r.reads);
+      if (!failcnt) return std::nullopt;  // every v1 memory cgroup has one: it is gone
+      r.memory_failcnt = *failcnt;
+    }
+  } else {
+    r.usage.memory_bytes = ReadNumber(kUsage, now, &r.reads);
+    if (!r.usage.memory_bytes) return std::nullopt;
+    if (last_full_ && since_full_ + 1 < kFullReadEvery &&
+        r.usage.memory_bytes == last_full_->usage.memory_bytes &&
+        read(cpu_time) == last_cpu_time_) {
       since_full_++;
       RunCgroupReading idle = *last_full_;
       idle.usage.at = now;
       idle.reads = r.reads;
       return idle;
     }
-  }
-  if (sampled) {
-    r.usage.memory_bytes = sampled->usage_bytes;
-  } else {
-    r.usage.memory_bytes = number(kUsage);
-    if (!r.usage.memory_bytes) return std::nullopt;
-  }
-  const std::optional<std::optional<uint64_t>> hard =
-      sampled ? HardLimitIn(*sampled) : std::nullopt;
-  r.usage.memory_limit_bytes = hard ? *hard : ReadMemoryMax(now, &r.reads);
-  r.memory_peak_bytes = number(kPeak);
-  const std::optional<std::string>& failcnt = read(kFailcnt);
-  if (!failcnt && sampled) return std::nullopt;  // every memory cgroup has one: it is gone
-  if (failcnt && v2_) {
-    absl::StatusOr<std::map<std::string, uint64_t>> events =
-        ParseMemoryKeyedFile(*failcnt, files_[kFailcnt].path);
-    if (events.ok() && events->count("max")) r.memory_failcnt = events->at("max");
-  } else if (failcnt) {
-    absl::StatusOr<uint64_t> v = ParseMemoryValue(*failcnt, files_[kFailcnt].path);
-    if (v.ok()) r.memory_failcnt = *v;
+    r.usage.memory_limit_bytes = ReadMemoryMax(now, &r.reads);
+    r.memory_peak_bytes = ReadNumber(kPeak, now, &r.reads);
+    if (std::optional<std::optional<uint64_t>> failcnt = ReadFailcnt(now, &r.reads)) {
+      r.memory_failcnt = *failcnt;
+    }
   }
   if (const std::optional<std::string>& text = read(kCpuStat)) {
     absl::StatusOr<CpuCgroupStats> cpu = v2_ ? ParseCpuStatV2(*text, files_[kCpuStat].path)
@@ -242,6 +250,8 @@ std::optional<RunCgroupReading> RunCgroupFiles::Read(absl::Time now,
       cfs_period_ = CfsPeriodSeconds(layout_, cgroup_path_);
       period_read_ = true;
     }
+  } else if (sampled && v2_) {
+    return std::nullopt;  // every cgroup2 directory has one: it is gone
   }
   if (const std::optional<std::string>& text = read(kCpuUsage)) {
     absl::StatusOr<uint64_t> ns = ParseCpuacctUsage(*text, files_[kCpuUsage].path);
@@ -256,7 +266,7 @@ std::optional<RunCgroupReading> RunCgroupFiles::Read(absl::Time now,
     r.usage.psi_some_us[i++] = psi.ok() ? std::optional(psi->some_us) : std::nullopt;
   }
   if (readings_++ % kLimitsEvery == 0) {
-    limits_ = ReadLimits(now, &r.reads);
+    limits_ = ReadLimits(now, &r.reads, sampled);
   }
   limits_->memory_max_bytes = r.usage.memory_limit_bytes;
   last_full_ = r;

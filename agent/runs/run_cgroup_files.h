@@ -27,12 +27,15 @@ struct RunCgroupReading {
 };
 
 // A run's memory as the memory sampler read it, where its cgroup is a limit domain in the
-// latest snapshot (memory/sample_snapshot.h): its files are then not read again.
+// latest snapshot (memory/sample_snapshot.h DomainMemory): these files are then not read again.
+// Usage is of that sample; the others may be up to kFullReadEvery samples older (the sampler
+// re-reads them when usage moved).
 struct SampledMemory {
   uint64_t usage_bytes = 0;
-  // The lower of the hard and the soft limit, as the snapshot holds it: v1
-  // memory.limit_in_bytes, v2 the lower of memory.max and memory.high.
-  std::optional<uint64_t> limit_bytes;
+  std::optional<uint64_t> max_bytes;   // v1 memory.limit_in_bytes, v2 memory.max
+  std::optional<uint64_t> high_bytes;  // v2 memory.high (v1's soft limit is read by the run)
+  std::optional<uint64_t> peak_bytes;  // v1 max_usage_in_bytes, v2 memory.peak
+  std::optional<uint64_t> failcnt;     // v1 memory.failcnt, v2 memory.events max
 };
 
 // The limits of a cgroup from its files' contents. Each is nullopt when unlimited or at the
@@ -76,10 +79,11 @@ class RunCgroupFiles {
   // v2 cpu.stat) are as at the last full reading, the rest is taken as then, for at most
   // kFullReadEvery - 1 readings in a row (what moves without either, a limit written or PSI
   // of a task that never ran, shows that much later).
-  // With `sampled`, usage and the hard limit come from it and their files are not read; the
-  // cgroup is then gone when its memory.failcnt (v2 memory.events) cannot be read. On v2 its
-  // limit (the lower of memory.max and memory.high) stands for memory.max only while it equals
-  // the memory.max read last and is below memory.high; otherwise memory.max is read.
+  // With `sampled`, the memory files it holds are not read (nor v2 memory.high). Whether the
+  // cgroup is gone is then told by a file still read: on v2 its cpu.stat, which every cgroup2
+  // directory has beside its memory files; on v1, whose cpu mirror may never exist, its
+  // memory.failcnt, kept for that (and fresher than the sampler's: it moves while usage sits
+  // at the limit, when the sampler re-reads least).
   std::optional<RunCgroupReading> Read(absl::Time now, const SampledMemory* sampled = nullptr);
   // The CFS period, read once the cpu files are found.
   std::optional<double> cfs_period_seconds() const { return cfs_period_; }
@@ -88,8 +92,9 @@ class RunCgroupFiles {
   // nullopt before the first Read() that found the cgroup.
   const std::optional<RunLimits>& limits() const { return limits_; }
   // Reads memory.high, the CFS quota and the weight now (not memory-max); adds the files read
-  // to `reads`.
-  RunLimits ReadLimits(absl::Time now, int* reads = nullptr);
+  // to `reads`. On v2 memory.high comes from `sampled` where given.
+  RunLimits ReadLimits(absl::Time now, int* reads = nullptr,
+                       const SampledMemory* sampled = nullptr);
   // Reads the memory limit now (nullopt when unlimited or unreadable); adds to `reads`.
   std::optional<uint64_t> ReadMemoryMax(absl::Time now, int* reads = nullptr);
 
@@ -112,8 +117,11 @@ class RunCgroupFiles {
   };
   // The file's contents, or nullopt.
   std::optional<std::string> ReadSlot(Slot slot, absl::Time now);
-  // The hard limit `sampled` gives, or nullopt where it cannot be told from memory.high.
-  std::optional<std::optional<uint64_t>> HardLimitIn(const SampledMemory& sampled) const;
+  // A single number (usage, peak, v1 failcnt), or nullopt.
+  std::optional<uint64_t> ReadNumber(Slot slot, absl::Time now, int* reads);
+  // v1 memory.failcnt, v2 the "max" count of memory.events: nullopt when unreadable, and a
+  // value of nullopt when it does not parse.
+  std::optional<std::optional<uint64_t>> ReadFailcnt(absl::Time now, int* reads);
 
   const CgroupLayout& layout_;
   std::string cgroup_path_;

@@ -4,6 +4,7 @@
 #include "cgroup/layout.h"
 #include "cgroup/path_cache.h"
 #include "config.h"
+#include "exporters/collector.h"
 #include "log.h"
 #include "probes/cgroup_probe.h"
 #include "runs/run_watcher.h"
@@ -18,7 +19,7 @@ std::vector<ProbeStatus> TryProbes(const ProbeTrial& t) {
       [](const cgroup_event&) {}, nullptr));
 }
 
-void Start(const SignalContext& ctx) {
+std::unique_ptr<exporters::Collector> Start(const SignalContext& ctx) {
   RunningSignals& r = *ctx.running;
   r.cgroup_probe = Adopt(
       CgroupProbe::Start({.enabled = ctx.config.cgroup.lifecycle_events, .key = ctx.layout.key,
@@ -32,10 +33,11 @@ void Start(const SignalContext& ctx) {
                            paths->Resync();
                          }),
       &r.probe_reports);
-  if (!r.cgroup_probe) return;
+  if (!r.cgroup_probe) return nullptr;
   CgroupProbe* probe = r.cgroup_probe.get();
   ctx.paths->UseEvents([probe] { probe->Drain(); });
   r.pollers.push_back({"cgroup", probe->ready_fd(), [probe] { return probe->Drain(); }});
+  return nullptr;  // no collector of its own
 }
 
 }  // namespace

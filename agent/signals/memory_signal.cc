@@ -28,7 +28,7 @@ std::vector<ProbeStatus> NotStarted(const std::string& why) {
   return all;
 }
 
-void Start(const SignalContext& ctx) {
+std::unique_ptr<exporters::Collector> Start(const SignalContext& ctx) {
   RunningSignals& r = *ctx.running;
   r.memory_probe = Adopt(MemoryProbe::Start({.key = ctx.layout.key, .features = ctx.features}),
                          &r.probe_reports);
@@ -40,10 +40,10 @@ void Start(const SignalContext& ctx) {
                                                       .features = ctx.features}),
                               &r.probe_reports);
   // Listed after "sched", whose collection refreshes the tasks running right now.
-  ctx.collectors->Add(std::make_unique<exporters::MemoryCollector>(exporters::MemoryCollectorSources{
+  return std::make_unique<exporters::MemoryCollector>(exporters::MemoryCollectorSources{
       .tracker = r.memory.get(), .probe = r.memory_probe.get(), .sampler = ctx.sampler,
       .sched = r.sched.get(), .namer = ctx.namer, .task_states = r.task_states_probe.get(),
-      .layout = ctx.layout}));
+      .layout = ctx.layout});
 }
 
 }  // namespace
@@ -54,7 +54,7 @@ Signal MemorySignal() {
           .try_probes = TryProbes,
           .not_started = NotStarted,
           .start = Start,
-          .collector = "memory",
+          .adds_collector = true,
           .snapshot_parts = kMemoryPart};
 }
 

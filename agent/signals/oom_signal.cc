@@ -19,7 +19,7 @@ std::vector<ProbeStatus> TryProbes(const ProbeTrial& t) {
       OomProbe::Start({.key = t.key, .features = t.features}, [](const oom_event&) {}));
 }
 
-void Start(const SignalContext& ctx) {
+std::unique_ptr<exporters::Collector> Start(const SignalContext& ctx) {
   RunningSignals& r = *ctx.running;
   const OomConfig& oom = ctx.config.oom;
   // The kernel's own counts are the sampler's (kOomPart). Kills the kernel counted before the
@@ -48,8 +48,7 @@ void Start(const SignalContext& ctx) {
   if (OomProbe* probe = r.oom_probe.get()) {
     r.pollers.push_back({"oom", probe->ready_fd(), [probe] { return probe->Consume(); }});
   }
-  ctx.collectors->Add(
-      std::make_unique<exporters::OomCollector>(ctx.oom, ctx.stages, ctx.sampler));
+  return std::make_unique<exporters::OomCollector>(ctx.oom, ctx.stages, ctx.sampler);
 }
 
 }  // namespace
@@ -60,7 +59,7 @@ Signal OomSignal() {
           .try_probes = TryProbes,
           .not_started = OomProbe::NotStarted,
           .start = Start,
-          .collector = "oom",
+          .adds_collector = true,
           .snapshot_parts = kOomPart};
 }
 

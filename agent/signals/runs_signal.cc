@@ -10,23 +10,23 @@
 namespace stagewatch {
 namespace {
 
-void Start(const SignalContext& ctx) {
+std::unique_ptr<exporters::Collector> Start(const SignalContext& ctx) {
   RunningSignals& r = *ctx.running;
   r.snapshots = std::make_shared<SnapshotSource>(ctx.sampler);
   r.run_watcher = StartRunWatcher(
       ctx.config, ctx.layout, ctx.stages,
       MakeRunProbeReaders(r.sched_probe.get(), r.memory_probe.get(), ctx.namer),
       r.oom_probe != nullptr, [snapshots = r.snapshots] { return snapshots->Latest(); });
-  if (!r.run_watcher) return;
+  if (!r.run_watcher) return nullptr;
   *ctx.runs = r.run_watcher.get();
-  ctx.collectors->Add(std::make_unique<exporters::RunsCollector>(
-      [w = r.run_watcher.get()] { return w->Snapshot(); }));
+  return std::make_unique<exporters::RunsCollector>(
+      [w = r.run_watcher.get()] { return w->Snapshot(); });
 }
 
 }  // namespace
 
 Signal RunsSignal() {
-  return {.name = "runs", .start = Start, .collector = "runs"};
+  return {.name = "runs", .start = Start, .adds_collector = true};
 }
 
 }  // namespace stagewatch

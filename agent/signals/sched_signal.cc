@@ -14,14 +14,14 @@ std::vector<ProbeStatus> TryProbes(const ProbeTrial& t) {
   return StatusesOf(SchedProbe::Start({.key = t.key, .features = t.features}));
 }
 
-void Start(const SignalContext& ctx) {
+std::unique_ptr<exporters::Collector> Start(const SignalContext& ctx) {
   RunningSignals& r = *ctx.running;
   r.sched_probe = Adopt(SchedProbe::Start({.key = ctx.layout.key, .features = ctx.features}),
                         &r.probe_reports);
   if (r.sched_probe) r.sched = std::make_unique<SchedTracker>(r.sched_probe.get(), ctx.namer);
   // Without the probe, the snapshot's half (throttling, usage, PSI) still runs.
-  ctx.collectors->Add(std::make_unique<exporters::SchedCollector>(
-      r.sched.get(), r.sched_probe.get(), ctx.stages, ctx.sampler));
+  return std::make_unique<exporters::SchedCollector>(
+      r.sched.get(), r.sched_probe.get(), ctx.stages, ctx.sampler);
 }
 
 }  // namespace
@@ -32,7 +32,7 @@ Signal SchedSignal() {
           .try_probes = TryProbes,
           .not_started = SchedProbe::NotStarted,
           .start = Start,
-          .collector = "sched",
+          .adds_collector = true,
           .snapshot_parts = kCpuPart};
 }
 

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "bpf/cgroup_key.h"
 #include "memory/sample_snapshot.h"
@@ -37,6 +38,7 @@ class SnapshotSource;
 class TaskStatesProbe;
 class StageResolver;
 namespace exporters {
+class Collector;
 class CollectorRegistry;
 }
 
@@ -138,10 +140,12 @@ struct Signal {
   // start. Both null for a signal without a probe of its own.
   std::vector<ProbeStatus> (*try_probes)(const ProbeTrial& trial) = nullptr;
   std::vector<ProbeStatus> (*not_started)(const std::string& why) = nullptr;
-  // The agent: starts its probe and tracker into ctx.running and adds its collector.
-  void (*start)(const SignalContext& ctx) = nullptr;
-  // The name() of the collector start() adds; empty when it adds none.
-  std::string_view collector;
+  // The agent: starts its probe and tracker into ctx.running, and returns its collector (null
+  // where it has none, or not this time), which StartSignals() adds.
+  std::unique_ptr<exporters::Collector> (*start)(const SignalContext& ctx) = nullptr;
+  // Whether start() makes a collector: named after the signal (Collector::name() is `name`,
+  // the scrape's collector="<name>"), which StartSignals() checks.
+  bool adds_collector = false;
   // The parts of the sampler's Snapshot its collector adapts (SnapshotPart bits; 0: none).
   // The sampler reads the parts of the signals that are on.
   unsigned snapshot_parts = 0;
@@ -153,5 +157,13 @@ const std::vector<Signal>& Signals();
 
 // The names `collectors:` and --collector.<name> switch, in Signals() order.
 std::vector<std::string> CollectorFlagNames();
+
+// Starts the signals of one phase (Signal::starts_first == first) that ctx.config switches on,
+// in order, and adds their collectors to ctx.collectors. The one check that a collector is
+// named after its signal: the error names the first signal whose collector is not, or that
+// makes one without saying so (adds_collector); every signal starts all the same, and a
+// collector made in the first phase, which has no registry, is dropped.
+absl::Status StartSignals(const std::vector<Signal>& signals, const SignalContext& ctx,
+                          bool first);
 
 }  // namespace stagewatch

@@ -83,16 +83,16 @@ TEST(SignalsE2E, EverySignalIsOnMetricsAndItsFlagTakesItAway) {
       for (const ProbeStatus& p : s.not_started("")) probes.push_back(p.name);
     }
     for (const std::string& p : probes) EXPECT_TRUE(ReportsProbe(metrics_all, p)) << p;
-    if (!s.collector.empty()) {
-      EXPECT_EQ(ValueOr(ParseExposition(metrics_all), SuccessSeries(s.collector), -1), 1)
+    if (s.adds_collector) {
+      EXPECT_EQ(ValueOr(ParseExposition(metrics_all), SuccessSeries(s.name), -1), 1)
           << metrics_all;
     }
     // Switched off, the signal leaves neither its probes nor its collector; the rest stay.
     for (const std::string& p : probes) {
       EXPECT_EQ(ReportsProbe(metrics_without, p), !s.collector_flag) << p;
     }
-    if (!s.collector.empty()) {
-      EXPECT_EQ(ValueOr(ParseExposition(metrics_without), SuccessSeries(s.collector), -1),
+    if (s.adds_collector) {
+      EXPECT_EQ(ValueOr(ParseExposition(metrics_without), SuccessSeries(s.name), -1),
                 s.collector_flag ? -1 : 1);
     }
   }

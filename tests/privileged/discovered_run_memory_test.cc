@@ -1,7 +1,8 @@
 // A discovered run whose cgroup has its own memory limit, on the real hierarchy beneath the
-// test's own cgroup: the run's sampler takes its usage and limit from the memory sampler's
-// snapshot (found by the cgroup id the run watcher gives it), reads two files fewer for it,
-// and records the limit the kernel's file holds.
+// test's own cgroup: the run's sampler takes its memory files' figures (usage, limit, peak,
+// and on v2 failcnt) from the memory sampler's snapshot (found by the cgroup id the run
+// watcher gives it), reads three files fewer for it on v1 (four or five on v2), and records
+// the limit the kernel's file holds.
 #include <unistd.h>
 
 #include <memory>
@@ -71,20 +72,29 @@ TEST(DiscoveredRunMemoryTest, ALimitedRunsMemoryIsTheSamplersReadingAndItsLimitT
   std::unique_ptr<DiscoveredSampler> one_reader = sampler(true), own_files = sampler(false);
   EXPECT_EQ(one_reader->from_snapshot(), 1u);
   EXPECT_EQ(own_files->from_snapshot(), 0u);
-  // The usage is not read again; nor the limit on v1. On v2 the snapshot's limit is the lower
-  // of memory.max and memory.high, so the first sample reads memory.max to know which it is.
-  EXPECT_EQ(own_files->reads() - one_reader->reads(), v2 ? 1u : 2u) << "usage not read again";
+  // Not read again: usage, limit and peak; on v2 memory.events too (cpu.stat, in the same
+  // directory, tells the cgroup is there), and memory.high among the first sample's limits.
+  // v1 reads memory.failcnt for that (its cpu mirror may not exist).
+  EXPECT_EQ(own_files->reads() - one_reader->reads(), v2 ? 5u : 3u) << "memory files not read";
   RecordProperty("reads_from_snapshot", int(one_reader->reads()));
   RecordProperty("reads_own_files", int(own_files->reads()));
 
-  // A sample later, with a newer snapshot: usage and limit both come from it, v1 and v2.
+  // A sample later, with a newer snapshot: the same files come from it, without the limits.
   const uint64_t first_one = one_reader->reads(), first_own = own_files->reads();
   memory.SampleOnce(t0 + absl::Milliseconds(1200));
   one_reader->Sample(t0 + absl::Milliseconds(1300));
   own_files->Sample(t0 + absl::Milliseconds(1300));
   EXPECT_EQ(one_reader->from_snapshot(), 2u);
-  EXPECT_EQ((own_files->reads() - first_own) - (one_reader->reads() - first_one), 2u)
-      << "usage and limit read again";
+  EXPECT_EQ((own_files->reads() - first_own) - (one_reader->reads() - first_one), v2 ? 4u : 3u)
+      << "memory files read again";
+  RecordProperty("second_reads_from_snapshot", int(one_reader->reads() - first_one));
+  RecordProperty("second_reads_own_files", int(own_files->reads() - first_own));
+  const std::shared_ptr<const Snapshot> second = memory.Latest();
+  const DomainMemory* later = nullptr;
+  for (const DomainMemory& d : second->memory.at(stages.Resolve(top.path()).id).domains) {
+    if (d.id == run.id()) later = &d;
+  }
+  ASSERT_NE(later, nullptr);
 
   std::vector<RunSample> points;
   std::optional<CgroupFacts> f = one_reader->Remove("job_1", points);
@@ -94,8 +104,13 @@ TEST(DiscoveredRunMemoryTest, ALimitedRunsMemoryIsTheSamplersReadingAndItsLimitT
   EXPECT_GE(points[0].memory_bytes, 64 * kMiB);
   EXPECT_EQ(f->memory_limit_bytes, FileNumber(limit_file));
   EXPECT_EQ(f->memory_limit_bytes, 256 * kMiB);
-  ASSERT_TRUE(f->memory_peak_bytes);  // read from its own file: the snapshot has no peak
+  // The kernel's peak as the sampler read it, and the run's own file agrees.
+  ASSERT_TRUE(f->memory_peak_bytes);
+  EXPECT_EQ(f->memory_peak_bytes, later->peak_bytes);
   EXPECT_GE(*f->memory_peak_bytes, 64 * kMiB);
+  EXPECT_EQ(*f->memory_peak_bytes,
+            FileNumber(run.dir() + (v2 ? "/memory.peak" : "/memory.max_usage_in_bytes")));
+  EXPECT_EQ(f->memory_failcnt, 0u) << "64 MiB never reached the 256 MiB limit";
 }
 
 }  // namespace

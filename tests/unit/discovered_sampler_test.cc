@@ -3,47 +3,21 @@
 // over every run in turn, and gives a run's end facts from its last reading.
 #include "runs/discovered_sampler.h"
 
-#include <unistd.h>
-
-#include <filesystem>
-#include <fstream>
-
+#include "cgroup_file_tree.h"
 #include "gtest/gtest.h"
 
 namespace stagewatch {
 namespace {
 
-namespace fs = std::filesystem;
-
 class DiscoveredSamplerTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/stagewatch-sampler-XXXXXX";
-    root_ = mkdtemp(tmpl);
-    layout_.mode = CgroupMode::kHybrid;
-    layout_.key = CGROUP_KEY_V1_MEMORY;
-    layout_.key_root = root_ + "/memory";
-    layout_.v1_memory_root = layout_.key_root;
-    layout_.v1_roots = {{"memory", root_ + "/memory"}, {"cpu", root_ + "/cpu"},
-                        {"cpuacct", root_ + "/cpu"}};
-  }
-  void TearDown() override { fs::remove_all(root_); }
-
-  void Write(const std::string& file, const std::string& text) {
-    fs::create_directories(fs::path(file).parent_path());
-    std::ofstream(file) << text;
-  }
-  // A run's memory files: usage, limit, peak and failcnt.
+  // A run's memory files: usage, limit, peak and failcnt (3).
   void MemoryFiles(const std::string& path, uint64_t usage, uint64_t limit, uint64_t peak) {
-    const std::string dir = root_ + "/memory" + path;
-    Write(dir + "/memory.usage_in_bytes", std::to_string(usage) + "\n");
-    Write(dir + "/memory.limit_in_bytes", std::to_string(limit) + "\n");
-    Write(dir + "/memory.max_usage_in_bytes", std::to_string(peak) + "\n");
-    Write(dir + "/memory.failcnt", "3\n");
+    tree_.V1Memory(path, usage, limit, peak);
   }
 
-  std::string root_;
-  CgroupLayout layout_;
+  testing::CgroupFileTree tree_;
+  CgroupLayout layout_ = tree_.V1();
 };
 
 TEST_F(DiscoveredSamplerTest, KeepsWithinItsReadsASecondAndTakesEveryRunInTurn) {
@@ -78,19 +52,19 @@ TEST_F(DiscoveredSamplerTest, EndFactsComeFromTheLastReadingAndTheSeries) {
   DiscoveredSampler sampler({.layout = layout_, .interval = absl::Seconds(1),
                              .near_limit_fraction = 0.9, .reads_per_second = 1000});
   const std::string path = "/stagewatch/s/job_1";
-  const std::string cpu_dir = root_ + "/cpu" + path;
   const absl::Time t0 = absl::FromUnixSeconds(1000);
   MemoryFiles(path, 100 << 20, 200 << 20, 120 << 20);
   sampler.Add("job_1", path, 7, t0);
   sampler.Sample(t0);
   // The cpu hierarchy's directory comes a moment later: its files are looked for again.
-  Write(cpu_dir + "/cpuacct.usage", "2000000000\n");
-  Write(cpu_dir + "/cpu.stat", "nr_periods 40\nnr_throttled 10\nthrottled_time 700000000\n");
-  Write(cpu_dir + "/cpu.cfs_period_us", "100000\n");
+  tree_.Write("cpu", path,
+              {{"cpuacct.usage", "2000000000\n"},
+               {"cpu.stat", "nr_periods 40\nnr_throttled 10\nthrottled_time 700000000\n"},
+               {"cpu.cfs_period_us", "100000\n"}});
   MemoryFiles(path, 190 << 20, 200 << 20, 195 << 20);
   sampler.Sample(t0 + absl::Seconds(1));
   MemoryFiles(path, 60 << 20, 200 << 20, 196 << 20);
-  Write(cpu_dir + "/cpuacct.usage", "3500000000\n");
+  tree_.Write("cpu", path, {{"cpuacct.usage", "3500000000\n"}});
   sampler.Sample(t0 + absl::Seconds(2));
 
   std::vector<RunSample> points;
@@ -125,10 +99,9 @@ namespace {
 // kFullReadEvery-th reading.
 TEST_F(DiscoveredSamplerTest, AnIdleRunIsReadInFullOnlyWhenItsUsageOrCpuTimeMovesOrEveryTenth) {
   const std::string path = "/stagewatch/s/idle";
-  const std::string cpu_dir = root_ + "/cpu" + path;
   MemoryFiles(path, 1 << 20, 2 << 20, 1 << 20);
-  Write(cpu_dir + "/cpu.stat", "nr_periods 0\nnr_throttled 0\nthrottled_time 0\n");
-  Write(cpu_dir + "/cpuacct.usage", "5000000\n");
+  tree_.Write("cpu", path, {{"cpu.stat", "nr_periods 0\nnr_throttled 0\nthrottled_time 0\n"},
+                            {"cpuacct.usage", "5000000\n"}});
   OpenFileBudget budget{0};  // opened for each read, so that a removed file shows
   RunCgroupFiles files(layout_, path, &budget);
   absl::Time t = absl::FromUnixSeconds(1000);
@@ -141,16 +114,16 @@ TEST_F(DiscoveredSamplerTest, AnIdleRunIsReadInFullOnlyWhenItsUsageOrCpuTimeMove
   };
   EXPECT_EQ(read(), std::pair(6, uint64_t{1} << 20));
   EXPECT_EQ(read(), std::pair(2, uint64_t{1} << 20));  // usage and cpuacct.usage only
-  Write(cpu_dir + "/cpuacct.usage", "6000000\n");
+  tree_.Write("cpu", path, {{"cpuacct.usage", "6000000\n"}});
   EXPECT_EQ(read(), std::pair(6, uint64_t{1} << 20));  // its CPU time moved
-  Write(root_ + "/memory" + path + "/memory.max_usage_in_bytes", "3145728\n");
+  tree_.Write("memory", path, {{"memory.max_usage_in_bytes", "3145728\n"}});
   for (uint64_t i = 1; i < RunCgroupFiles::kFullReadEvery; ++i) {
     EXPECT_EQ(read(), std::pair(2, uint64_t{1} << 20)) << "idle reading " << i;
   }
   EXPECT_EQ(read(), std::pair(6, uint64_t{3} << 20));  // the tenth: in full
-  Write(root_ + "/memory" + path + "/memory.usage_in_bytes", "4194304\n");
+  tree_.Write("memory", path, {{"memory.usage_in_bytes", "4194304\n"}});
   EXPECT_EQ(read(), std::pair(6, uint64_t{3} << 20));  // its usage moved
-  fs::remove(root_ + "/memory" + path + "/memory.usage_in_bytes");
+  tree_.Remove("memory", path, "memory.usage_in_bytes");
   EXPECT_FALSE(files.Read(t + absl::Seconds(1))) << "no usage: the cgroup is gone";
 }
 
@@ -160,8 +133,8 @@ TEST_F(DiscoveredSamplerTest, AnIdleRunIsReadInFullOnlyWhenItsUsageOrCpuTimeMove
 TEST_F(DiscoveredSamplerTest, AMissingMirrorIsLookedForWithinItsWindowThenGivenUpOn) {
   const absl::Time t0 = absl::FromUnixSeconds(1000);
   const auto cpu_files = [&](const std::string& path) {
-    Write(root_ + "/cpu" + path + "/cpu.stat", "nr_periods 0\nnr_throttled 0\nthrottled_time 0\n");
-    Write(root_ + "/cpu" + path + "/cpuacct.usage", "5000000\n");
+    tree_.Write("cpu", path, {{"cpu.stat", "nr_periods 0\nnr_throttled 0\nthrottled_time 0\n"},
+                              {"cpuacct.usage", "5000000\n"}});
   };
   OpenFileBudget budget{100};
   MemoryFiles("/stagewatch/s/early", 1 << 20, 2 << 20, 1 << 20);
@@ -213,14 +186,17 @@ class FakeSnapshots {
   int asks_ = 0;
 };
 
+// A sampled domain; its files (beside usage and limit) as the sampler would have read them.
 DomainMemory Domain(uint64_t id, uint64_t usage, std::optional<uint64_t> limit,
                     bool sampled = true) {
   return {.id = id, .path = "/unused", .sampled = sampled, .usage_bytes = usage,
-          .limit_bytes = limit};
+          .limit_bytes = limit, .max_bytes = limit, .peak_bytes = uint64_t{198} << 20,
+          .failcnt = 7};
 }
 
-// The memory limit has one reader: a run whose cgroup is a limit domain takes its usage and
-// limit from the sampler's snapshot, and neither reads their files nor spends budget on them.
+// The memory limit has one reader: a run whose cgroup is a limit domain takes its memory
+// files' figures from the sampler's snapshot, and neither reads those files nor spends budget
+// on them. On v1 it reads memory.failcnt alone, which tells whether its cgroup is still there.
 TEST_F(DiscoveredSamplerTest, ALimitDomainsMemoryComesFromTheSnapshotNotItsFiles) {
   FakeSnapshots snapshots;
   DiscoveredSampler sampler({.layout = layout_, .interval = absl::Seconds(1),
@@ -236,8 +212,8 @@ TEST_F(DiscoveredSamplerTest, ALimitDomainsMemoryComesFromTheSnapshotNotItsFiles
                     {Domain(41, 190 << 20, 200 << 20), Domain(99, 1 << 20, 2 << 20)});
 
   sampler.Sample(t0);
-  // limited: peak and failcnt (2); unlimited: usage, limit, peak, failcnt (4).
-  EXPECT_EQ(sampler.reads(), 6u);
+  // limited: failcnt (1); unlimited: usage, limit, peak, failcnt (4).
+  EXPECT_EQ(sampler.reads(), 5u);
   EXPECT_EQ(sampler.from_snapshot(), 1u);
   EXPECT_EQ(snapshots.asks(), 1);
   std::map<std::string, std::vector<RunSample>> first = sampler.TakePoints();
@@ -248,18 +224,18 @@ TEST_F(DiscoveredSamplerTest, ALimitDomainsMemoryComesFromTheSnapshotNotItsFiles
   // No newer snapshot since the run's last sample: its files are read, as without one
   // (limited: its usage is not the snapshot's, so in full; unlimited: idle, its usage alone).
   sampler.Sample(t0 + absl::Seconds(1));
-  EXPECT_EQ(sampler.reads(), 6u + 4u + 1u);
+  EXPECT_EQ(sampler.reads(), 5u + 4u + 1u);
   EXPECT_EQ(sampler.from_snapshot(), 1u);
   EXPECT_EQ(sampler.TakePoints()["limited"][0].memory_bytes, uint64_t{10} << 20);
 
   // A newer one where the domain sat the sample out (its files could not be read): read too.
   snapshots.Publish(t0 + absl::Milliseconds(1700), {Domain(41, 195 << 20, 200 << 20, false)});
   sampler.Sample(t0 + absl::Seconds(2));
-  EXPECT_EQ(sampler.reads(), 11u + 2u);  // both idle since their last full reading
+  EXPECT_EQ(sampler.reads(), 10u + 2u);  // both idle since their last full reading
 
   snapshots.Publish(t0 + absl::Milliseconds(2700), {Domain(41, 185 << 20, 200 << 20)});
   sampler.Sample(t0 + absl::Seconds(3));
-  EXPECT_EQ(sampler.reads(), 13u + 2u + 1u);
+  EXPECT_EQ(sampler.reads(), 12u + 1u + 1u);
   EXPECT_EQ(sampler.from_snapshot(), 2u);
 
   std::vector<RunSample> points;
@@ -271,59 +247,69 @@ TEST_F(DiscoveredSamplerTest, ALimitDomainsMemoryComesFromTheSnapshotNotItsFiles
   EXPECT_EQ(f->memory_limit_bytes, uint64_t{200} << 20) << "the snapshot's limit, not the file's";
   ASSERT_TRUE(f->limits);
   EXPECT_EQ(f->limits->memory_max_bytes, uint64_t{200} << 20);
-  EXPECT_EQ(f->memory_peak_bytes, uint64_t{400} << 20);  // not in the snapshot: its file
-  EXPECT_EQ(f->memory_failcnt, 3u);
+  EXPECT_EQ(f->memory_peak_bytes, uint64_t{198} << 20) << "the snapshot's peak, not the file's";
+  EXPECT_EQ(f->memory_failcnt, 3u) << "v1: the file's, read to tell the cgroup is there";
 }
 
 // A cgroup gone since the snapshot: its own files are gone too, and the run gets no sample.
+// v1 finds it by its memory.failcnt, v2 (which reads no memory file then) by its cpu.stat.
 TEST_F(DiscoveredSamplerTest, ADomainWhoseCgroupWentSinceTheSnapshotGetsNoSample) {
-  FakeSnapshots snapshots;
-  DiscoveredSampler sampler({.layout = layout_, .interval = absl::Seconds(1),
-                             .reads_per_second = 1000, .latest_snapshot = snapshots.Source()});
-  const absl::Time t0 = absl::FromUnixSeconds(1000);
-  sampler.Add("gone", "/stagewatch/s/gone", 41, t0);  // no files at all
-  snapshots.Publish(t0 - absl::Milliseconds(300), {Domain(41, 190 << 20, 200 << 20)});
-  sampler.Sample(t0);
-  EXPECT_EQ(sampler.from_snapshot(), 0u);
-  EXPECT_TRUE(sampler.TakePoints().empty());
+  for (const CgroupLayout& layout : {tree_.V1(), tree_.V2()}) {
+    SCOPED_TRACE(layout.key == CGROUP_KEY_DEFAULT ? "v2" : "v1");
+    FakeSnapshots snapshots;
+    DiscoveredSampler sampler({.layout = layout, .interval = absl::Seconds(1),
+                               .reads_per_second = 1000, .latest_snapshot = snapshots.Source()});
+    const absl::Time t0 = absl::FromUnixSeconds(1000);
+    sampler.Add("gone", "/stagewatch/s/gone", 41, t0);  // no files at all
+    snapshots.Publish(t0 - absl::Milliseconds(300), {Domain(41, 190 << 20, 200 << 20)});
+    sampler.Sample(t0);
+    EXPECT_EQ(sampler.from_snapshot(), 0u);
+    EXPECT_TRUE(sampler.TakePoints().empty());
+  }
 }
 
-// On v2 the snapshot's limit is the lower of memory.max and memory.high, and a run records
-// memory.max: the snapshot's stands for it only while it is the memory.max read last and
-// below memory.high, so that a change of either is read from memory.max itself.
-TEST_F(DiscoveredSamplerTest, OnV2MemoryMaxIsReadWhereTheSnapshotsLimitMayBeMemoryHigh) {
-  CgroupLayout v2;
-  v2.key = CGROUP_KEY_DEFAULT;
-  v2.key_root = v2.v2_root = root_ + "/unified";
-  const std::string dir = v2.key_root + "/stagewatch/s/job";
-  Write(dir + "/memory.current", "1000\n");
-  Write(dir + "/memory.max", "300000000\n");
-  Write(dir + "/memory.high", "max\n");
-  Write(dir + "/memory.peak", "5000\n");
-  Write(dir + "/memory.events", "low 0\nhigh 4\nmax 2\noom 0\noom_kill 0\n");
-  OpenFileBudget budget{100};
-  RunCgroupFiles files(v2, "/stagewatch/s/job", &budget);
+// On v2 a limit domain's run reads none of its memory files, nor memory.high among its
+// limits: the snapshot holds memory.max and memory.high apart, the kernel's peak and the
+// "max" count of memory.events. Its cpu.stat, in the same directory, tells it is there.
+TEST_F(DiscoveredSamplerTest, OnV2ALimitDomainsRunReadsNoneOfItsMemoryFiles) {
+  const CgroupLayout v2 = tree_.V2();
+  const std::string path = "/stagewatch/s/job";
+  const std::string dir = v2.key_root + path;
+  tree_.Write("unified", path,
+              {{"memory.current", "1000\n"}, {"memory.max", "300000000\n"},
+               {"memory.high", "max\n"}, {"memory.peak", "5000\n"},
+               {"memory.events", "low 0\nhigh 4\nmax 2\noom 0\noom_kill 0\n"},
+               {"cpu.stat", "usage_usec 7000\nuser_usec 5000\nsystem_usec 2000\n"},
+               {"cpu.max", "max 100000\n"}, {"cpu.weight", "100\n"}});
+  OpenFileBudget budget{0};  // opened for each read: a removed file is seen at once
+  RunCgroupFiles own(v2, path, &budget), sampled_files(v2, path, &budget);
+  const SampledMemory sampled{.usage_bytes = 150000000, .max_bytes = 200000000,
+                              .high_bytes = 180000000, .peak_bytes = 190000000, .failcnt = 9};
   const absl::Time t0 = absl::FromUnixSeconds(1000);
-  auto read = [&](int second, uint64_t limit) {
-    const SampledMemory sampled{.usage_bytes = 150000000, .limit_bytes = limit};
-    std::optional<RunCgroupReading> r = files.Read(t0 + absl::Seconds(second), &sampled);
-    EXPECT_TRUE(r);
-    EXPECT_EQ(r->usage.memory_bytes, 150000000u);
-    return std::pair(r->usage.memory_limit_bytes, r->reads);
-  };
-  // No memory.max read yet: read (with peak, events and memory.high, the limits' first read).
-  EXPECT_EQ(read(0, 300000000), std::pair(std::optional<uint64_t>(300000000), 4));
-  EXPECT_EQ(read(1, 300000000), std::pair(std::optional<uint64_t>(300000000), 2));
-  // memory.high set below memory.max: the sampler's limit is memory.high, not memory.max.
-  Write(dir + "/memory.high", "200000000\n");
-  EXPECT_EQ(read(2, 200000000), std::pair(std::optional<uint64_t>(300000000), 3));
-  // memory.max lowered below it: read once, then the sampler's again.
-  Write(dir + "/memory.max", "100000000\n");
-  EXPECT_EQ(read(3, 100000000), std::pair(std::optional<uint64_t>(100000000), 3));
-  EXPECT_EQ(read(4, 100000000).first, 100000000u);
-  EXPECT_EQ(files.limits()->memory_max_bytes, 100000000u);
-  EXPECT_EQ(files.limits()->memory_high_bytes, 200000000u);  // re-read at the 5th reading
-  EXPECT_EQ(read(5, 100000000), std::pair(std::optional<uint64_t>(100000000), 2));
+  for (int second = 0; second < 2; ++second) {
+    SCOPED_TRACE(second);
+    const absl::Time at = t0 + absl::Seconds(second);
+    // Moved, so that its own reading is a full one (an idle one reads current and cpu.stat).
+    tree_.Write("unified", path, {{"memory.current", std::to_string(1000 + second) + "\n"}});
+    std::optional<RunCgroupReading> mine = own.Read(at);
+    std::optional<RunCgroupReading> theirs = sampled_files.Read(at, &sampled);
+    ASSERT_TRUE(mine && theirs);
+    EXPECT_EQ(mine->usage.memory_limit_bytes, 300000000u);
+    EXPECT_EQ(mine->memory_failcnt, 2u);
+    EXPECT_EQ(theirs->usage.memory_bytes, 150000000u);
+    EXPECT_EQ(theirs->usage.memory_limit_bytes, 200000000u);
+    EXPECT_EQ(theirs->memory_peak_bytes, 190000000u);
+    EXPECT_EQ(theirs->memory_failcnt, 9u);
+    EXPECT_EQ(theirs->cpu.usage_ns, 7000000u);
+    // current, max, peak, events; and memory.high with the limits of the first reading.
+    EXPECT_EQ(mine->reads - theirs->reads, second == 0 ? 5 : 4);
+  }
+  EXPECT_EQ(own.limits()->memory_high_bytes, std::nullopt);
+  EXPECT_EQ(sampled_files.limits()->memory_high_bytes, 180000000u);
+  EXPECT_EQ(sampled_files.limits()->memory_max_bytes, 200000000u);
+
+  std::filesystem::remove(dir + "/cpu.stat");  // as when the cgroup is removed
+  EXPECT_FALSE(sampled_files.Read(t0 + absl::Seconds(2), &sampled));
 }
 
 }  // namespace

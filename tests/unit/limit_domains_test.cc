@@ -159,6 +159,11 @@ TEST_F(LimitDomainsTest, V1CountersOfEachDomainAreSummedOnce) {
   const StageMemory m = sampler.Latest()->memory.at(naming.Id(kTop));
   EXPECT_EQ(Event(m, "failcnt"), 42u);
   EXPECT_EQ(Event(m, "oom_kill"), 1u);
+  // Each domain carries its own, for a run whose cgroup it is.
+  std::map<std::string, std::optional<uint64_t>> failcnts;
+  for (const DomainMemory& d : m.domains) failcnts[d.path] = d.failcnt;
+  EXPECT_EQ(failcnts, (std::map<std::string, std::optional<uint64_t>>{
+                          {kTop, 0}, {kRun7, 39}, {kRun8, 3}}));
 }
 
 TEST_F(LimitDomainsTest, AMalformedDomainIsSkippedAndCountedAndTheRestGoOn) {
@@ -242,6 +247,8 @@ TEST_F(LimitDomainsTest, AV2ChildWithOnlyMemoryHighIsADomainLimitedByIt) {
   write(kTop, "memory.current", std::to_string(300 * kMiB));
   write(kRun7, "memory.current", std::to_string(200 * kMiB));
   write(kRun7, "memory.high", std::to_string(256 * kMiB));  // its only limit
+  write(kRun7, "memory.peak", std::to_string(230 * kMiB));
+  write(kRun7, "memory.events", "low 0\nhigh 12\nmax 3\noom 0\noom_kill 0");
   write(kRun8, "memory.current", std::to_string(50 * kMiB));
   Naming naming(root_);
   MemorySampler sampler(&naming.namer, v2, MemoryConfig{}, SampleReader{});
@@ -253,6 +260,13 @@ TEST_F(LimitDomainsTest, AV2ChildWithOnlyMemoryHighIsADomainLimitedByIt) {
   EXPECT_EQ(m.headroom_bytes, 56 * kMiB);
   ASSERT_EQ(m.domains.size(), 2u);
   for (const DomainMemory& d : m.domains) EXPECT_EQ(d.path, d.top ? kTop : kRun7);
+  // run-7's own files, as a run whose cgroup it is takes them: memory.max apart from
+  // memory.high, the kernel's peak, and the hits of memory.max among its events.
+  const DomainMemory& run7 = m.domains[0].top ? m.domains[1] : m.domains[0];
+  EXPECT_EQ(run7.max_bytes, std::nullopt);
+  EXPECT_EQ(run7.high_bytes, 256 * kMiB);
+  EXPECT_EQ(run7.peak_bytes, 230 * kMiB);
+  EXPECT_EQ(run7.failcnt, 3u);
 }
 
 TEST_F(LimitDomainsTest, DomainsBeyondTheBoundAreCountedNotWatched) {

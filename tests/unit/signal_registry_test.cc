@@ -7,7 +7,9 @@
 #include <vector>
 
 #include "app/collector_flags.h"
+#include "cgroup/layout.h"
 #include "config.h"
+#include "exporters/collector.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "signals/signal.h"
@@ -90,12 +92,90 @@ TEST(SignalRegistryTest, EverySignalStartsAndHasAProbeOrACollector) {
     EXPECT_NE(s.start, nullptr);
     EXPECT_EQ(s.try_probes == nullptr, s.not_started == nullptr)
         << "a probe needs both its trial and its not-started lines";
-    EXPECT_TRUE(s.try_probes != nullptr || !s.collector.empty()) << "it would do nothing";
-    // A collector switched by collectors.<name> is the one labelled collector="<name>".
-    if (s.collector_flag) EXPECT_EQ(s.collector, s.name);
+    EXPECT_TRUE(s.try_probes != nullptr || s.adds_collector) << "it would do nothing";
+    // What collectors.<name> switches off is a collector, labelled collector="<name>".
+    if (s.collector_flag) EXPECT_TRUE(s.adds_collector);
     // The first phase runs before the agent has a collector registry to add to.
-    if (s.starts_first) EXPECT_THAT(s.collector, IsEmpty());
+    if (s.starts_first) EXPECT_FALSE(s.adds_collector);
   }
+}
+
+// A collector that collects nothing, under a given name.
+class NamedCollector : public exporters::Collector {
+ public:
+  explicit NamedCollector(std::string name) : name_(std::move(name)) {}
+  std::string_view name() const override { return name_; }
+  absl::Status Collect(std::vector<prometheus::MetricFamily>*) override {
+    return absl::OkStatus();
+  }
+
+ private:
+  std::string name_;
+};
+
+// The collector="<name>" labels a scrape of `registry` gives.
+std::vector<std::string> CollectorLabels(exporters::CollectorRegistry& registry) {
+  std::vector<std::string> labels;
+  for (const prometheus::MetricFamily& f : registry.CollectAll()) {
+    if (f.name != "stagewatch_scrape_collector_success") continue;
+    for (const prometheus::ClientMetric& m : f.metric) {
+      for (const prometheus::ClientMetric::Label& l : m.label) {
+        if (l.name == "collector") labels.push_back(l.value);
+      }
+    }
+  }
+  return labels;
+}
+
+// StartSignals is the one place a collector's name is held to its signal's: the signal's
+// name is written once, in its module, and a collector under another name is said.
+TEST(SignalRegistryTest, StartSignalsAddsEachCollectorAndSaysWhereOneIsNotNamedAfterItsSignal) {
+  absl::StatusOr<Config> config = DefaultConfig(CollectorFlagNames());
+  ASSERT_TRUE(config.ok()) << config.status();
+  config->collectors["disk"] = true;
+  const CgroupLayout layout;
+  const KernelFeatures features;
+  RunningSignals running;
+  exporters::CollectorRegistry registry;
+  const SignalContext ctx{.config = *config, .layout = layout, .features = features,
+                          .collectors = &registry, .running = &running};
+  using Made = std::unique_ptr<exporters::Collector>;
+  const Signal disk{.name = "disk", .collector_flag = true,
+                    .start = [](const SignalContext&) -> Made {
+                      return std::make_unique<NamedCollector>("disk");
+                    },
+                    .adds_collector = true};
+  const Signal net{.name = "net",
+                   .start = [](const SignalContext&) -> Made {
+                     return std::make_unique<NamedCollector>("network");
+                   },
+                   .adds_collector = true};
+  const Signal quiet{.name = "quiet",
+                     .start = [](const SignalContext&) -> Made {
+                       return std::make_unique<NamedCollector>("quiet");
+                     }};
+  const Signal early{.name = "early", .starts_first = true,
+                     .start = [](const SignalContext&) -> Made { return nullptr; }};
+
+  EXPECT_TRUE(StartSignals({disk, early}, ctx, /*first=*/false).ok());
+  EXPECT_TRUE(StartSignals({disk, early}, ctx, /*first=*/true).ok());  // early adds none
+  EXPECT_THAT(CollectorLabels(registry), ElementsAreArray({"disk"}));
+
+  const absl::Status misnamed = StartSignals({net}, ctx, /*first=*/false);
+  EXPECT_THAT(misnamed.message(), HasSubstr("signal \"net\" made a collector named \"network\""));
+  EXPECT_THAT(StartSignals({quiet}, ctx, false).message(), HasSubstr("signal \"quiet\""))
+      << "it does not say it adds a collector";
+  // Started and added all the same: the scrape still has their figures.
+  EXPECT_THAT(CollectorLabels(registry), ElementsAreArray({"disk", "network", "quiet"}));
+
+  // Switched off by collectors.disk: not started at all.
+  Config off = *config;
+  off.collectors["disk"] = false;
+  exporters::CollectorRegistry none;
+  const SignalContext ctx_off{.config = off, .layout = layout, .features = features,
+                              .collectors = &none, .running = &running};
+  EXPECT_TRUE(StartSignals({disk}, ctx_off, false).ok());
+  EXPECT_THAT(CollectorLabels(none), IsEmpty());
 }
 
 TEST(SignalRegistryTest, EveryProbeHasItsOwnFeaturesLines) {

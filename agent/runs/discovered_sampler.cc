@@ -79,7 +79,7 @@ void DiscoveredSampler::Sample(absl::Time now) {
     std::optional<RunCgroupReading> r = s.files->Read(now, sampled ? &*sampled : nullptr);
     from_snapshot_ += sampled && r;
     const int reads = r ? r->reads : 1;
-    credit_ -= reads;
+    credit_ -= reads + (r ? kPointCost : 0);
     reads_ += reads;
     if (!r) continue;  // the cgroup is going
     if (!s.last) {

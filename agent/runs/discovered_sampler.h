@@ -2,7 +2,9 @@
 // own: memory usage against the limit, CPU time and PSI totals, for the same mean, p95,
 // near-limit seconds, CPU seconds, throttling and time series. Bounded for hosts with
 // thousands of them: at most `reads_per_second` cgroup file reads a second, spread round-robin
-// over the open runs (each at most every `interval`), with files kept open.
+// over the open runs (each at most every `interval`), with files kept open. The point a sample
+// adds to its run's series counts as one read (kPointCost): it costs about as much as a
+// read (its ledger insert), and an idle run's sample reads only one or two files.
 //
 // A run whose cgroup has a limit of its own is a limit domain of the memory sampler, which
 // reads its memory files (usage, limits, peak, failcnt) already: those come from the sampler's
@@ -28,6 +30,8 @@
 #include "runs/run_record.h"
 
 namespace stagewatch {
+
+inline constexpr int kPointCost = 1;  // in reads
 
 struct DiscoveredSamplerOptions {
   CgroupLayout layout;
@@ -81,7 +85,7 @@ class DiscoveredSampler {
   OpenFileBudget open_files_;
   std::map<std::string, Sampled> runs_;
   std::deque<std::string> turn_;  // round-robin order of run ids
-  double credit_ = 0;             // reads that may be made now
+  double credit_ = 0;             // reads (and points) that may be made now
   std::optional<absl::Time> last_sample_;
   uint64_t reads_ = 0, from_snapshot_ = 0;
   std::shared_ptr<const Snapshot> snapshot_;  // the one domains_ points into

@@ -150,7 +150,9 @@ std::optional<std::string> RunCgroupFiles::ReadSlot(Slot slot, absl::Time now) {
       return std::nullopt;
     }
     f.first_miss = absl::InfiniteFuture();  // found: opened for each read if not kept open
-    if (budget_->left > 0) {
+    // Kept open: the files an idle sample reads, the others are read one sample in ten.
+    const bool every_sample = slot == kUsage || slot == (v2_ ? kCpuStat : kCpuUsage);
+    if (every_sample && budget_->left > 0) {
       budget_->left--;
       f.fd = fd;
     }

@@ -1,6 +1,6 @@
-// The cgroupfs files of a run the agent samples itself, kept open and re-read at offset 0 (a
-// cgroupfs file gives its current value on every read from the start), so that a sample costs
-// one pread per file rather than an open, a read and a close.
+// The cgroupfs files of a run the agent samples itself. Those read at every sample are kept
+// open and re-read at offset 0 (a cgroupfs file gives its current value on every read from the
+// start), so that they cost a pread rather than an open, a read and a close.
 #pragma once
 
 #include <cstdint>
@@ -56,6 +56,7 @@ RunLimits ReadRunLimits(const CgroupLayout& layout, const std::string& cgroup_pa
 
 // Shared by every run's files: how many descriptors may stay open at once (the rest are
 // opened for each read), so that thousands of runs never exhaust the agent's descriptors.
+// Only a run's memory usage and CPU time files, read at every sample, are kept open.
 struct OpenFileBudget {
   int left = 0;
 };

@@ -435,11 +435,13 @@ void RunWatcher::Tick() {
 void RunWatcher::Loop() {
   std::unique_lock<std::mutex> queue_lock(queue_mu_);
   absl::Time next_tick = absl::Now() + options_.tick;
-  while (!stop_) {
+  // Stopping, it still handles what is queued: runs born and gone in a churn just before a
+  // shutdown are in the ledger.
+  while (!stop_ || !queue_.empty()) {
     if (queue_.empty()) {
       wake_.wait_for(queue_lock, absl::ToChronoMilliseconds(next_tick - absl::Now()));
     }
-    if (stop_) break;
+    if (stop_ && queue_.empty()) break;
     std::deque<std::function<void()>> tasks;
     tasks.swap(queue_);
     const bool tick = absl::Now() >= next_tick;

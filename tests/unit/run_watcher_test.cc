@@ -10,6 +10,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <thread>
 #include <fstream>
 #include <map>
 
@@ -332,6 +333,31 @@ TEST_F(RunWatcherTest, RunsBornAndGoneBeforeAPassCostOneCommitAndKeepEveryFact) 
   EXPECT_EQ(Ended((*watcher)->Snapshot(), "oneshot", "interrupted"), 10u);
   // Two passes at most (the one stalled, and all the rest), and a tick's.
   EXPECT_LE(commits, 4u) << kRuns << " runs cost " << commits << " commits";
+}
+
+// Runs born and gone just before a shutdown, still queued when it comes, are in the ledger:
+// the watcher stops once its queue is handled.
+TEST_F(RunWatcherTest, RunsStillQueuedAtShutdownAreRecorded) {
+  std::unique_ptr<RunWatcher> watcher = Start();
+  ASSERT_TRUE(watcher);
+  // A writer holding the ledger's write lock stalls the watcher's first pass, so that the
+  // shutdown comes while the rest are queued.
+  std::unique_ptr<Ledger> other = *Ledger::Open(ledger_path_);
+  ASSERT_TRUE(other->BeginBatch().ok());
+  constexpr int kRuns = 50;
+  for (int i = 0; i < kRuns; i++) {
+    const cgroup_event made = Mkdir("/stagewatch/lastbatch/run_" + std::to_string(i));
+    watcher->OnCgroupEvent(made);
+    watcher->OnCgroupEvent(Rmdir(made));
+  }
+  std::thread stop([&watcher] { watcher.reset(); });
+  absl::SleepFor(absl::Milliseconds(100));  // the shutdown waits on the stalled pass
+  ASSERT_TRUE(other->CommitBatch().ok());
+  stop.join();
+
+  std::vector<RunRecord> runs = Runs();
+  EXPECT_EQ(runs.size(), static_cast<size_t>(kRuns));
+  for (const RunRecord& r : runs) EXPECT_TRUE(r.end) << r.start.id;
 }
 
 }  // namespace

@@ -422,11 +422,18 @@ void RunWatcher::Tick() {
   }
   // What closed runs freed (their rows' SQLite work, events, samples) is spread over the
   // threads' malloc arenas, which keep it; give it back to the OS at each samples write while
-  // runs close, and at the first tick none closed in (a churn has stopped), not 10 s later.
+  // runs close, at the first tick none closed in (a churn has stopped), and at the next
+  // kSettleTrims samples writes: the last pass's queue, and the paths and names the path cache
+  // and the namer keep for a churn's late events (10 s, two scrapes), are freed after it.
   const bool quiet = closed_since_trim_ == closed_at_last_tick_;
   if (closed_since_trim_ > 0 && (write || quiet)) {
     malloc_trim(0);
     closed_since_trim_ = 0;
+    settle_trims_ = kSettleTrims;
+    trims_++;
+  } else if (write && settle_trims_ > 0) {
+    malloc_trim(0);
+    settle_trims_--;
     trims_++;
   }
   closed_at_last_tick_ = closed_since_trim_;

@@ -113,6 +113,8 @@ class RunWatcher {
     uint64_t trims = 0;    // malloc_trim calls so far (not state: a count)
   };
   Held held() const;
+  // Heap trims at the samples writes after a churn has stopped (see Tick()).
+  static constexpr int kSettleTrims = 3;
 
  private:
   // A run's cgroup, from its mkdir on. A launcher makes the cgroup a moment before it writes
@@ -191,6 +193,7 @@ class RunWatcher {
   uint64_t closed_since_trim_ = 0;          // runs closed since the heap was last trimmed
   uint64_t closed_at_last_tick_ = 0;        // closed_since_trim_ at the last tick
   uint64_t trims_ = 0;                      // heap trims so far
+  int settle_trims_ = 0;                    // trims still due after a churn stopped
   RunsSnapshot counted_;
   std::map<std::string, std::deque<EndedRun>> recent_;  // by stage, newest first
   // Guards the queue and `published_`; never held while calling out.

@@ -435,6 +435,31 @@ TEST_F(RunWatcherTest, TheHeapIsTrimmedOnceWhenAChurnStops) {
   EXPECT_EQ(Runs().size(), 50u);
 }
 
+// What a churn's late-event keepers free after it stopped is given back too: the heap is
+// trimmed at the next kSettleTrims samples writes, and then no more.
+TEST_F(RunWatcherTest, TheHeapIsTrimmedAgainAtTheSamplesWritesAfterAChurn) {
+  absl::StatusOr<std::unique_ptr<RunWatcher>> watcher = RunWatcher::Start(
+      *Ledger::Open(ledger_path_), &stages_,
+      {.key_root = root_, .oom_observed = true, .tick = absl::Milliseconds(20),
+       .write_samples_every = absl::Milliseconds(60)},
+      {});
+  ASSERT_TRUE(watcher.ok()) << watcher.status();
+  (*watcher)->OnCgroupEvent(Mkdir("/stagewatch"));
+  (*watcher)->OnCgroupEvent(Mkdir("/stagewatch/settle_churn"));
+  for (int i = 0; i < 20; i++) {
+    const cgroup_event made = Mkdir("/stagewatch/settle_churn/short_" + std::to_string(i));
+    (*watcher)->OnCgroupEvent(made);
+    (*watcher)->OnCgroupEvent(Rmdir(made));
+  }
+  (*watcher)->Flush();
+  const uint64_t settled = 1 + RunWatcher::kSettleTrims;
+  EXPECT_TRUE(testing::WaitUntil([&] { return (*watcher)->held().trims >= settled; }, 3000));
+  const uint64_t trims = (*watcher)->held().trims;  // one more if the churn spanned a write
+  EXPECT_LE(trims, settled + 1);
+  absl::SleepFor(absl::Milliseconds(400));  // six more samples writes
+  EXPECT_EQ((*watcher)->held().trims, trims);
+}
+
 // A churn of short discovered runs (as a job scheduler makes them): every run gets its closed
 // row, and once it is closed the watcher and its sampler hold nothing of it, so an agent's
 // memory does not grow with the runs it has seen.

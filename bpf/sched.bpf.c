@@ -169,7 +169,8 @@ static __always_inline __u64 cgroup_of(struct task_struct *prev, struct task_see
 
 /* How long a cfs_rq has been throttled, its own or an ancestor's bandwidth spent: the
  * throttlings that ended plus the one under way (throttled_clock_self is its start, 0 when
- * none; kernel/sched/fair.c tg_throttle_down / tg_unthrottle_up). */
+ * none; kernel/sched/fair.c tg_throttle_down / tg_unthrottle_up, since commit 677ea015f231
+ * "sched: add throttled time stat for throttled children", Linux 6.6). */
 static __always_inline __u64 throttled_so_far(__u64 done, __u64 since, __u64 now)
 {
 	return since && now > since ? done + (now - since) : done;
@@ -178,8 +179,9 @@ static __always_inline __u64 throttled_so_far(__u64 done, __u64 since, __u64 now
 /* Of the wait that just ended (`wait` ns, since prev last switched out), the part prev's CPU
  * group was throttled: how much the throttled time of the cfs_rq prev switched out to grew
  * since then, at most the wait. On Linux 6.18 a throttled task leaves its cfs_rq for a limbo
- * list until the group gets quota again, and sched_info counts that as run delay, as earlier
- * kernels did for the throttled cfs_rq's tasks. Records where the next wait starts. */
+ * list until the group gets quota again ("sched/fair: Switch to task based throttle model"),
+ * and sched_info counts that as run delay (it never saw the task dequeued), as earlier
+ * kernels did for a throttled cfs_rq's queued tasks. Records where the next wait starts. */
 static __always_inline __u64 throttled_part(struct task_struct *prev, struct task_seen *seen,
 					    bool known, __u64 wait)
 {

@@ -232,12 +232,14 @@ TEST(LedgerTest, MergesAgentFactsIntoTheRun) {
   ASSERT_TRUE(ledger->BeginRun(Started("r1", "train", At(0))).ok());
   AgentFacts first;
   first.run_queue_wait_seconds = 1.25;
+  first.run_queue_throttled_seconds = 1;
   first.reclaim_stall_seconds = 0.25;
   first.preemptors = {{"validate", 3}};
   first.oom_kills_userspace = 0;
   ASSERT_TRUE(ledger->AddAgentFacts("r1", first).ok());
   AgentFacts second;
   second.run_queue_wait_seconds = 0.75;
+  second.run_queue_throttled_seconds = 0.5;
   second.reclaim_stall_seconds = 0.5;
   second.preemptors = {{"validate", 2}, {"ingest", 1}};
   second.oom_kills_userspace = 1;
@@ -249,6 +251,7 @@ TEST(LedgerTest, MergesAgentFactsIntoTheRun) {
   const RunRecord r = **ledger->Get("r1");
   EXPECT_TRUE(r.agent_observed);
   EXPECT_EQ(r.agent.run_queue_wait_seconds, 2.0);
+  EXPECT_EQ(r.agent.run_queue_throttled_seconds, 1.5);
   EXPECT_EQ(r.agent.reclaim_stall_seconds, 0.75);
   EXPECT_EQ(r.agent.oom_kills_userspace, 1u);
   EXPECT_THAT(r.agent.preemptors, ElementsAre(Pair("ingest", 1), Pair("validate", 5)));

@@ -25,11 +25,11 @@ RunProbeReaders MakeRunProbeReaders(const SchedProbe* sched, const MemoryProbe* 
                                     CgroupNamer* namer) {
   RunProbeReaders r;
   if (sched) {
-    r.run_queue_wait_seconds =
-        SchedSeconds(sched, [](const sched_cgroup_stats& s) -> uint64_t { return s.runq_latency.sum; });
+    r.run_queue_wait_seconds = SchedSeconds(
+        sched, [](const sched_cgroup_stats& s) -> uint64_t { return s.runq_latency.sum; });
     if (sched->splits_throttled_wait()) {
-      r.run_queue_throttled_seconds =
-          SchedSeconds(sched, [](const sched_cgroup_stats& s) -> uint64_t { return s.runq_throttled_ns; });
+      r.run_queue_throttled_seconds = SchedSeconds(
+          sched, [](const sched_cgroup_stats& s) -> uint64_t { return s.runq_throttled_ns; });
     }
     r.preemptions = [sched](const std::set<uint64_t>& ids)
         -> std::optional<std::map<uint64_t, uint64_t>> {

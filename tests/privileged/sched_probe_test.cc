@@ -493,12 +493,15 @@ TEST(SchedProbeTest, TellsThrottledWaitsFromWaitsBehindOtherWork) {
   ASSERT_NE(probe, nullptr);
   // Before Linux 6.6 the kernel keeps no cfs_rq throttled time (throttled_clock_self): the
   // probe says so and counts no wait as throttled.
-  const bool splits =
-      BtfStructHasMember(testing::ProbeFeaturesForTests().btf_path, "cfs_rq", "throttled_clock_self_time");
+  const bool splits = BtfStructHasMember(testing::ProbeFeaturesForTests().btf_path, "cfs_rq",
+                                         "throttled_clock_self_time");
   EXPECT_EQ(probe->splits_throttled_wait(), splits);
 
   Report report;
-  const pid_t hog = other.Spawn("sw-split-hog", [] { PinTo(0); BusyFor(std::chrono::milliseconds(4000)); });
+  const pid_t hog = other.Spawn("sw-split-hog", [] {
+    PinTo(0);
+    BusyFor(std::chrono::milliseconds(4000));
+  });
   const pid_t loop = cgroup.Spawn("sw-split-loop", report.Wrap([] {
     PinTo(0);
     BusyFor(std::chrono::milliseconds(3000));

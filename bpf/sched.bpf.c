@@ -8,6 +8,8 @@
  *   - its run-queue wait is the growth of task->sched_info.run_delay (the scheduler's own
  *     sum of waits, as /proc/<pid>/schedstat shows it) since its last switch-out, kept in
  *     task-local storage;
+ *   - the part of that wait its CPU group was throttled is the growth of the throttled time
+ *     of the group's cfs_rq it waited on over the same span (see throttled_part);
  *   - "who preempted whom" is carried in a per-CPU slot from the switch where a task was
  *     switched out while runnable to the next switch on that CPU, whose current is the task
  *     that took the CPU;
@@ -67,6 +69,8 @@ struct task_seen {
 	__u64 seen;
 	__u64 css_set;   /* task->cgroups when `cgroup` was read through it */
 	__u64 cgroup;
+	__u64 cfs_rq;    /* task->se.cfs_rq at the switch-out: where it waits next */
+	__u64 throttled; /* that cfs_rq's throttled time then (throttled_so_far) */
 };
 
 struct {
@@ -163,6 +167,50 @@ static __always_inline __u64 cgroup_of(struct task_struct *prev, struct task_see
 	return cgroup;
 }
 
+/* How long a cfs_rq has been throttled, its own or an ancestor's bandwidth spent: the
+ * throttlings that ended plus the one under way (throttled_clock_self is its start, 0 when
+ * none; kernel/sched/fair.c tg_throttle_down / tg_unthrottle_up, since commit 677ea015f231
+ * "sched: add throttled time stat for throttled children", Linux 6.6). */
+static __always_inline __u64 throttled_so_far(__u64 done, __u64 since, __u64 now)
+{
+	return since && now > since ? done + (now - since) : done;
+}
+
+/* Of the wait that just ended (`wait` ns, since prev last switched out), the part prev's CPU
+ * group was throttled: how much the throttled time of the cfs_rq prev switched out to grew
+ * since then, at most the wait. On Linux 6.18 a throttled task leaves its cfs_rq for a limbo
+ * list until the group gets quota again ("sched/fair: Switch to task based throttle model"),
+ * and sched_info counts that as run delay (it never saw the task dequeued), as earlier
+ * kernels did for a throttled cfs_rq's queued tasks. Records where the next wait starts. */
+static __always_inline __u64 throttled_part(struct task_struct *prev, struct task_seen *seen,
+					    bool known, __u64 wait)
+{
+	struct cfs_rq *cfs;
+	__u64 now, then = 0, part = 0;
+
+	if (!bpf_core_field_exists(prev->se.cfs_rq) ||
+	    !bpf_core_field_exists(struct cfs_rq, throttled_clock_self_time))
+		return 0;
+	cfs = prev->se.cfs_rq;
+	now = throttled_so_far(cfs->throttled_clock_self_time, cfs->throttled_clock_self,
+			       cfs->rq->clock);
+	if (known && seen->cfs_rq == (__u64)cfs) {
+		then = now;
+	} else if (known && seen->cfs_rq) {
+		/* moved to another CPU or group while it waited: the one it waited on first */
+		struct cfs_rq *old = (void *)seen->cfs_rq;
+
+		then = throttled_so_far(BPF_CORE_READ(old, throttled_clock_self_time),
+					BPF_CORE_READ(old, throttled_clock_self),
+					BPF_CORE_READ(old, rq, clock));
+	}
+	if (known && then > seen->throttled)
+		part = then - seen->throttled;
+	seen->cfs_rq = (__u64)cfs;
+	seen->throttled = now;
+	return part < wait ? part : wait;
+}
+
 /* The slice that just ended and the run-queue wait before it, for `prev` (= current). */
 static __always_inline void count_slice(struct sched_cgroup_stats *s, struct task_struct *prev,
 					struct task_seen *seen, struct cpu_carry *carry)
@@ -185,13 +233,14 @@ static __always_inline void count_slice(struct sched_cgroup_stats *s, struct tas
 
 	if (runq_source == SCHED_RUNQ_SCHED_INFO && bpf_core_field_exists(prev->sched_info)) {
 		__u64 delay = prev->sched_info.run_delay;
+		__u64 wait = known ? delay - seen->run_delay : delay;
 
-		if (known)
-			hist_add(&s->runq_latency, delay - seen->run_delay);
-		else if (born_in_view)
-			hist_add(&s->runq_latency, delay);
-		if (seen)
+		if (known || born_in_view)
+			hist_add(&s->runq_latency, wait);
+		if (seen) {
+			s->runq_throttled_ns += throttled_part(prev, seen, known, wait);
 			seen->run_delay = delay;
+		}
 	} else {
 		hist_add(&s->runq_latency, carry->wait_ns);
 	}

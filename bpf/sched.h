@@ -18,6 +18,9 @@ struct sched_cgroup_stats {
 	__u64 oncpu_ns;
 	__u64 exited_processes; /* thread-group leaders that exited */
 	struct log2_hist runq_latency; /* wait between becoming runnable and getting the CPU */
+	/* Of runq_latency's sum, the part the task's CPU group was throttled (CFS bandwidth):
+	 * only where the kernel keeps cfs_rq->throttled_clock_self (Linux 6.6), else 0. */
+	__u64 runq_throttled_ns;
 };
 
 /* Key of the preemption matrix: a task of `preempted` was switched out while runnable and a

@@ -5,18 +5,32 @@
 #include "log.h"
 
 namespace stagewatch {
+namespace {
+
+// Seconds of one of the sched probe's nanosecond figures, summed over a run's cgroups.
+std::function<std::optional<double>(const std::set<uint64_t>&)> SchedSeconds(
+    const SchedProbe* sched, uint64_t (*figure)(const sched_cgroup_stats&)) {
+  return [sched, figure](const std::set<uint64_t>& ids) -> std::optional<double> {
+    uint64_t ns = 0;
+    for (const auto& [id, stats] : sched->ReadCgroups()) {
+      if (ids.count(id)) ns += figure(stats);
+    }
+    return ns / 1e9;
+  };
+}
+
+}  // namespace
 
 RunProbeReaders MakeRunProbeReaders(const SchedProbe* sched, const MemoryProbe* memory,
                                     CgroupNamer* namer) {
   RunProbeReaders r;
   if (sched) {
-    r.run_queue_wait_seconds = [sched](const std::set<uint64_t>& ids) -> std::optional<double> {
-      uint64_t ns = 0;
-      for (const auto& [id, stats] : sched->ReadCgroups()) {
-        if (ids.count(id)) ns += stats.runq_latency.sum;
-      }
-      return ns / 1e9;
-    };
+    r.run_queue_wait_seconds = SchedSeconds(
+        sched, [](const sched_cgroup_stats& s) -> uint64_t { return s.runq_latency.sum; });
+    if (sched->splits_throttled_wait()) {
+      r.run_queue_throttled_seconds = SchedSeconds(
+          sched, [](const sched_cgroup_stats& s) -> uint64_t { return s.runq_throttled_ns; });
+    }
     r.preemptions = [sched](const std::set<uint64_t>& ids)
         -> std::optional<std::map<uint64_t, uint64_t>> {
       std::map<uint64_t, uint64_t> by_preempting;

@@ -16,8 +16,9 @@
 namespace stagewatch {
 
 static_assert(sizeof(log2_hist) == (HIST_SLOTS + 2) * 8);
-static_assert(sizeof(sched_cgroup_stats) == 32 + sizeof(log2_hist));
+static_assert(sizeof(sched_cgroup_stats) == 40 + sizeof(log2_hist));
 static_assert(offsetof(sched_cgroup_stats, runq_latency) == 32);
+static_assert(offsetof(sched_cgroup_stats, runq_throttled_ns) == 32 + sizeof(log2_hist));
 static_assert(sizeof(sched_pair) == 16);
 
 namespace {
@@ -34,6 +35,7 @@ void AddStats(sched_cgroup_stats& sum, const sched_cgroup_stats& cpu) {
   for (int i = 0; i < HIST_SLOTS; i++) sum.runq_latency.slots[i] += cpu.runq_latency.slots[i];
   sum.runq_latency.above += cpu.runq_latency.above;
   sum.runq_latency.sum += cpu.runq_latency.sum;
+  sum.runq_throttled_ns += cpu.runq_throttled_ns;
 }
 
 void AddCount(uint64_t& sum, const uint64_t& cpu) { sum += cpu; }
@@ -41,6 +43,12 @@ void AddCount(uint64_t& sum, const uint64_t& cpu) { sum += cpu; }
 // Whether the kernel sums each task's run-queue waits (CONFIG_SCHED_INFO).
 bool HasSchedInfo(const KernelFeatures& f) {
   return BtfStructHasMember(f.btf_path, "sched_info", "run_delay");
+}
+
+// Whether the kernel keeps each cfs_rq's throttled time, own or an ancestor's (Linux 6.6).
+bool HasCfsThrottledTime(const KernelFeatures& f) {
+  return BtfStructHasMember(f.btf_path, "cfs_rq", "throttled_clock_self_time") &&
+         BtfStructHasMember(f.btf_path, "sched_entity", "cfs_rq");
 }
 
 uint64_t MonotonicNowNs() {
@@ -113,6 +121,7 @@ absl::StatusOr<std::unique_ptr<SchedProbe>> SchedProbe::Start(const SchedProbeOp
   }
   std::unique_ptr<SchedProbe> probe(new SchedProbe());
   probe->skel_ = std::move(a.skel);
+  probe->splits_throttled_wait_ = sched_info && HasCfsThrottledTime(options.features);
   sched_bpf* s = probe->skel_.get();
   probe->statuses_.push_back(
       tp_btf ? AttachOne(kSwitchProbe, "tp_btf", s->progs.sched_switch_btf, &s->links.sched_switch_btf)

@@ -43,6 +43,9 @@ class SchedProbe {
   // Run time and count of each loaded program (while kernel.bpf_stats_enabled is on).
   std::vector<ProgramStats> program_stats() const;
   std::string runq_source() const;
+  // Whether runq_throttled_ns tells the throttled part of the run-queue wait (sched_info source
+  // on a kernel with cfs_rq throttled times); else it stays 0 and the part is unknown.
+  bool splits_throttled_wait() const { return splits_throttled_wait_; }
 
   // Per cgroup id, summed over CPUs.
   std::map<uint64_t, sched_cgroup_stats> ReadCgroups() const;
@@ -63,6 +66,7 @@ class SchedProbe {
 
   SkeletonPtr<sched_bpf, DestroySchedSkeleton> skel_;
   std::vector<ProbeStatus> statuses_;
+  bool splits_throttled_wait_ = false;
 };
 
 }  // namespace stagewatch

@@ -161,7 +161,7 @@ constexpr char kColumns[] =
     "oom_kills_kernel, cpu_seconds, cpu_throttled_seconds, cpu_p95_cores, "
     "memory_pressure_seconds, cpu_pressure_seconds, agent_observed, oom_kills_userspace, "
     "oom_victims, reclaim_stall_seconds, run_queue_wait_seconds, preemptors, anomalies, "
-    "agent_saw_end, cpu_throttled_wall_seconds";
+    "agent_saw_end, cpu_throttled_wall_seconds, run_queue_throttled_seconds";
 
 json VictimsJson(const std::vector<OomVictim>& victims) {
   json out = json::array();
@@ -255,6 +255,7 @@ RunRecord DecodeRow(const Statement& s) {
   a.saw_end = s.ColInt(c++) != 0;
   const std::optional<double> throttled_wall = s.OptReal(c++);
   if (r.end) r.end->facts.cpu_throttled_wall_seconds = throttled_wall;
+  a.run_queue_throttled_seconds = s.OptReal(c++);
   return r;
 }
 
@@ -500,14 +501,26 @@ absl::Status Ledger::BeginRun(const RunStart& st) {
 
 absl::Status Ledger::EndRun(const std::string& id, const RunEnd& end) {
   const CgroupFacts& f = end.facts;
-  Statement s(db_,
+  // A discovered run's limits go in the same statement as its end: one write, so no crash
+  // or failed write leaves the run ended without them, and a batch stays one transaction.
+  // The kernel's memory limit at the end stands for memory.max: exact at rmdir, else the last
+  // sample's.
+  const bool limits = f.limits.has_value();
+  const RunLimits l = limits ? *f.limits : RunLimits{};
+  auto limit = [](const char* column) {
+    return absl::StrFormat("%s = CASE WHEN ? AND source = 'discovered' THEN ? ELSE %s END",
+                           column, column);
+  };
+  Statement s(db_, absl::StrCat(
               "UPDATE runs SET end_time = ?, closed_by = ?, exit_code = ?, signal = ?, "
               "signal_requested = ?, memory_limit_bytes = ?, memory_peak_bytes = ?, "
               "memory_failcnt = ?, memory_mean_bytes = ?, memory_p95_bytes = ?, "
               "near_limit_seconds = ?, oom_kills_kernel = ?, cpu_seconds = ?, "
               "cpu_throttled_seconds = ?, cpu_p95_cores = ?, memory_pressure_seconds = ?, "
-              "cpu_pressure_seconds = ?, cpu_throttled_wall_seconds = ? "
-              "WHERE id = ? AND end_time IS NULL");
+              "cpu_pressure_seconds = ?, cpu_throttled_wall_seconds = ?, ",
+              limit("limit_memory_max_bytes"), ", ", limit("limit_memory_high_bytes"), ", ",
+              limit("limit_cpu_max_cores"), ", ", limit("limit_cpu_weight"),
+              " WHERE id = ? AND end_time IS NULL"));
   s.Text(FormatRfc3339(end.end))
       .Text(end.closed_by == RunCloser::kAgent ? "agent" : "launcher")
       .Int(end.exit_code).Int(end.signal).Int(end.signal_requested ? 1 : 0)
@@ -516,29 +529,18 @@ absl::Status Ledger::EndRun(const std::string& id, const RunEnd& end) {
       .Uint(f.oom_kills_kernel).Real(f.cpu_seconds).Real(f.cpu_throttled_seconds)
       .Real(f.cpu_p95_cores).Real(f.memory_pressure_seconds).Real(f.cpu_pressure_seconds)
       .Real(f.cpu_throttled_wall_seconds)
+      .Int(limits ? 1 : 0).Uint(f.memory_limit_bytes)
+      .Int(limits ? 1 : 0).Uint(l.memory_high_bytes)
+      .Int(limits ? 1 : 0).Real(l.cpu_max_cores)
+      .Int(limits ? 1 : 0).Int(l.cpu_weight ? std::optional<int64_t>(*l.cpu_weight) : std::nullopt)
       .Text(id);
   s.Step();
   if (absl::Status st = s.status(absl::StrFormat("cannot end run \"%s\"", id)); !st.ok()) return st;
-  if (sqlite3_changes(db_) == 1) return f.limits ? SetDiscoveredLimits(id, f) : absl::OkStatus();
+  if (sqlite3_changes(db_) == 1) return absl::OkStatus();
   absl::StatusOr<std::optional<RunRecord>> existing = Get(id);
   if (!existing.ok()) return existing.status();
   if (!*existing) return absl::NotFoundError(absl::StrFormat("no run \"%s\" in the ledger", id));
   return absl::FailedPreconditionError(absl::StrFormat("run \"%s\" has ended already", id));
-}
-
-absl::Status Ledger::SetDiscoveredLimits(const std::string& id, const CgroupFacts& f) {
-  RunLimits l = *f.limits;
-  // The kernel's limit at the end: exact at rmdir, else the last sample's.
-  l.memory_max_bytes = f.memory_limit_bytes;
-  Statement s(db_,
-              "UPDATE runs SET limit_memory_max_bytes = ?, limit_memory_high_bytes = ?, "
-              "limit_cpu_max_cores = ?, limit_cpu_weight = ? "
-              "WHERE id = ? AND source = 'discovered'");
-  s.Uint(l.memory_max_bytes).Uint(l.memory_high_bytes).Real(l.cpu_max_cores)
-      .Int(l.cpu_weight ? std::optional<int64_t>(*l.cpu_weight) : std::nullopt)
-      .Text(id);
-  s.Step();
-  return s.status(absl::StrFormat("cannot store the limits of run \"%s\"", id));
 }
 
 absl::Status Ledger::AddAgentFacts(const std::string& id, const AgentFacts& add) {
@@ -552,6 +554,8 @@ absl::Status Ledger::AddAgentFacts(const std::string& id, const AgentFacts& add)
   a.oom_victims.insert(a.oom_victims.end(), add.oom_victims.begin(), add.oom_victims.end());
   a.reclaim_stall_seconds = AddOpt(a.reclaim_stall_seconds, add.reclaim_stall_seconds);
   a.run_queue_wait_seconds = AddOpt(a.run_queue_wait_seconds, add.run_queue_wait_seconds);
+  a.run_queue_throttled_seconds =
+      AddOpt(a.run_queue_throttled_seconds, add.run_queue_throttled_seconds);
   for (const auto& [stage, n] : add.preemptors) a.preemptors[stage] += n;
   a.preemptors_observed |= add.preemptors_observed || !add.preemptors.empty();
   a.anomalies.insert(a.anomalies.end(), add.anomalies.begin(), add.anomalies.end());
@@ -562,10 +566,12 @@ absl::Status Ledger::AddAgentFacts(const std::string& id, const AgentFacts& add)
   for (const auto& [stage, n] : a.preemptors) preemptors[stage] = n;
   Statement s(db_,
               "UPDATE runs SET agent_observed = 1, oom_kills_userspace = ?, oom_victims = ?, "
-              "reclaim_stall_seconds = ?, run_queue_wait_seconds = ?, preemptors = ?, "
-              "anomalies = ?, agent_saw_end = ? WHERE id = ?");
+              "reclaim_stall_seconds = ?, run_queue_wait_seconds = ?, "
+              "run_queue_throttled_seconds = ?, preemptors = ?, anomalies = ?, "
+              "agent_saw_end = ? WHERE id = ?");
   s.Uint(a.oom_kills_userspace).Text(VictimsJson(a.oom_victims).dump())
       .Real(a.reclaim_stall_seconds).Real(a.run_queue_wait_seconds)
+      .Real(a.run_queue_throttled_seconds)
       .OptText(a.preemptors_observed ? std::optional<std::string>(preemptors.dump()) : std::nullopt)
       .OptText(a.anomalies_observed
                    ? std::optional<std::string>(AnomaliesJson(a.anomalies).dump())

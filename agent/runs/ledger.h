@@ -47,7 +47,7 @@ class Ledger {
   absl::Status BeginRun(const RunStart& start);
   // NotFound for an unknown id, FailedPrecondition for a run that has ended already.
   // A discovered run's end facts with limits also replace its row's limits (the kernel's, as
-  // of its last reading); a launcher run keeps the limits it was started with.
+  // of its last reading), in the same write; a launcher run keeps the limits it was started with.
   absl::Status EndRun(const std::string& id, const RunEnd& end);
   // Merges facts only the agent sees into the run's row (see AgentFacts).
   absl::Status AddAgentFacts(const std::string& id, const AgentFacts& facts);
@@ -82,7 +82,6 @@ class Ledger {
   static int SchemaVersion();  // the version this build writes
 
  private:
-  absl::Status SetDiscoveredLimits(const std::string& id, const CgroupFacts& facts);
   Ledger(std::string path, sqlite3* db) : path_(std::move(path)), db_(db) {}
   static absl::StatusOr<std::unique_ptr<Ledger>> OpenAs(const std::string& path, bool read_only);
   absl::Status Exec(const std::string& sql);

@@ -77,6 +77,11 @@ ALTER TABLE runs ADD COLUMN cpu_throttled_wall_seconds REAL;
       R"sql(
 CREATE INDEX runs_by_cgroup_start ON runs (cgroup_path, start_time);
 )sql",
+      // 5: of run_queue_wait_seconds, the part the run's CPU group was throttled (the verdict's
+      // run-queue reason leaves it out: throttling is a cause of its own).
+      R"sql(
+ALTER TABLE runs ADD COLUMN run_queue_throttled_seconds REAL;
+)sql",
   };
   return kMigrations;
 }

@@ -80,7 +80,10 @@ struct AgentFacts {
   std::optional<uint64_t> oom_kills_userspace;
   std::vector<OomVictim> oom_victims;
   std::optional<double> reclaim_stall_seconds;
-  std::optional<double> run_queue_wait_seconds;
+  std::optional<double> run_queue_wait_seconds;  // summed over its tasks, as schedstat's run delay
+  // Of run_queue_wait_seconds, the part its CPU group was throttled (its CFS bandwidth spent):
+  // the sched probe tells it apart where the kernel keeps cfs_rq throttled times (Linux 6.6).
+  std::optional<double> run_queue_throttled_seconds;
   std::map<std::string, uint64_t> preemptors;  // preempting stage → times; empty map observed
   bool preemptors_observed = false;
   std::vector<RunAnomaly> anomalies;

@@ -163,6 +163,9 @@ RunWatcher::EndReadings RunWatcher::ReadAtEnd(const std::set<uint64_t>& ids) con
   EndReadings r;
   const RunProbeReaders& read = readers_;
   if (read.run_queue_wait_seconds) r.run_queue_wait_seconds = read.run_queue_wait_seconds(ids);
+  if (read.run_queue_throttled_seconds) {
+    r.run_queue_throttled_seconds = read.run_queue_throttled_seconds(ids);
+  }
   if (read.reclaim_stall_seconds) r.reclaim_stall_seconds = read.reclaim_stall_seconds(ids);
   if (read.preemptions) r.preemptions = read.preemptions(ids);
   return r;
@@ -298,6 +301,7 @@ void RunWatcher::OnRmdir(uint64_t id, std::optional<EndReadings> readings, Memcg
   AgentFacts facts;
   if (options_.oom_observed) facts.oom_kills_userspace = 0;
   facts.run_queue_wait_seconds = readings->run_queue_wait_seconds;
+  facts.run_queue_throttled_seconds = readings->run_queue_throttled_seconds;
   facts.reclaim_stall_seconds = readings->reclaim_stall_seconds;
   if (readings->preemptions && readers_.stage_of) {
     for (const auto& [preempting, n] : *readings->preemptions) {

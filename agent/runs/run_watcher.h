@@ -39,6 +39,8 @@ namespace stagewatch {
 // the BPF maps only. stage_of names the preempting cgroups later, on the watcher's thread.
 struct RunProbeReaders {
   std::function<std::optional<double>(const std::set<uint64_t>&)> run_queue_wait_seconds;
+  // Of that wait, the part spent throttled (AgentFacts::run_queue_throttled_seconds).
+  std::function<std::optional<double>(const std::set<uint64_t>&)> run_queue_throttled_seconds;
   std::function<std::optional<double>(const std::set<uint64_t>&)> reclaim_stall_seconds;
   // preempting cgroup id → times it preempted one of `ids`
   std::function<std::optional<std::map<uint64_t, uint64_t>>(const std::set<uint64_t>&)>
@@ -145,6 +147,7 @@ class RunWatcher {
   // What the probes held for a run's cgroups when its own went, read by the deliverer.
   struct EndReadings {
     std::optional<double> run_queue_wait_seconds;
+    std::optional<double> run_queue_throttled_seconds;
     std::optional<double> reclaim_stall_seconds;
     std::optional<std::map<uint64_t, uint64_t>> preemptions;
   };

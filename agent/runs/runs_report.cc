@@ -163,6 +163,7 @@ json RunToJson(const RunRecord& r, const RunsConfig& config) {
       {"cpu_throttled_seconds", Opt(f.cpu_throttled_seconds)},
       {"cpu_throttled_wall_seconds", Opt(f.cpu_throttled_wall_seconds)},
       {"run_queue_wait_seconds", Opt(r.agent.run_queue_wait_seconds)},
+      {"run_queue_throttled_seconds", Opt(r.agent.run_queue_throttled_seconds)},
       {"preemptors", preemptors},
       {"anomalies", anomalies},
       {"agent_observed", r.agent_observed},
@@ -236,7 +237,11 @@ std::string RunDetails(const RunRecord& r, const RunsConfig& config) {
                                     OrNotObserved(f.cpu_pressure_seconds, Secs)));
   }
   row("reclaim stalls", OrNotObserved(r.agent.reclaim_stall_seconds, Secs));
-  row("run-queue wait", OrNotObserved(r.agent.run_queue_wait_seconds, Secs));
+  std::string wait = OrNotObserved(r.agent.run_queue_wait_seconds, Secs);
+  if (r.agent.run_queue_throttled_seconds) {
+    absl::StrAppend(&wait, ", of it throttled ", Secs(*r.agent.run_queue_throttled_seconds));
+  }
+  row("run-queue wait", wait);
   std::vector<std::string> preemptors;
   for (const auto& [stage, n] : r.agent.preemptors) preemptors.push_back(absl::StrCat(stage, " ×", n));
   row("preempted by", !r.agent.preemptors_observed ? "not observed"

@@ -53,6 +53,14 @@ std::optional<double> ThrottledWallSeconds(const CgroupFacts& f, double wall) {
 
 }  // namespace
 
+std::optional<double> QueuedNotThrottledSeconds(const RunRecord& run) {
+  const std::optional<double> wait = run.agent.run_queue_wait_seconds;
+  if (!wait) return std::nullopt;
+  std::optional<double> throttled = run.agent.run_queue_throttled_seconds;
+  if (!throttled && run.end) throttled = run.end->facts.cpu_throttled_seconds;
+  return std::clamp(*wait - throttled.value_or(0), 0.0, *wait);
+}
+
 double BusyTaskSeconds(const RunRecord& run, double wall) {
   const double cpu = run.end ? run.end->facts.cpu_seconds.value_or(0) : 0;
   const double wait = run.agent.run_queue_wait_seconds.value_or(0);
@@ -65,10 +73,11 @@ void AddDegradations(const RunRecord& run, const RunsConfig& config, double wall
                      std::vector<VerdictReason>& out) {
   if (wall <= 0) return;
   const CgroupFacts& f = run.end->facts;
-  std::optional<double> queued_beyond_normal;
-  if (run.agent.run_queue_wait_seconds) {
+  // Throttled waits are the cpu_throttling cause's; what is left is the run queue's.
+  std::optional<double> queued_beyond_normal = QueuedNotThrottledSeconds(run);
+  if (queued_beyond_normal) {
     const double normal = config.normal_run_queue_wait_fraction * f.cpu_seconds.value_or(0);
-    queued_beyond_normal = std::max(0.0, *run.agent.run_queue_wait_seconds - normal);
+    queued_beyond_normal = std::max(0.0, *queued_beyond_normal - normal);
   }
   // Figures of wall time are shares of it; figures summed over the run's tasks are shares of
   // its busy task time (BusyTaskSeconds), which is the wall time when one task is busy at once.

@@ -34,6 +34,12 @@ struct Verdict {
 
 Verdict JudgeRun(const RunRecord& run, const RunsConfig& config);
 
+// The run-queue wait of a run's tasks that was not throttling, in [0, the wait]: the wait less
+// the part the sched probe saw its CPU group throttled, or, where the probe could not tell
+// (kernels before 6.6, the wakeup-hook source), less cpu.stat's throttled time, which counts a
+// throttled CPU once however many of the run's tasks waited on it. nullopt: wait not observed.
+std::optional<double> QueuedNotThrottledSeconds(const RunRecord& run);
+
 // The time a run's tasks were busy, summed over them: the largest of its wall time, its CPU
 // seconds plus its run-queue wait, and its reclaim stalls. A run with one task busy at a time
 // has its wall time; one with k busy at once on average, k times it.

@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "runs/ledger.h"
+#include "probes/features.h"
 #include "runs/verdict.h"
 #include "test_support.h"
 
@@ -27,9 +28,10 @@ using ::testing::Not;
 
 // Reading in Python is the simplest portable allocation that touches every page.
 constexpr char kHog[] = "a = b'x' * (400 * 1024 * 1024)";
-// Three loops, so the 0.2-CPU quota runs out early in each period even on a loaded machine.
-constexpr char kBusy[] =
-    "for i in 1 2 3; do timeout 2.5 sh -c 'while :; do :; done' & done; wait";
+// One loop: the test's group outweighs the rest of the machine (cpu.shares), so its 0.2-CPU
+// quota runs out early in each period even on a loaded one. More loops than CPUs would also
+// queue behind each other whenever quota comes: a run-queue wait of the run's own making.
+constexpr char kBusy[] = "timeout 2.5 sh -c 'while :; do :; done'";
 
 class LauncherTest : public ::testing::Test {
  protected:
@@ -186,13 +188,20 @@ TEST_F(LauncherTest, ARunHeldNearItsLimitIsDegradedWithItsSampledTimeThere) {
   EXPECT_TRUE(near) << v.Summary();
 }
 
+// With an agent watching: the loops' waits for quota are run delay to the kernel, and the
+// agent tells them apart, so the verdict names throttling and not the run queue. The test's
+// group outweighs the rest of this shared machine tenfold (cpu.shares), so that once quota
+// comes the loops get a CPU at once, as on a machine with nothing else running.
 TEST_F(LauncherTest, ABusyLoopAtCpuMax02IsDegradedByThrottling) {
+  const bool v2 = cgroup_->v2();
+  if (!v2) WriteFile(cgroup_->dir("cpu") + "/cpu.shares", "10240");
+  AgentProcess agent({"agent", "--web.listen-address", "127.0.0.1:0", "--ledger.path", ledger_});
+  ASSERT_TRUE(agent.WaitListening()) << agent.log();
   const std::string marker = dir_ + "/loop-done";
   const std::string script = std::string(kBusy) + "; touch " + marker + "; sleep 1.5";
-  AgentProcess run(Args("train", "busy-1", {"--cpu-max", "0.2"}, {"sh", "-c", script}));
-  const std::string cpu_dir = RunDir("train", "busy-1", "cpu");
+  AgentProcess run(Args("swbusy02", "busy-1", {"--cpu-max", "0.2"}, {"sh", "-c", script}));
+  const std::string cpu_dir = RunDir("swbusy02", "busy-1", "cpu");
   // 0.2 CPUs: a 20 ms quota per 100 ms period (v1 cpu.cfs_quota_us, v2 cpu.max).
-  const bool v2 = cgroup_->v2();
   const std::string quota_file = cpu_dir + (v2 ? "/cpu.max" : "/cpu.cfs_quota_us");
   const std::string quota = v2 ? "20000 100000\n" : "20000\n";
   ASSERT_TRUE(WaitUntil([&] { return ReadFile(quota_file) == quota; }, 10000)) << run.log();
@@ -226,8 +235,8 @@ TEST_F(LauncherTest, ABusyLoopAtCpuMax02IsDegradedByThrottling) {
       << "ledger against the kernel's cpu.stat";
   EXPECT_LE(*r.end->facts.cpu_seconds, 0.2 * absl::ToDoubleSeconds(*r.Wall()) + 0.1)
       << "the quota of 0.2 CPUs held";
-  // Three loops on this machine's CPUs: cpu.stat sums the throttled time of each CPU, while
-  // the wall time held back is at most one 100 ms period per throttling.
+  // cpu.stat sums the throttled time of each CPU the loop ran on, while the wall time held
+  // back is at most one 100 ms period per throttling.
   const double wall = absl::ToDoubleSeconds(*r.Wall());
   const double throttled_wall_kernel =
       std::min(throttled_kernel, double(KeyedValue(stat, "nr_throttled")) * 0.1);
@@ -246,6 +255,28 @@ TEST_F(LauncherTest, ABusyLoopAtCpuMax02IsDegradedByThrottling) {
     }
   }
   EXPECT_TRUE(throttling) << v.Summary();
+
+  // The agent's figures: the loop's run delay, most of it spent throttled. Each throttled CPU
+  // held the loop waiting, so its throttled waits are about cpu.stat's throttled time.
+  ASSERT_TRUE(r.agent.saw_end) << agent.log();
+  ASSERT_TRUE(r.agent.run_queue_wait_seconds);
+  if (!BtfStructHasMember("/sys/kernel/btf/vmlinux", "cfs_rq", "throttled_clock_self_time")) {
+    // Before 6.6 the probe cannot tell throttled waits apart: the verdict subtracts cpu.stat's
+    // throttled time, one count per CPU, which leaves in the waits of a second loop on a CPU.
+    EXPECT_FALSE(r.agent.run_queue_throttled_seconds);
+    return;
+  }
+  for (const VerdictReason& reason : v.reasons) {
+    EXPECT_NE(reason.cause, "run_queue_wait") << v.Summary();
+  }
+  ASSERT_TRUE(r.agent.run_queue_throttled_seconds);
+  const double waited = *r.agent.run_queue_wait_seconds;
+  const double throttled = *r.agent.run_queue_throttled_seconds;
+  std::printf("run-queue wait %.3f s, of it throttled %.3f s; cpu.stat throttled %.3f s\n",
+              waited, throttled, throttled_kernel);
+  EXPECT_LE(throttled, waited);
+  EXPECT_GE(throttled, 0.9 * throttled_kernel - tolerance);
+  EXPECT_GT(throttled, 0.5 * waited) << "most of a throttled loop's run delay is throttling";
 }
 
 TEST_F(LauncherTest, ExitCodesAndSignalsComeBackAsShellsReportThem) {

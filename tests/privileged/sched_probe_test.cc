@@ -463,3 +463,78 @@ TEST(SchedProbeTest, PreemptionMatrixShowsBothDirectionsAndNothingForAnIdleStage
 
 }  // namespace
 }  // namespace stagewatch
+
+namespace stagewatch {
+namespace {
+
+uint64_t ThrottledNs(const TestCgroup& cgroup) {
+  std::istringstream stat(testing::ReadFile(cgroup.dir("cpu") + "/cpu.stat"));
+  std::string key;
+  uint64_t value = 0;
+  while (stat >> key >> value) {
+    if (key == "throttled_time") return value;            // v1, ns
+    if (key == "throttled_usec") return value * 1000;     // v2
+  }
+  return 0;
+}
+
+// A busy loop at 0.2 CPUs pinned beside an unthrottled hog on the same CPU: of its run delay
+// (schedstat), the probe tells the time its group was throttled (cpu.stat's throttled time:
+// one task on one CPU, so one throttled cfs_rq) from the time it then waited behind the hog.
+TEST(SchedProbeTest, TellsThrottledWaitsFromWaitsBehindOtherWork) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();
+  TestCgroup cgroup("stagewatch/swthrottlesplit", {"cpu", "cpuacct"});
+  TestCgroup other("stagewatch/swthrottlehog", {"cpu", "cpuacct"});
+  const bool v2 = cgroup.v2();
+  const std::string cpu = cgroup.dir("cpu");
+  testing::WriteFile(cpu + (v2 ? "/cpu.max" : "/cpu.cfs_quota_us"),
+                          v2 ? "20000 100000" : "20000");
+  auto probe = StartProbe(cgroup.layout().key);
+  ASSERT_NE(probe, nullptr);
+  // Before Linux 6.6 the kernel keeps no cfs_rq throttled time (throttled_clock_self): the
+  // probe says so and counts no wait as throttled.
+  const bool splits = BtfStructHasMember(testing::ProbeFeaturesForTests().btf_path, "cfs_rq",
+                                         "throttled_clock_self_time");
+  EXPECT_EQ(probe->splits_throttled_wait(), splits);
+
+  Report report;
+  const pid_t hog = other.Spawn("sw-split-hog", [] {
+    PinTo(0);
+    BusyFor(std::chrono::milliseconds(4000));
+  });
+  const pid_t loop = cgroup.Spawn("sw-split-loop", report.Wrap([] {
+    PinTo(0);
+    BusyFor(std::chrono::milliseconds(3000));
+  }));
+  report.AwaitReady(1);
+  const sched_cgroup_stats before = StatsOf(*probe, cgroup.id());
+  const uint64_t throttled_before = ThrottledNs(cgroup);
+  report.Release(1);
+  const TaskCounters kernel = report.Collect(1);
+  const sched_cgroup_stats after = StatsOf(*probe, cgroup.id());
+  const double kernel_throttled = ThrottledNs(cgroup) - throttled_before;
+  ASSERT_EQ(testing::WaitForChild(loop), 0);
+  kill(hog, SIGKILL);
+  testing::WaitForChild(hog);
+
+  const double wait = after.runq_latency.sum - before.runq_latency.sum;
+  const double throttled = after.runq_throttled_ns - before.runq_throttled_ns;
+  std::printf("run delay: bpf %.1f ms schedstat %.1f ms; throttled part: bpf %.1f ms, cpu.stat "
+              "throttled %.1f ms; queued behind the hog %.1f ms\n",
+              wait / 1e6, kernel.run_delay_ns / 1e6, throttled / 1e6, kernel_throttled / 1e6,
+              (wait - throttled) / 1e6);
+  ASSERT_GT(kernel_throttled, 1e9) << "the quota did not throttle the loop";
+  EXPECT_NEAR(wait, kernel.run_delay_ns, 0.05 * kernel.run_delay_ns);
+  if (!splits) {
+    EXPECT_EQ(throttled, 0);
+    return;
+  }
+  EXPECT_LE(throttled, wait);
+  // cpu.stat adds a throttling when it ends; the last one may be a period (100 ms) apart.
+  EXPECT_NEAR(throttled, kernel_throttled, 0.05 * kernel_throttled + 100e6);
+  // Sharing the CPU with the hog, each 20 ms of quota takes longer than 20 ms to run.
+  EXPECT_GT(wait - throttled, 0.1 * (kernel.run_delay_ns));
+}
+
+}  // namespace
+}  // namespace stagewatch

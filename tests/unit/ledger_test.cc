@@ -157,18 +157,89 @@ TEST(LedgerTest, ABatchIsOneCommitAndAnUncommittedOneLeavesNothing) {
   EXPECT_TRUE((*OpenOrDie(path)->Get("r1"))->end);
 }
 
+// Runs SQL on a connection of its own (as another program editing the file would).
+void SqliteExec(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* error = nullptr;
+  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK)
+      << (error ? error : "");
+  sqlite3_free(error);
+  sqlite3_close(db);
+}
+
+RunEnd EndedWithLimits(absl::Time at) {
+  RunEnd end = Ended(at, 0);
+  end.closed_by = RunCloser::kAgent;
+  end.facts.limits = RunLimits{.memory_max_bytes = 1, .memory_high_bytes = 100663296,
+                               .cpu_max_cores = 0.3, .cpu_weight = 50};
+  return end;
+}
+
+// A discovered run's limits are part of the write of its end: in a batch they cost no
+// transaction of their own, alone the end is one commit, and a write refused half-way (here by
+// a trigger on the limits) leaves the run neither ended nor with the limits.
+TEST(LedgerTest, ADiscoveredRunsLimitsLandWithItsEndInOneWrite) {
+  TempDir dir;
+  const std::string path = dir.file("ledger.db");
+  auto ledger = OpenOrDie(path);
+  for (const char* id : {"d1", "d2", "d3"}) {
+    RunStart start = Started(id, "s", At(0));
+    start.source = RunSource::kDiscovered;
+    ASSERT_TRUE(ledger->BeginRun(start).ok());
+  }
+  RunStart launched = Started("l1", "s", At(0));
+  launched.limits.cpu_max_cores = 2;
+  ASSERT_TRUE(ledger->BeginRun(launched).ok());
+
+  uint64_t before = ledger->commits();
+  ASSERT_TRUE(ledger->BeginBatch().ok());
+  ASSERT_TRUE(ledger->EndRun("d1", EndedWithLimits(At(10))).ok());
+  ASSERT_TRUE(ledger->EndRun("l1", EndedWithLimits(At(10))).ok());
+  ASSERT_TRUE(ledger->CommitBatch().ok());
+  EXPECT_EQ(ledger->commits() - before, 1u);
+  // memory.max is the kernel's limit at the end (Ended: 200 MiB), not the sampled one.
+  EXPECT_EQ(SqliteValue(path, "SELECT end_time IS NOT NULL FROM runs WHERE id = 'd1'"), "1");
+  EXPECT_EQ(SqliteValue(path, "SELECT limit_memory_max_bytes || ' ' || limit_memory_high_bytes || "
+                              "' ' || limit_cpu_max_cores || ' ' || limit_cpu_weight FROM runs "
+                              "WHERE id = 'd1'"),
+            "209715200 100663296 0.3 50");
+  EXPECT_EQ(SqliteValue(path, "SELECT ifnull(limit_memory_high_bytes, 'none') || ' ' || "
+                              "limit_cpu_max_cores FROM runs WHERE id = 'l1'"),
+            "none 2.0")
+      << "a launcher run keeps the limits it was started with";
+
+  before = ledger->commits();
+  ASSERT_TRUE(ledger->EndRun("d2", EndedWithLimits(At(10))).ok());
+  EXPECT_EQ(ledger->commits() - before, 1u) << "an end outside a batch is one transaction";
+  EXPECT_EQ(SqliteValue(path, "SELECT limit_cpu_weight FROM runs WHERE id = 'd2'"), "50");
+
+  SqliteExec(path, "CREATE TRIGGER refuse_limits BEFORE UPDATE OF limit_cpu_weight ON runs "
+                   "WHEN NEW.limit_cpu_weight IS NOT OLD.limit_cpu_weight "
+                   "BEGIN SELECT RAISE(ABORT, 'limits refused'); END");
+  ASSERT_TRUE(ledger->BeginBatch().ok());
+  EXPECT_FALSE(ledger->EndRun("d3", EndedWithLimits(At(10))).ok());
+  ASSERT_TRUE(ledger->CommitBatch().ok());
+  EXPECT_EQ(SqliteValue(path, "SELECT (end_time IS NULL) || ' ' || "
+                              "ifnull(limit_cpu_max_cores, 'none') FROM runs WHERE id = 'd3'"),
+            "1 none")
+      << "neither the end nor the limits";
+}
+
 TEST(LedgerTest, MergesAgentFactsIntoTheRun) {
   TempDir dir;
   auto ledger = OpenOrDie(dir.file("ledger.db"));
   ASSERT_TRUE(ledger->BeginRun(Started("r1", "train", At(0))).ok());
   AgentFacts first;
   first.run_queue_wait_seconds = 1.25;
+  first.run_queue_throttled_seconds = 1;
   first.reclaim_stall_seconds = 0.25;
   first.preemptors = {{"validate", 3}};
   first.oom_kills_userspace = 0;
   ASSERT_TRUE(ledger->AddAgentFacts("r1", first).ok());
   AgentFacts second;
   second.run_queue_wait_seconds = 0.75;
+  second.run_queue_throttled_seconds = 0.5;
   second.reclaim_stall_seconds = 0.5;
   second.preemptors = {{"validate", 2}, {"ingest", 1}};
   second.oom_kills_userspace = 1;
@@ -180,6 +251,7 @@ TEST(LedgerTest, MergesAgentFactsIntoTheRun) {
   const RunRecord r = **ledger->Get("r1");
   EXPECT_TRUE(r.agent_observed);
   EXPECT_EQ(r.agent.run_queue_wait_seconds, 2.0);
+  EXPECT_EQ(r.agent.run_queue_throttled_seconds, 1.5);
   EXPECT_EQ(r.agent.reclaim_stall_seconds, 0.75);
   EXPECT_EQ(r.agent.oom_kills_userspace, 1u);
   EXPECT_THAT(r.agent.preemptors, ElementsAre(Pair("ingest", 1), Pair("validate", 5)));

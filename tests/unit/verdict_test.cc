@@ -165,6 +165,60 @@ TEST(VerdictTest, RunQueueWaitCountsOnlyBeyondNormal) {
   EXPECT_THAT(v.reasons[0].text, HasSubstr("5.0 s (5% of 1m40s wall time)"));
 }
 
+// A watched run of 10 s wall time held back by its CPU quota: its CPU seconds, cpu.stat's
+// throttled time (summed over CPUs) and the wall time it held the run back, and the agent's
+// run-queue wait with the part of it spent throttled.
+struct ThrottledFigures {
+  double cpu, cpu_stat, wall_held, wait, of_it;
+};
+RunRecord Throttled(const ThrottledFigures& t) {
+  RunRecord r = Watched(10);
+  r.end->facts.cpu_seconds = t.cpu;
+  r.end->facts.cpu_throttled_seconds = t.cpu_stat;
+  r.end->facts.cpu_throttled_wall_seconds = t.wall_held;
+  r.agent.run_queue_wait_seconds = t.wait;
+  r.agent.run_queue_throttled_seconds = t.of_it;
+  return r;
+}
+
+// A busy loop at 0.2 CPUs on an otherwise idle machine: 8 of its 10 s it waits for its group's
+// quota, which the kernel counts as run delay. That time is the throttling reason's; the
+// run-queue reason sees only the 0.1 s it waited for a CPU, which is normal.
+TEST(VerdictTest, AThrottledRunWithNothingElseRunningIsDegradedByThrottlingOnly) {
+  RunRecord r = Throttled({.cpu = 2, .cpu_stat = 8, .wall_held = 8, .wait = 8.1, .of_it = 8});
+  EXPECT_NEAR(*QueuedNotThrottledSeconds(r), 0.1, 1e-9);
+  Verdict v = JudgeRun(r, RunsConfig{});
+  EXPECT_EQ(v.kind, VerdictKind::kDegraded);
+  EXPECT_THAT(Causes(v), ElementsAre("cpu_throttling")) << v.Summary();
+
+  // A row without the probe's split (an older kernel): cpu.stat's throttled time stands for it.
+  r.agent.run_queue_throttled_seconds.reset();
+  EXPECT_NEAR(*QueuedNotThrottledSeconds(r), 0.1, 1e-9);
+  EXPECT_THAT(Causes(JudgeRun(r, RunsConfig{})), ElementsAre("cpu_throttling"));
+  r.end->facts.cpu_throttled_seconds = 9;  // more than the wait: nothing left, never below 0
+  EXPECT_DOUBLE_EQ(*QueuedNotThrottledSeconds(r), 0);
+}
+
+// The same loop queued behind a CPU hog as well: of its 9 s of run delay 5 s were throttled and
+// 4 s were spent behind the hog once quota came. Both causes are named, each with its own time.
+TEST(VerdictTest, ARunThrottledAndQueuedBehindAHogGetsBothReasons) {
+  RunRecord r = Throttled({.cpu = 1, .cpu_stat = 5, .wall_held = 5, .wait = 9, .of_it = 5});
+  const Verdict v = JudgeRun(r, RunsConfig{});
+  EXPECT_EQ(v.kind, VerdictKind::kDegraded);
+  EXPECT_THAT(Causes(v), ElementsAre("cpu_throttling", "run_queue_wait")) << v.Summary();
+  EXPECT_DOUBLE_EQ(*v.reasons[1].seconds, 4 - 0.05);  // 5% of 1 s of CPU is normal
+  EXPECT_THAT(v.reasons[1].text, HasSubstr("waited on the run queue beyond normal"));
+}
+
+// Three loops on two CPUs, each throttled 8 of 10 s: 24 s of throttled waits summed over the
+// tasks, against 16 s of cpu.stat throttled time (one count per throttled CPU). The probe's
+// split leaves all 24 s out; only the 1.2 s they waited for each other is the run queue's.
+TEST(VerdictTest, SeveralThrottledTasksOnSeveralCpusLeaveOutEveryThrottledWait) {
+  RunRecord r = Throttled({.cpu = 2, .cpu_stat = 16, .wall_held = 8, .wait = 25.2, .of_it = 24});
+  EXPECT_NEAR(*QueuedNotThrottledSeconds(r), 1.2, 1e-9);
+  EXPECT_THAT(Causes(JudgeRun(r, RunsConfig{})), ElementsAre("cpu_throttling"));
+}
+
 // Three threads over 10 s of wall time, each on a CPU half the time and waiting for one the
 // other half: 15 s of waiting summed over them, which is half of their 30 s of busy task time
 // (not 150% of the wall time), and the same share a single thread doing the same would show.

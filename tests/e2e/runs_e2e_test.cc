@@ -373,7 +373,9 @@ TEST_F(RunsE2E, AHandMadeRunGetsTheKernelsPeakUsageCpuAndASeries) {
   EXPECT_EQ(*f.near_limit_seconds, 0);  // unlimited
   ASSERT_TRUE(f.cpu_seconds);
   EXPECT_NEAR(*f.cpu_seconds, rusage_seconds, 0.05 * rusage_seconds + 0.02);
-  if (!top.v2()) EXPECT_NEAR(*f.cpu_seconds, cpuacct_seconds, 0.03 * cpuacct_seconds);
+  if (!top.v2()) {
+    EXPECT_NEAR(*f.cpu_seconds, cpuacct_seconds, 0.03 * cpuacct_seconds);
+  }
 
   std::optional<std::string> page = agent->Get("/api/v1/runs/" + r->start.id);
   ASSERT_TRUE(page) << agent->log();

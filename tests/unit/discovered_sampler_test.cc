@@ -109,7 +109,9 @@ TEST_F(DiscoveredSamplerTest, AnIdleRunIsReadInFullOnlyWhenItsUsageOrCpuTimeMove
     t += absl::Seconds(1);
     std::optional<RunCgroupReading> r = files.Read(t);
     EXPECT_TRUE(r);
-    if (r) EXPECT_EQ(r->usage.at, t);
+    if (r) {
+      EXPECT_EQ(r->usage.at, t);
+    }
     return r ? std::pair(r->reads, *r->memory_peak_bytes) : std::pair(0, uint64_t{0});
   };
   EXPECT_EQ(read(), std::pair(6, uint64_t{1} << 20));

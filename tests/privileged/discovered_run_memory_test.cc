@@ -38,7 +38,12 @@ TEST(DiscoveredRunMemoryTest, ALimitedRunsMemoryIsTheSamplersReadingAndItsLimitT
   run.SetMemoryLimit(256 * kMiB);
   ASSERT_GT(run.SpawnJoined("sw-one-reader", [] {
     testing::TouchAnonymous(64 * kMiB);
-    pause();
+    // Still growing, 12.5 MiB a second: a sample of its own files is a full reading (an idle
+    // run's reads only its usage and CPU time), and the limit stays far off.
+    for (;;) {
+      testing::TouchAnonymous(256 << 10);
+      usleep(20000);
+    }
   }), 0);
   const bool v2 = top.v2();
   const std::string limit_file = run.dir() + (v2 ? "/memory.max" : "/memory.limit_in_bytes");
@@ -81,6 +86,7 @@ TEST(DiscoveredRunMemoryTest, ALimitedRunsMemoryIsTheSamplersReadingAndItsLimitT
 
   // A sample later, with a newer snapshot: the same files come from it, without the limits.
   const uint64_t first_one = one_reader->reads(), first_own = own_files->reads();
+  absl::SleepFor(absl::Milliseconds(200));  // the run grows by some 2.5 MiB meanwhile
   memory.SampleOnce(t0 + absl::Milliseconds(1200));
   one_reader->Sample(t0 + absl::Milliseconds(1300));
   own_files->Sample(t0 + absl::Milliseconds(1300));
@@ -108,7 +114,7 @@ TEST(DiscoveredRunMemoryTest, ALimitedRunsMemoryIsTheSamplersReadingAndItsLimitT
   ASSERT_TRUE(f->memory_peak_bytes);
   EXPECT_EQ(f->memory_peak_bytes, later->peak_bytes);
   EXPECT_GE(*f->memory_peak_bytes, 64 * kMiB);
-  EXPECT_EQ(*f->memory_peak_bytes,
+  EXPECT_LE(*f->memory_peak_bytes,  // the kernel's peak grew since, with the usage
             FileNumber(run.dir() + (v2 ? "/memory.peak" : "/memory.max_usage_in_bytes")));
   EXPECT_EQ(f->memory_failcnt, 0u) << "64 MiB never reached the 256 MiB limit";
 }

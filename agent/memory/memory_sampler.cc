@@ -317,8 +317,6 @@ void MemorySampler::Fold(absl::Time now, const std::vector<Domain>& domains) {
     DomainMemory& read = s.domains.back();
     read.usage_bytes = m.usage_bytes;
     read.working_set_bytes = m.working_set_bytes;
-    read.max_bytes = m.limit_bytes;
-    read.high_bytes = m.high_bytes;
     read.peak_bytes = m.peak_bytes;
     // v2 counts the hits of memory.max among its events.
     if (auto it = m.events.find(hierarchical_events ? "max" : "failcnt"); it != m.events.end()) {

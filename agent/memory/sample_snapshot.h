@@ -39,8 +39,6 @@ struct DomainMemory {
   // The files behind them, for a run whose cgroup is this domain (runs/run_cgroup_files.h).
   // Only usage is read every sample: the others are re-read when usage moved, else every
   // kFullReadEvery samples (memory/memory_sampler.h), so they may be that many samples old.
-  std::optional<uint64_t> max_bytes;   // v1 memory.limit_in_bytes, v2 memory.max
-  std::optional<uint64_t> high_bytes;  // v2 memory.high; v1 has none here (soft limit unread)
   std::optional<uint64_t> peak_bytes;  // the kernel's: v1 max_usage_in_bytes, v2 memory.peak
   std::optional<uint64_t> failcnt;     // v1 memory.failcnt, v2 memory.events "max"
 };

@@ -54,8 +54,7 @@ std::optional<SampledMemory> DiscoveredSampler::FromSnapshot(const Sampled& run)
   auto found = domains_.find(run.cgroup_id);
   if (found == domains_.end()) return std::nullopt;
   const DomainMemory& d = *found->second;
-  return SampledMemory{.usage_bytes = d.usage_bytes, .max_bytes = d.max_bytes,
-                       .high_bytes = d.high_bytes, .peak_bytes = d.peak_bytes,
+  return SampledMemory{.usage_bytes = d.usage_bytes, .peak_bytes = d.peak_bytes,
                        .failcnt = d.failcnt};
 }
 

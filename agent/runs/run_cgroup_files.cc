@@ -102,16 +102,14 @@ std::optional<uint64_t> RunCgroupFiles::ReadMemoryMax(absl::Time now, int* reads
   return limit.ok() ? *limit : std::nullopt;
 }
 
-RunLimits RunCgroupFiles::ReadLimits(absl::Time now, int* reads, const SampledMemory* sampled) {
+RunLimits RunCgroupFiles::ReadLimits(absl::Time now, int* reads) {
   auto read = [&](Slot slot) {
     std::optional<std::string> text = ReadSlot(slot, now);
     if (reads) *reads += text.has_value();
     return text;
   };
   RunLimits l;
-  if (v2_ && sampled) {
-    l.memory_high_bytes = sampled->high_bytes;
-  } else if (std::optional<std::string> high = read(kMemoryHigh)) {
+  if (std::optional<std::string> high = read(kMemoryHigh)) {
     l.memory_high_bytes = SoftLimitOf(*high, v2_);
   }
   if (std::optional<std::string> quota = read(kCpuQuota)) {
@@ -217,7 +215,6 @@ std::optional<RunCgroupReading> RunCgroupFiles::Read(absl::Time now,
   const Slot cpu_time = v2_ ? kCpuStat : kCpuUsage;
   if (sampled) {
     r.usage.memory_bytes = sampled->usage_bytes;
-    r.usage.memory_limit_bytes = sampled->max_bytes;
     r.memory_peak_bytes = sampled->peak_bytes;
     if (v2_) {
       r.memory_failcnt = sampled->failcnt;
@@ -268,9 +265,14 @@ std::optional<RunCgroupReading> RunCgroupFiles::Read(absl::Time now,
     r.usage.psi_some_us[i++] = psi.ok() ? std::optional(psi->some_us) : std::nullopt;
   }
   if (readings_++ % kLimitsEvery == 0) {
-    limits_ = ReadLimits(now, &r.reads, sampled);
+    limits_ = ReadLimits(now, &r.reads);
+    if (sampled) limits_->memory_max_bytes = ReadMemoryMax(now, &r.reads);
   }
-  limits_->memory_max_bytes = r.usage.memory_limit_bytes;
+  if (sampled) {
+    r.usage.memory_limit_bytes = limits_->memory_max_bytes;
+  } else {
+    limits_->memory_max_bytes = r.usage.memory_limit_bytes;
+  }
   last_full_ = r;
   last_cpu_time_ = texts[cpu_time];
   since_full_ = 0;

@@ -29,11 +29,9 @@ struct RunCgroupReading {
 // A run's memory as the memory sampler read it, where its cgroup is a limit domain in the
 // latest snapshot (memory/sample_snapshot.h DomainMemory): these files are then not read again.
 // Usage is of that sample; the others may be up to kFullReadEvery samples older (the sampler
-// re-reads them when usage moved).
+// re-reads them when usage moved). Its limits are not among them: those the run reads itself.
 struct SampledMemory {
   uint64_t usage_bytes = 0;
-  std::optional<uint64_t> max_bytes;   // v1 memory.limit_in_bytes, v2 memory.max
-  std::optional<uint64_t> high_bytes;  // v2 memory.high (v1's soft limit is read by the run)
   std::optional<uint64_t> peak_bytes;  // v1 max_usage_in_bytes, v2 memory.peak
   std::optional<uint64_t> failcnt;     // v1 memory.failcnt, v2 memory.events max
 };
@@ -80,7 +78,9 @@ class RunCgroupFiles {
   // v2 cpu.stat) are as at the last full reading, the rest is taken as then, for at most
   // kFullReadEvery - 1 readings in a row (what moves without either, a limit written or PSI
   // of a task that never ran, shows that much later).
-  // With `sampled`, the memory files it holds are not read (nor v2 memory.high). Whether the
+  // With `sampled`, the memory files it holds are not read; memory-max is read with the other
+  // limits then (the sampler's may be kFullReadEvery samples old, and a job scheduler resizes
+  // a job without its usage moving). Whether the
   // cgroup is gone is then told by a file still read: on v2 its cpu.stat, which every cgroup2
   // directory has beside its memory files; on v1, whose cpu mirror may never exist, its
   // memory.failcnt, kept for that (and fresher than the sampler's: it moves while usage sits
@@ -88,14 +88,13 @@ class RunCgroupFiles {
   std::optional<RunCgroupReading> Read(absl::Time now, const SampledMemory* sampled = nullptr);
   // The CFS period, read once the cpu files are found.
   std::optional<double> cfs_period_seconds() const { return cfs_period_; }
-  // The limits as of the last full reading: memory-max at each, the others at the first and
-  // then every kLimitsEvery-th (they seldom change, and a sample's reads are budgeted).
-  // nullopt before the first Read() that found the cgroup.
+  // The limits as of the last full reading: memory-max at each (with `sampled`, with the
+  // others), the others at the first and then every kLimitsEvery-th (they seldom change, and a
+  // sample's reads are budgeted). nullopt before the first Read() that found the cgroup.
   const std::optional<RunLimits>& limits() const { return limits_; }
   // Reads memory.high, the CFS quota and the weight now (not memory-max); adds the files read
-  // to `reads`. On v2 memory.high comes from `sampled` where given.
-  RunLimits ReadLimits(absl::Time now, int* reads = nullptr,
-                       const SampledMemory* sampled = nullptr);
+  // to `reads`.
+  RunLimits ReadLimits(absl::Time now, int* reads = nullptr);
   // Reads the memory limit now (nullopt when unlimited or unreadable); adds to `reads`.
   std::optional<uint64_t> ReadMemoryMax(absl::Time now, int* reads = nullptr);
 

@@ -10,10 +10,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <thread>
 #include <cstdio>
 #include <ctime>
 #include <sstream>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "accuracy_support.h"
@@ -243,6 +245,11 @@ TEST(AccuracyE2E, AgentSelfMetricsMatchTheKernel) {
 TEST(AccuracyE2E, CgroupCacheTruncatedCountsTheCgroupsBeyondItsSize) {
   STAGEWATCH_REQUIRE_PRIVILEGES();
   TestCgroup probe(StageName("cache"));
+  // Past the cache's size whatever the host holds (a fresh host may have only a few).
+  std::vector<std::unique_ptr<TestCgroup>> beneath;
+  for (int i = 0; i < 24; ++i) {
+    beneath.push_back(std::make_unique<TestCgroup>(probe, absl::StrCat("fill-", i)));
+  }
   const std::string root = probe.layout().key_root;
   const int before = CountDirs(root);
   Agent agent("discovery:\n  enabled: false\ncgroup:\n  cache_max_entries: 16\n");

@@ -192,13 +192,14 @@ class FakeSnapshots {
 DomainMemory Domain(uint64_t id, uint64_t usage, std::optional<uint64_t> limit,
                     bool sampled = true) {
   return {.id = id, .path = "/unused", .sampled = sampled, .usage_bytes = usage,
-          .limit_bytes = limit, .max_bytes = limit, .peak_bytes = uint64_t{198} << 20,
+          .limit_bytes = limit, .peak_bytes = uint64_t{198} << 20,
           .failcnt = 7};
 }
 
-// The memory limit has one reader: a run whose cgroup is a limit domain takes its memory
-// files' figures from the sampler's snapshot, and neither reads those files nor spends budget
-// on them. On v1 it reads memory.failcnt alone, which tells whether its cgroup is still there.
+// The memory usage has one reader: a run whose cgroup is a limit domain takes its usage, peak
+// and failcnt from the sampler's snapshot, and neither reads those files nor spends budget on
+// them. On v1 it reads memory.failcnt alone, which tells whether its cgroup is still there.
+// Its limit it reads itself with its other limits (the snapshot's may be 10 samples old).
 TEST_F(DiscoveredSamplerTest, ALimitDomainsMemoryComesFromTheSnapshotNotItsFiles) {
   FakeSnapshots snapshots;
   DiscoveredSampler sampler({.layout = layout_, .interval = absl::Seconds(1),
@@ -214,8 +215,9 @@ TEST_F(DiscoveredSamplerTest, ALimitDomainsMemoryComesFromTheSnapshotNotItsFiles
                     {Domain(41, 190 << 20, 200 << 20), Domain(99, 1 << 20, 2 << 20)});
 
   sampler.Sample(t0);
-  // limited: failcnt (1); unlimited: usage, limit, peak, failcnt (4).
-  EXPECT_EQ(sampler.reads(), 5u);
+  // limited: failcnt, and its limit with the others (2); unlimited: usage, limit, peak,
+  // failcnt (4).
+  EXPECT_EQ(sampler.reads(), 6u);
   EXPECT_EQ(sampler.from_snapshot(), 1u);
   EXPECT_EQ(snapshots.asks(), 1);
   std::map<std::string, std::vector<RunSample>> first = sampler.TakePoints();
@@ -226,18 +228,18 @@ TEST_F(DiscoveredSamplerTest, ALimitDomainsMemoryComesFromTheSnapshotNotItsFiles
   // No newer snapshot since the run's last sample: its files are read, as without one
   // (limited: its usage is not the snapshot's, so in full; unlimited: idle, its usage alone).
   sampler.Sample(t0 + absl::Seconds(1));
-  EXPECT_EQ(sampler.reads(), 5u + 4u + 1u);
+  EXPECT_EQ(sampler.reads(), 6u + 4u + 1u);
   EXPECT_EQ(sampler.from_snapshot(), 1u);
   EXPECT_EQ(sampler.TakePoints()["limited"][0].memory_bytes, uint64_t{10} << 20);
 
   // A newer one where the domain sat the sample out (its files could not be read): read too.
   snapshots.Publish(t0 + absl::Milliseconds(1700), {Domain(41, 195 << 20, 200 << 20, false)});
   sampler.Sample(t0 + absl::Seconds(2));
-  EXPECT_EQ(sampler.reads(), 10u + 2u);  // both idle since their last full reading
+  EXPECT_EQ(sampler.reads(), 11u + 2u);  // both idle since their last full reading
 
   snapshots.Publish(t0 + absl::Milliseconds(2700), {Domain(41, 185 << 20, 200 << 20)});
   sampler.Sample(t0 + absl::Seconds(3));
-  EXPECT_EQ(sampler.reads(), 12u + 1u + 1u);
+  EXPECT_EQ(sampler.reads(), 13u + 1u + 1u);
   EXPECT_EQ(sampler.from_snapshot(), 2u);
 
   std::vector<RunSample> points;
@@ -246,9 +248,9 @@ TEST_F(DiscoveredSamplerTest, ALimitDomainsMemoryComesFromTheSnapshotNotItsFiles
   ASSERT_EQ(points.size(), 2u);  // the last two samples', not taken yet
   EXPECT_EQ(points[0].memory_bytes, uint64_t{10} << 20);
   EXPECT_EQ(points[1].memory_bytes, uint64_t{185} << 20);
-  EXPECT_EQ(f->memory_limit_bytes, uint64_t{200} << 20) << "the snapshot's limit, not the file's";
+  EXPECT_EQ(f->memory_limit_bytes, uint64_t{500} << 20) << "the file's limit, not the snapshot's";
   ASSERT_TRUE(f->limits);
-  EXPECT_EQ(f->limits->memory_max_bytes, uint64_t{200} << 20);
+  EXPECT_EQ(f->limits->memory_max_bytes, uint64_t{500} << 20);
   EXPECT_EQ(f->memory_peak_bytes, uint64_t{198} << 20) << "the snapshot's peak, not the file's";
   EXPECT_EQ(f->memory_failcnt, 3u) << "v1: the file's, read to tell the cgroup is there";
 }
@@ -270,23 +272,24 @@ TEST_F(DiscoveredSamplerTest, ADomainWhoseCgroupWentSinceTheSnapshotGetsNoSample
   }
 }
 
-// On v2 a limit domain's run reads none of its memory files, nor memory.high among its
-// limits: the snapshot holds memory.max and memory.high apart, the kernel's peak and the
-// "max" count of memory.events. Its cpu.stat, in the same directory, tells it is there.
-TEST_F(DiscoveredSamplerTest, OnV2ALimitDomainsRunReadsNoneOfItsMemoryFiles) {
+// On v2 a limit domain's run reads none of its memory files but its limits: the snapshot holds
+// its usage, the kernel's peak and the "max" count of memory.events. Its limits it reads itself,
+// with the CPU ones, since the sampler's may be kFullReadEvery samples old (here they differ
+// from the files, as after a job scheduler resized the job). Its cpu.stat, in the same
+// directory, tells it is there.
+TEST_F(DiscoveredSamplerTest, OnV2ALimitDomainsRunReadsOnlyItsLimitsAmongItsMemoryFiles) {
   const CgroupLayout v2 = tree_.V2();
   const std::string path = "/stagewatch/s/job";
   const std::string dir = v2.key_root + path;
   tree_.Write("unified", path,
               {{"memory.current", "1000\n"}, {"memory.max", "300000000\n"},
-               {"memory.high", "max\n"}, {"memory.peak", "5000\n"},
+               {"memory.high", "250000000\n"}, {"memory.peak", "5000\n"},
                {"memory.events", "low 0\nhigh 4\nmax 2\noom 0\noom_kill 0\n"},
                {"cpu.stat", "usage_usec 7000\nuser_usec 5000\nsystem_usec 2000\n"},
                {"cpu.max", "max 100000\n"}, {"cpu.weight", "100\n"}});
   OpenFileBudget budget{0};  // opened for each read: a removed file is seen at once
   RunCgroupFiles own(v2, path, &budget), sampled_files(v2, path, &budget);
-  const SampledMemory sampled{.usage_bytes = 150000000, .max_bytes = 200000000,
-                              .high_bytes = 180000000, .peak_bytes = 190000000, .failcnt = 9};
+  const SampledMemory sampled{.usage_bytes = 150000000, .peak_bytes = 190000000, .failcnt = 9};
   const absl::Time t0 = absl::FromUnixSeconds(1000);
   for (int second = 0; second < 2; ++second) {
     SCOPED_TRACE(second);
@@ -299,19 +302,28 @@ TEST_F(DiscoveredSamplerTest, OnV2ALimitDomainsRunReadsNoneOfItsMemoryFiles) {
     EXPECT_EQ(mine->usage.memory_limit_bytes, 300000000u);
     EXPECT_EQ(mine->memory_failcnt, 2u);
     EXPECT_EQ(theirs->usage.memory_bytes, 150000000u);
-    EXPECT_EQ(theirs->usage.memory_limit_bytes, 200000000u);
+    EXPECT_EQ(theirs->usage.memory_limit_bytes, 300000000u);
     EXPECT_EQ(theirs->memory_peak_bytes, 190000000u);
     EXPECT_EQ(theirs->memory_failcnt, 9u);
     EXPECT_EQ(theirs->cpu.usage_ns, 7000000u);
-    // current, max, peak, events; and memory.high with the limits of the first reading.
-    EXPECT_EQ(mine->reads - theirs->reads, second == 0 ? 5 : 4);
+    // current, peak, events; and memory.max too on the second, the limits' off reading.
+    EXPECT_EQ(mine->reads - theirs->reads, second == 0 ? 3 : 4);
   }
-  EXPECT_EQ(own.limits()->memory_high_bytes, std::nullopt);
-  EXPECT_EQ(sampled_files.limits()->memory_high_bytes, 180000000u);
+  for (const RunCgroupFiles* files : {&own, &sampled_files}) {
+    EXPECT_EQ(files->limits()->memory_high_bytes, 250000000u);
+    EXPECT_EQ(files->limits()->memory_max_bytes, 300000000u);
+  }
+
+  // A limit written while the run's usage sits still shows at its next limits reading.
+  tree_.Write("unified", path, {{"memory.max", "200000000\n"}, {"memory.high", "max\n"}});
+  for (int second = 2; second < 2 + RunCgroupFiles::kLimitsEvery; ++second) {
+    ASSERT_TRUE(sampled_files.Read(t0 + absl::Seconds(second), &sampled));
+  }
   EXPECT_EQ(sampled_files.limits()->memory_max_bytes, 200000000u);
+  EXPECT_EQ(sampled_files.limits()->memory_high_bytes, std::nullopt);
 
   std::filesystem::remove(dir + "/cpu.stat");  // as when the cgroup is removed
-  EXPECT_FALSE(sampled_files.Read(t0 + absl::Seconds(2), &sampled));
+  EXPECT_FALSE(sampled_files.Read(t0 + absl::Seconds(10), &sampled));
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // stagewatch: the command line. Parses flags, loads the configuration and hands over to the
 // agent, `check-config`, `features` or the run subcommands (app/runs_cli). Everything else lives
 // in the libraries.
+#include <malloc.h>
+
 #include <iostream>
 #include <optional>
 #include <string>
@@ -70,6 +72,10 @@ int CheckConfig(const std::string& path, const std::string& web_config_file) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A fixed mmap threshold (glibc's initial one): glibc otherwise raises it to the size of each
+  // large block freed, and a cgroup churn's large tables and queues are then carved from the
+  // heap, where they stay as fragments no trim returns (bench/README.md, RSS over a churn).
+  mallopt(M_MMAP_THRESHOLD, 128 * 1024);
   CLI::App app{"stagewatch: per-pipeline-stage OOM, memory and CPU contention metrics from eBPF"};
   app.set_version_flag("--version",
                        std::string("stagewatch ") + stagewatch::kVersion + " (" +

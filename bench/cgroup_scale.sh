@@ -42,6 +42,9 @@ trap 'cleanup; remove_tree; rm -f "$config"; rm -rf "$ledger_dir"' EXIT
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$AGENT_PID/stat"; }
 rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$AGENT_PID/status"; }
+# RSS in two parts, "anonymous file" (KiB): the heap, and the binary's and libraries' pages,
+# which grow as code first runs (a churn runs the code of a run's end, a still agent not).
+rss_parts_kib() { awk '/^RssAnon/ {a = $2} /^RssFile/ {f = $2} END {print a, f}' "/proc/$AGENT_PID/status"; }
 # One line per thread: "tid name ticks" (name from comm; the agent names its threads sw-*).
 thread_ticks() {
   for stat in /proc/"$AGENT_PID"/task/*/stat; do
@@ -102,6 +105,7 @@ collectors=$(awk -F'[{}" ]+' '/^stagewatch_scrape_collector_duration_seconds\{/ 
 rm -f "$times"
 
 rss_start=$(rss_kib)
+read -r anon_start file_start <<<"$(rss_parts_kib)"
 rss_max=$rss_start
 rss_path=""
 batch=200
@@ -129,12 +133,14 @@ for ((t = 0; t < 30; t += 15)); do sleep 15; curl -s "$url" >/dev/null; done
 sleep 2
 curl -s "$url" >/dev/null
 rss_settled=$(rss_kib)
+read -r anon_settled file_settled <<<"$(rss_parts_kib)"
 stop_agent
 
 awk -v bin="$AGENT_BIN" -v it="$idle_ticks" -v hz="$hz" -v s="$idle_seconds" -v med="$median_ms" \
     -v st="$scrape_ticks" -v coll="$collectors" -v n="$scrapes" -v series="$series" -v churn="$churn" \
     -v cs="$churn_seconds" -v r0="$rss_start" -v r1="$rss_end" -v rmax="$rss_max" -v runs="$runs" -v threads="$by_thread" \
-    -v r2="$rss_settled" -v path="$rss_path" 'BEGIN {
+    -v r2="$rss_settled" -v path="$rss_path" -v a0="$anon_start" -v a2="$anon_settled" \
+    -v f0="$file_start" -v f2="$file_settled" 'BEGIN {
   printf "%s: %d stages x %d cgroups, %d stage series, %d runs recorded\n", bin, 50, 20, series, runs
   printf "  idle CPU over %d s (scraped every 15 s): %.3f%% of one core\n", s, 100 * it / hz / s
   printf "  idle CPU by thread: %s\n", threads
@@ -143,4 +149,6 @@ awk -v bin="$AGENT_BIN" -v it="$idle_ticks" -v hz="$hz" -v s="$idle_seconds" -v 
   printf "  RSS over %d cgroups made and removed in %.0f s: %.1f -> %.1f MiB (max %.1f, %+.1f%%)\n",
          churn, cs, r0 / 1024, r1 / 1024, rmax / 1024, 100 * (r1 - r0) / r0
   printf "  RSS every 2000 cgroups (MiB): %s\n", path
-  printf "  RSS 35 s after the churn: %.1f MiB (%+.1f%%)\n", r2 / 1024, 100 * (r2 - r0) / r0 }'
+  printf "  RSS 35 s after the churn: %.1f MiB (%+.1f%%)\n", r2 / 1024, 100 * (r2 - r0) / r0
+  printf "    anonymous %.1f -> %.1f MiB (%+.1f%%), files %.1f -> %.1f MiB (%+.1f%%)\n",
+         a0 / 1024, a2 / 1024, 100 * (a2 - a0) / a0, f0 / 1024, f2 / 1024, 100 * (f2 - f0) / f0 }'

@@ -71,6 +71,22 @@ absl::Status AgentCollector::Collect(std::vector<prometheus::MetricFamily>* out)
       "counted under pipeline_stage=\"unattributed\".");
   AddCounter(&overflow, {}, sources_.stages->discovery_overflows());
   out->push_back(std::move(overflow));
+
+  const AuthGateStats auth = sources_.http_auth ? sources_.http_auth() : AuthGateStats{};
+  auto checks = CounterFamily(
+      "stagewatch_http_basic_auth_checks_total",
+      "Basic auth credentials checked against their bcrypt hash; a credential checked once is "
+      "remembered and not checked again.");
+  AddCounter(&checks, {{"result", "accepted"}}, auth.checks_accepted);
+  AddCounter(&checks, {{"result", "refused"}}, auth.checks_refused);
+  out->push_back(std::move(checks));
+  auto throttled = CounterFamily(
+      "stagewatch_http_throttled_requests_total",
+      "Requests answered 429: their address had no failed logins left, or the queue of "
+      "credentials to check was full.");
+  AddCounter(&throttled, {{"reason", "failed_logins"}}, auth.throttled_failures);
+  AddCounter(&throttled, {{"reason", "busy"}}, auth.throttled_busy);
+  out->push_back(std::move(throttled));
   return absl::OkStatus();
 }
 

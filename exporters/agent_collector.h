@@ -1,10 +1,12 @@
-// The agent's own health: build, probes, lost events, cgroup naming. Always on.
+// The agent's own health: build, probes, lost events, cgroup naming, the HTTP endpoint's
+// basic auth. Always on.
 #pragma once
 
 #include <functional>
 #include <vector>
 
 #include "cgroup/path_cache.h"
+#include "exporters/auth_gate.h"
 #include "exporters/collector.h"
 #include "probes/probe_status.h"
 #include "probes/program_stats.h"
@@ -18,6 +20,7 @@ struct AgentHealthSources {
   std::function<uint64_t()> unknown_cgroup_events;  // events attributed to `unattributed`
   CgroupPathCache* path_cache = nullptr;
   StageResolver* stages = nullptr;
+  std::function<AuthGateStats()> http_auth;  // the HTTP endpoint's basic auth
 };
 
 class AgentCollector : public Collector {

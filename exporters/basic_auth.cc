@@ -1,8 +1,7 @@
 #include "exporters/basic_auth.h"
 
 #include <crypt.h>
-#include <openssl/crypto.h>
-#include <openssl/sha.h>
+#include <gnutls/gnutls.h>
 
 #include <cstring>
 #include <memory>
@@ -13,55 +12,39 @@
 namespace stagewatch::exporters {
 namespace {
 
-constexpr size_t kMaxRemembered = 64;  // bounded: one entry per distinct valid credential
 // Checked when the user is unknown, so a wrong user name takes as long as a wrong password.
 constexpr const char* kDummyHash = "$2y$10$abcdefghijklmnopqrstuuJ7uw4i0w1E5ZbP7mTPHlR6o6tFOFLvy";
+constexpr size_t kMaxHeader = 4096;
 
 bool BcryptMatches(const std::string& password, const std::string& hash) {
-  auto data = std::make_unique<crypt_data>();  // large (~32 KiB): not on a server thread's stack
+  auto data = std::make_unique<crypt_data>();  // large (~32 KiB): not on a thread's stack
   const char* result = crypt_r(password.c_str(), hash.c_str(), data.get());
   return result != nullptr && result[0] != '*' && hash.size() == strlen(result) &&
-         CRYPTO_memcmp(result, hash.data(), hash.size()) == 0;
-}
-
-std::string Digest(const std::string& credentials) {
-  unsigned char out[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(credentials.data()), credentials.size(), out);
-  return std::string(reinterpret_cast<const char*>(out), sizeof out);
+         gnutls_memcmp(result, hash.data(), hash.size()) == 0;
 }
 
 }  // namespace
 
-bool BasicAuth::Check(std::string_view header) {
-  if (!enabled()) return true;
+std::optional<BasicCredentials> ParseBasicAuth(std::string_view header) {
   constexpr std::string_view kPrefix = "Basic ";
-  if (header.size() <= kPrefix.size() || header.size() > 4096 ||
+  if (header.size() <= kPrefix.size() || header.size() > kMaxHeader ||
       !absl::StartsWithIgnoreCase(absl::string_view(header.data(), kPrefix.size()), "basic ")) {
-    return false;
+    return std::nullopt;
   }
-  std::string credentials;
+  std::string decoded;
   const std::string_view encoded = header.substr(kPrefix.size());
-  if (!absl::Base64Unescape(absl::string_view(encoded.data(), encoded.size()), &credentials)) {
-    return false;
+  if (!absl::Base64Unescape(absl::string_view(encoded.data(), encoded.size()), &decoded)) {
+    return std::nullopt;
   }
-  const size_t colon = credentials.find(':');
-  if (colon == std::string::npos) return false;
-  const std::string digest = Digest(credentials);
-  {
-    absl::MutexLock lock(&mu_);
-    if (accepted_.count(digest)) return true;
-  }
-  const std::string user = credentials.substr(0, colon);
-  const std::string password = credentials.substr(colon + 1);
-  const auto it = users_.find(user);
-  const bool ok = BcryptMatches(password, it == users_.end() ? kDummyHash : it->second) &&
-                  it != users_.end();
-  if (ok) {
-    absl::MutexLock lock(&mu_);
-    if (accepted_.size() >= kMaxRemembered) accepted_.clear();
-    accepted_.insert(digest);
-  }
-  return ok;
+  const size_t colon = decoded.find(':');
+  if (colon == std::string::npos) return std::nullopt;
+  return BasicCredentials{decoded.substr(0, colon), decoded.substr(colon + 1)};
+}
+
+bool BasicAuthUsers::Matches(const BasicCredentials& c) const {
+  const auto it = users_.find(c.user);
+  const bool matches = BcryptMatches(c.password, it == users_.end() ? kDummyHash : it->second);
+  return matches && it != users_.end();
 }
 
 }  // namespace stagewatch::exporters

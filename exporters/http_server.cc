@@ -13,12 +13,16 @@
 #include <cerrno>
 #include <cstdarg>
 #include <cstring>
+#include <optional>
+#include <string_view>
+#include <variant>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "bounded_file.h"
+#include "exporters/auth_gate.h"
 #include "listen_address.h"
 #include "log.h"
 #include "version.h"
@@ -168,22 +172,43 @@ const ExtraHandler* FindHandler(const std::vector<ExtraHandler>& handlers,
   return best;
 }
 
+// What the server keeps of one request, from its first line to its completion.
+struct RequestState {
+  size_t query_parameters = 0;
+  bool waiting = false;  // suspended until the auth gate answers
+  std::optional<AuthOutcome> auth;  // set by the gate's thread before it resumes the request
+};
+
+// The number of parameters in a request target's query ("a=1&b=2" has two).
+size_t CountQueryParameters(std::string_view target) {
+  const size_t mark = target.find('?');
+  if (mark == std::string_view::npos) return 0;
+  size_t n = 0;
+  bool in_part = false;
+  for (char c : target.substr(mark + 1)) {
+    n += !in_part && c != '&';
+    in_part = c != '&';
+  }
+  return n;
+}
+
 }  // namespace
 
 struct HttpServer::Handler {
   HttpServerOptions options;
-  size_t max_path = 1024;
+  HttpLimits limits;
   std::string landing;
-  BasicAuth auth{{}};
+  AuthGate auth;
   ClientAuth client_auth = ClientAuth::kNoClientCert;
 
   absl::Mutex log_mu;
   std::string last_log;  // libmicrohttpd's last message, for a start-up error
 
-  explicit Handler(HttpServerOptions o)
+  Handler(HttpServerOptions o, HttpLimits l)
       : options(std::move(o)),
+        limits(l),
         landing(LandingPage(options.telemetry_path)),
-        auth(options.web.basic_auth_users),
+        auth(BasicAuthUsers(options.web.basic_auth_users)),
         client_auth(options.web.tls ? options.web.tls->client_auth : ClientAuth::kNoClientCert) {}
 
   static void OnLog(void* cls, const char* format, va_list ap) {
@@ -200,19 +225,42 @@ struct HttpServer::Handler {
     Log::Debug("http", {{"msg", message}});
   }
 
-  // Called once per request as soon as its headers are in (and again per body chunk, which
-  // never comes: the answer is queued at the first call and any body is discarded).
+  // A request's first line is in, before libmicrohttpd parses its query: the request's state
+  // starts here. libmicrohttpd keeps every query parameter in the connection's memory pool, so
+  // a thousand of them fill it and leave no room for an answer: the connection would just
+  // close. Beyond the limit the query is cut here, in the connection's own buffer, before it
+  // is parsed (libmicrohttpd has found the '?' already and parses what follows it), and the
+  // request is answered 414.
+  static void* OnRequestLine(void* cls, const char* target, MHD_Connection*) {
+    auto* state = new RequestState;
+    state->query_parameters = CountQueryParameters(target);
+    if (state->query_parameters > static_cast<Handler*>(cls)->limits.max_query_parameters) {
+      char* mark = const_cast<char*>(strchr(target, '?'));
+      mark[1] = '\0';
+    }
+    return state;
+  }
+
+  static void OnCompleted(void*, MHD_Connection*, void** request_state,
+                          MHD_RequestTerminationCode) {
+    delete static_cast<RequestState*>(*request_state);
+    *request_state = nullptr;
+  }
+
+  // Called once per request as soon as its headers are in, again when a request the auth gate
+  // suspended is resumed, and for each body chunk, which is never read (the connection closes).
   static MHD_Result OnRequest(void* cls, MHD_Connection* connection, const char* url,
-                              const char* method, const char*, const char*, size_t*,
-                              void** request_state) {
+                              const char* method, const char*, const char*,
+                              size_t* upload_data_size, void** request_state) {
     auto* self = static_cast<Handler*>(cls);
-    if (*request_state != nullptr) return MHD_NO;  // a body chunk: close the connection
-    *request_state = self;
-    return self->Answer(connection, url, method);
+    auto* state = static_cast<RequestState*>(*request_state);
+    if (state == nullptr || *upload_data_size != 0) return MHD_NO;
+    if (state->waiting) return self->Route(connection, url, *state->auth);
+    return self->Answer(connection, url, method, *state);
   }
 
   MHD_Result Answer(MHD_Connection* connection, const std::string& path,
-                    const std::string& method) {
+                    const std::string& method, RequestState& state) {
     const char* text = "text/plain; charset=utf-8";
     if (method != MHD_HTTP_METHOD_GET && method != MHD_HTTP_METHOD_HEAD) {
       return Reply(connection, MHD_HTTP_METHOD_NOT_ALLOWED, "Only GET and HEAD are served.\n",
@@ -222,9 +270,16 @@ struct HttpServer::Handler {
       return Reply(connection, MHD_HTTP_FORBIDDEN, "A valid client certificate is required.\n",
                    text, {{"Connection", "close"}});
     }
-    if (path.size() > max_path) {
+    if (path.size() > limits.max_path) {
       return Reply(connection, MHD_HTTP_URI_TOO_LONG, "The path is too long.\n", text,
                    {{"Connection", "close"}});
+    }
+    if (state.query_parameters > limits.max_query_parameters) {
+      return Reply(connection, MHD_HTTP_URI_TOO_LONG,
+                   absl::StrCat("The query has ", state.query_parameters,
+                                " parameters; at most ", limits.max_query_parameters,
+                                " are read.\n"),
+                   text, {{"Connection", "close"}});
     }
     // Health checks reveal nothing and must work for probes that carry no credentials.
     if (path == "/-/healthy") return Reply(connection, MHD_HTTP_OK, "Healthy.\n", text);
@@ -233,13 +288,38 @@ struct HttpServer::Handler {
       return Reply(connection, ready ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE,
                    ready ? "Ready.\n" : "Not ready: probes are attaching.\n", text);
     }
-    if (auth.enabled()) {
-      const char* header =
-          MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-      if (!auth.Check(header == nullptr ? "" : header)) {
-        return Reply(connection, MHD_HTTP_UNAUTHORIZED, "Unauthorized.\n", text,
-                     {{MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Basic realm=\"stagewatch\""}});
-      }
+    const char* header =
+        MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    const MHD_ConnectionInfo* peer =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    std::variant<AuthOutcome, AuthGate::Ticket> decided =
+        auth.Check(header == nullptr ? "" : header, peer == nullptr ? nullptr : peer->client_addr);
+    if (const AuthOutcome* outcome = std::get_if<AuthOutcome>(&decided)) {
+      return Route(connection, path, *outcome);
+    }
+    // Suspended before the gate can answer: it resumes the request from its own thread.
+    state.waiting = true;
+    MHD_suspend_connection(connection);
+    auth.Wait(std::get<AuthGate::Ticket>(std::move(decided)),
+              [&state, connection](AuthOutcome outcome) {
+                state.auth = outcome;
+                MHD_resume_connection(connection);  // the last touch: the request may end now
+              });
+    return MHD_YES;
+  }
+
+  // A request that passed the server's own checks, once the auth gate has answered.
+  MHD_Result Route(MHD_Connection* connection, const std::string& path, AuthOutcome auth) {
+    const char* text = "text/plain; charset=utf-8";
+    if (auth == AuthOutcome::kRefused) {
+      return Reply(connection, MHD_HTTP_UNAUTHORIZED, "Unauthorized.\n", text,
+                   {{MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Basic realm=\"stagewatch\""}});
+    }
+    if (auth == AuthOutcome::kThrottled) {
+      return Reply(connection, MHD_HTTP_TOO_MANY_REQUESTS,
+                   "Too many failed logins from this address, or too many being checked: "
+                   "retry later.\n",
+                   text, {{MHD_HTTP_HEADER_RETRY_AFTER, "1"}});
     }
     if (path == options.telemetry_path) {
       return Reply(connection, MHD_HTTP_OK, options.render_metrics(), kExpositionContentType);
@@ -282,8 +362,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions 
   if (!fd.ok()) return fd.status();
 
   std::unique_ptr<HttpServer> http(new HttpServer());
-  http->handler_ = std::make_unique<Handler>(std::move(options));
-  http->handler_->max_path = limits.max_path;
+  http->handler_ = std::make_unique<Handler>(std::move(options), limits);
   http->address_ = bound;
   Handler* handler = http->handler_.get();
   const int max_connections = RaiseFileLimit(limits.max_connections);
@@ -296,8 +375,12 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions 
       {MHD_OPTION_CONNECTION_LIMIT, max_connections, nullptr},
       {MHD_OPTION_CONNECTION_MEMORY_LIMIT, static_cast<intptr_t>(limits.connection_memory),
        nullptr},
+      {MHD_OPTION_URI_LOG_CALLBACK, reinterpret_cast<intptr_t>(&Handler::OnRequestLine), handler},
+      {MHD_OPTION_NOTIFY_COMPLETED, reinterpret_cast<intptr_t>(&Handler::OnCompleted), handler},
   };
-  unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+  // Suspend and resume: requests wait for the auth gate without holding a worker.
+  unsigned int flags =
+      MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
   if (handler->options.web.tls) {
     flags |= MHD_USE_TLS;
     items.push_back({MHD_OPTION_HTTPS_MEM_CERT, 0, cert.data()});
@@ -323,7 +406,12 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions 
 }
 
 HttpServer::~HttpServer() {
-  if (daemon_ != nullptr) MHD_stop_daemon(daemon_);  // joins the workers, closes the socket
+  if (daemon_ == nullptr) return;
+  // libmicrohttpd must not stop with a request suspended: the gate answers every one first.
+  handler_->auth.Stop();
+  MHD_stop_daemon(daemon_);  // joins the workers, closes every connection and the socket
 }
+
+AuthGateStats HttpServer::auth_stats() const { return handler_->auth.stats(); }
 
 }  // namespace stagewatch::exporters

@@ -6,7 +6,8 @@
 // scrapes are served whatever other clients do. Idle connections time out, request headers
 // are bounded by a per-connection memory pool, request bodies are never read, and the
 // listen socket has the kernel's full backlog. TLS and basic auth come from the web
-// configuration (exporters/web_config.h).
+// configuration (exporters/web_config.h); credentials are checked through the auth gate
+// (exporters/auth_gate.h), off the serving threads, with requests suspended meanwhile.
 #pragma once
 
 #include <functional>
@@ -16,7 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "exporters/basic_auth.h"
+#include "exporters/auth_gate.h"
 #include "exporters/web_config.h"
 
 struct MHD_Daemon;
@@ -57,6 +58,7 @@ struct HttpLimits {
   int max_connections = 1024;      // beyond it new connections are refused at once
   size_t connection_memory = 64 << 10;  // request line + headers must fit
   size_t max_path = 1024;               // a longer path is answered 414
+  size_t max_query_parameters = 64;     // more are answered 414 (the pages read a few)
 };
 
 class HttpServer {
@@ -70,6 +72,8 @@ class HttpServer {
 
   // The bound address, with the real port when 0 was asked for.
   std::string address() const { return address_; }
+  // What basic auth has checked and throttled so far (all zero without basic auth).
+  AuthGateStats auth_stats() const;
 
  private:
   struct Handler;

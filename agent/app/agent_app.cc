@@ -282,7 +282,8 @@ int RunAgent(const AgentOptions& options) {
                    (running.memory ? running.memory->unknown_cgroups() : 0);
           },
       .path_cache = &paths,
-      .stages = &stages}));
+      .stages = &stages,
+      .http_auth = [server = http->get()] { return server->auth_stats(); }}));
   registry.Add(std::make_unique<exporters::ProcessCollector>());
   registry.SetErrorHandler([](std::string_view collector, const absl::Status& s) {
     Log::Warn("collector failed", {{"collector", collector}, {"err", s.message()}});

@@ -153,6 +153,33 @@ TEST(FrontDoor, HealthAndReadiness) {
   EXPECT_EQ(client.Get("/nothing-here")->status, 404);
 }
 
+// A thousand query parameters used to fill the connection's memory as they were parsed, and
+// the connection closed without an answer.
+TEST(FrontDoor, TooManyQueryParametersAreAnswered414) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();
+  AgentProcess agent({"--web.listen-address", "127.0.0.1:0"});
+  ASSERT_TRUE(agent.WaitListening()) << agent.log();
+  httplib::Client client("127.0.0.1", agent.port());
+  for (const int n : {65, 1000, 3000}) {
+    std::string query;
+    for (int i = 0; i < n; i++) query += (i ? "&a" : "a") + std::to_string(i) + "=b";
+    for (const std::string path : {"/runs?", "/metrics?"}) {
+      httplib::Result r = client.Get(path + query);
+      ASSERT_TRUE(r) << n << " parameters on " << path << ": " << httplib::to_string(r.error());
+      EXPECT_EQ(r->status, 414) << n;
+      EXPECT_NE(r->body.find(std::to_string(n) + " parameters"), std::string::npos) << r->body;
+    }
+  }
+  // Up to the limit they reach the page, which says what it takes.
+  std::string query = "a0=b";
+  for (int i = 1; i < 64; i++) query += "&a" + std::to_string(i) + "=b";
+  httplib::Result r = client.Get("/api/v1/runs?" + query);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+  EXPECT_NE(r->body.find("unknown parameter"), std::string::npos) << r->body;
+  EXPECT_EQ(client.Get("/-/healthy")->status, 200);  // and the server serves on
+}
+
 TEST(FrontDoor, TelemetryPathIsMatchedLiterally) {
   STAGEWATCH_REQUIRE_PRIVILEGES();
   for (const std::string path : {"/m(", "/m[", "/m\\", "/m+"}) {

@@ -8,10 +8,14 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/escaping.h"
 #include "gtest/gtest.h"
@@ -116,6 +120,81 @@ TEST_F(TlsAgent, BasicAuthOverTlsAnswers401WithoutAnd200WithCredentials) {
   EXPECT_EQ(healthy->status, 200);
   // The password is in no log line.
   EXPECT_EQ(agent.log().find("s3cret-pass"), std::string::npos);
+}
+
+// Wrong passwords in a loop from many clients used to run bcrypt on the threads that serve
+// scrapes: 8 such clients made a good scrape take 560 ms, 60 made most time out. Now every
+// flood request is answered 401 or 429, the scraper keeps getting 200, and bcrypt runs only
+// within the flooding address's failed-login budget (10 at once, then one a second).
+TEST_F(TlsAgent, AWrongPasswordFloodNeitherStopsScrapesNorHangs) {
+  AgentProcess agent({"--web.listen-address", "127.0.0.1:0", "--web.config.file", dir_ + "/web.yml"});
+  ASSERT_TRUE(agent.WaitListening()) << agent.log();
+  httplib::SSLClient scraper("127.0.0.1", agent.port());  // keep-alive, like Prometheus
+  scraper.set_ca_cert_path(dir_ + "/cert.pem");
+  scraper.enable_server_certificate_verification(true);
+  scraper.set_basic_auth("scraper", "s3cret-pass");
+  scraper.set_read_timeout(static_cast<time_t>(10 * testing::DeadlineScale()));
+  ASSERT_EQ(scraper.Get("/metrics")->status, 200);  // it logged in before the flood
+
+  constexpr int kFlooders = 32;
+  const auto flood_time = std::chrono::seconds(6);
+  const auto flood_start = std::chrono::steady_clock::now();
+  std::atomic<bool> stop = false;
+  std::atomic<int> unauthorized = 0, throttled = 0, other = 0, failed = 0;
+  std::vector<std::thread> flooders;
+  for (int t = 0; t < kFlooders; t++) {
+    flooders.emplace_back([&, t] {
+      httplib::SSLClient client("127.0.0.1", agent.port());
+      client.enable_server_certificate_verification(false);
+      client.set_connection_timeout(5);
+      client.set_read_timeout(static_cast<time_t>(10 * testing::DeadlineScale()));
+      for (int i = 0; !stop; i++) {
+        client.set_basic_auth("scraper", "guess-" + std::to_string(t) + "-" + std::to_string(i));
+        httplib::Result r = client.Get("/metrics");
+        if (!r) {
+          failed++;  // a timeout: the hang this test is about
+        } else if (r->status == 401) {
+          unauthorized++;
+        } else if (r->status == 429) {
+          throttled++;
+          EXPECT_EQ(r->get_header_value("Retry-After"), "1");
+        } else {
+          other++;
+        }
+      }
+    });
+  }
+  int scrapes = 0, good = 0;
+  while (std::chrono::steady_clock::now() - flood_start < flood_time) {
+    httplib::Result r = scraper.Get("/metrics");
+    scrapes++;
+    good += r && r->status == 200;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  stop = true;
+  for (std::thread& t : flooders) t.join();
+  const double flood_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - flood_start).count();
+
+  EXPECT_EQ(good, scrapes);
+  EXPECT_EQ(failed.load(), 0) << "flood requests that got no answer";
+  EXPECT_EQ(other.load(), 0);
+  EXPECT_GT(throttled.load(), 0);
+  EXPECT_GT(unauthorized.load(), 0);
+  httplib::Result last = scraper.Get("/metrics");
+  ASSERT_TRUE(last);
+  ASSERT_EQ(last->status, 200);
+  const testing::Scrape scrape = testing::ParseExposition(last->body);
+  const double checked =
+      testing::ValueOr(scrape, "stagewatch_http_basic_auth_checks_total{result=\"refused\"}", -1);
+  // The budget: 10 at once and one a second, for the one flooding address (loopback).
+  EXPECT_GE(checked, 10);
+  EXPECT_LE(checked, 10 + flood_seconds + 1);
+  EXPECT_EQ(testing::ValueOr(scrape, "stagewatch_http_basic_auth_checks_total{result=\"accepted\"}", -1), 1);
+  const double throttled_by_agent =
+      testing::ValueOr(scrape, "stagewatch_http_throttled_requests_total{reason=\"failed_logins\"}", 0) +
+      testing::ValueOr(scrape, "stagewatch_http_throttled_requests_total{reason=\"busy\"}", 0);
+  EXPECT_EQ(throttled_by_agent, throttled.load());
 }
 
 TEST_F(TlsAgent, PrometheusScrapesOverTlsWithBasicAuth) {

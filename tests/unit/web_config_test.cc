@@ -71,24 +71,32 @@ TEST(WebConfigTest, MistakesAreReportedWithTheirPosition) {
   EXPECT_THAT(ErrorOf("a: 1\n\x01\n"), HasSubstr("web.yml:2:1: control character 0x01"));
 }
 
-TEST(BasicAuthTest, AcceptsOnlyTheRightUserAndPassword) {
-  auto data = std::make_unique<crypt_data>();
-  const char* salt = crypt_gensalt_rn("$2y$", 4, nullptr, 0, data->setting, sizeof(data->setting));
-  ASSERT_NE(salt, nullptr);
-  const std::string hash = crypt_r("pw", salt, data.get());
-  BasicAuth auth({{"alice", hash}});
+TEST(BasicAuthTest, ParsesOnlyWellFormedBasicHeaders) {
   auto header = [](const std::string& credentials) {
     return "Basic " + absl::Base64Escape(credentials);
   };
-  EXPECT_TRUE(auth.Check(header("alice:pw")));
-  EXPECT_TRUE(auth.Check(header("alice:pw")));  // remembered
-  EXPECT_FALSE(auth.Check(header("alice:pW")));
-  EXPECT_FALSE(auth.Check(header("bob:pw")));
-  EXPECT_FALSE(auth.Check(header("alicepw")));
-  EXPECT_FALSE(auth.Check("Bearer x"));
-  EXPECT_FALSE(auth.Check(""));
-  EXPECT_FALSE(auth.Check("Basic !!!not-base64"));
-  EXPECT_TRUE(BasicAuth({}).Check(""));  // no users: no auth
+  std::optional<BasicCredentials> c = ParseBasicAuth(header("alice:p:w"));
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->user, "alice");
+  EXPECT_EQ(c->password, "p:w");  // the first colon ends the user
+  EXPECT_TRUE(ParseBasicAuth("basic " + absl::Base64Escape("a:b")).has_value());
+  EXPECT_FALSE(ParseBasicAuth(header("alicepw")).has_value());
+  EXPECT_FALSE(ParseBasicAuth("Bearer x").has_value());
+  EXPECT_FALSE(ParseBasicAuth("").has_value());
+  EXPECT_FALSE(ParseBasicAuth("Basic !!!not-base64").has_value());
+  EXPECT_FALSE(ParseBasicAuth(header("a:" + std::string(4096, 'x'))).has_value());
+}
+
+TEST(BasicAuthTest, MatchesOnlyTheRightUserAndPassword) {
+  auto data = std::make_unique<crypt_data>();
+  const char* salt = crypt_gensalt_rn("$2y$", 4, nullptr, 0, data->setting, sizeof(data->setting));
+  ASSERT_NE(salt, nullptr);
+  const BasicAuthUsers users({{"alice", crypt_r("pw", salt, data.get())}});
+  EXPECT_TRUE(users.Matches({"alice", "pw"}));
+  EXPECT_FALSE(users.Matches({"alice", "pW"}));
+  EXPECT_FALSE(users.Matches({"bob", "pw"}));
+  EXPECT_FALSE(users.Matches({"alice", ""}));
+  EXPECT_TRUE(BasicAuthUsers({}).empty());
 }
 
 }  // namespace

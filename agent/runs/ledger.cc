@@ -135,6 +135,17 @@ RunRecord ledger_sql::DecodeRow(const Statement& s) {
 
 namespace {
 
+// Run `open` (as read from the ledger) with `end`, as its row reads back once EndRun wrote it:
+// the verdict stored with the end is then the one a reader of the row gets. Every figure
+// JudgeRun reads is stored exactly (integers, REAL doubles) but the end's time, which the
+// ledger keeps to the millisecond; the limits of the end facts are the row's, not the end's.
+RunRecord AsStored(RunRecord open, const RunEnd& end) {
+  open.end = end;
+  open.end->end = TimeOr(FormatRfc3339(end.end), open.start.start);
+  open.end->facts.limits.reset();
+  return open;
+}
+
 std::optional<uint64_t> AddOpt(std::optional<uint64_t> a, std::optional<uint64_t> b) {
   if (!a) return b;
   return b ? std::optional<uint64_t>(*a + *b) : a;
@@ -386,6 +397,14 @@ absl::Status Ledger::EndRun(const std::string& id, const RunEnd& end) {
   // The end and the verdict it gives are one write.
   Transaction tx(db_);
   if (absl::Status s = tx.begun(); !s.ok()) return s;
+  absl::StatusOr<std::optional<RunRecord>> existing = Get(id);
+  if (!existing.ok()) return existing.status();
+  if (!*existing) return absl::NotFoundError(absl::StrFormat("no run \"%s\" in the ledger", id));
+  if ((*existing)->end) {
+    return absl::FailedPreconditionError(absl::StrFormat("run \"%s\" has ended already", id));
+  }
+  const std::string verdict(
+      VerdictName(JudgeRun(AsStored(**std::move(existing), end), judging_).kind));
   const CgroupFacts& f = end.facts;
   // A discovered run's limits go in the same statement as its end: one write, so no crash
   // or failed write leaves the run ended without them, and a batch stays one transaction.
@@ -403,7 +422,8 @@ absl::Status Ledger::EndRun(const std::string& id, const RunEnd& end) {
               "memory_failcnt = ?, memory_mean_bytes = ?, memory_p95_bytes = ?, "
               "near_limit_seconds = ?, oom_kills_kernel = ?, cpu_seconds = ?, "
               "cpu_throttled_seconds = ?, cpu_p95_cores = ?, memory_pressure_seconds = ?, "
-              "cpu_pressure_seconds = ?, cpu_throttled_wall_seconds = ?, ",
+              "cpu_pressure_seconds = ?, cpu_throttled_wall_seconds = ?, verdict = ?, "
+              "verdict_judged_with = ?, ",
               limit("limit_memory_max_bytes"), ", ", limit("limit_memory_high_bytes"), ", ",
               limit("limit_cpu_max_cores"), ", ", limit("limit_cpu_weight"),
               " WHERE id = ? AND end_time IS NULL"));
@@ -414,7 +434,7 @@ absl::Status Ledger::EndRun(const std::string& id, const RunEnd& end) {
       .Uint(f.memory_mean_bytes).Uint(f.memory_p95_bytes).Real(f.near_limit_seconds)
       .Uint(f.oom_kills_kernel).Real(f.cpu_seconds).Real(f.cpu_throttled_seconds)
       .Real(f.cpu_p95_cores).Real(f.memory_pressure_seconds).Real(f.cpu_pressure_seconds)
-      .Real(f.cpu_throttled_wall_seconds)
+      .Real(f.cpu_throttled_wall_seconds).Text(verdict).Text(judged_with_)
       .Int(limits ? 1 : 0).Uint(f.memory_limit_bytes)
       .Int(limits ? 1 : 0).Uint(l.memory_high_bytes)
       .Int(limits ? 1 : 0).Real(l.cpu_max_cores)
@@ -422,14 +442,10 @@ absl::Status Ledger::EndRun(const std::string& id, const RunEnd& end) {
       .Text(id);
   s.Step();
   if (absl::Status st = s.status(absl::StrFormat("cannot end run \"%s\"", id)); !st.ok()) return st;
-  if (sqlite3_changes(db_) == 1) {
-    if (absl::Status st = StoreVerdict(id); !st.ok()) return st;
-    return tx.Commit();
+  if (sqlite3_changes(db_) != 1) {
+    return absl::InternalError(absl::StrFormat("run \"%s\" was not ended", id));
   }
-  absl::StatusOr<std::optional<RunRecord>> existing = Get(id);
-  if (!existing.ok()) return existing.status();
-  if (!*existing) return absl::NotFoundError(absl::StrFormat("no run \"%s\" in the ledger", id));
-  return absl::FailedPreconditionError(absl::StrFormat("run \"%s\" has ended already", id));
+  return tx.Commit();
 }
 
 absl::Status Ledger::AddAgentFacts(const std::string& id, const AgentFacts& add) {
@@ -454,11 +470,14 @@ absl::Status Ledger::AddAgentFacts(const std::string& id, const AgentFacts& add)
 
   json preemptors = json::object();
   for (const auto& [stage, n] : a.preemptors) preemptors[stage] = n;
+  RunRecord merged = **std::move(existing);  // as the row reads back after this write
+  merged.agent = a;
+  merged.agent_observed = true;
   Statement s(db_,
               "UPDATE runs SET agent_observed = 1, oom_kills_userspace = ?, oom_victims = ?, "
               "reclaim_stall_seconds = ?, run_queue_wait_seconds = ?, "
               "run_queue_throttled_seconds = ?, preemptors = ?, anomalies = ?, "
-              "agent_saw_end = ? WHERE id = ?");
+              "agent_saw_end = ?, verdict = ?, verdict_judged_with = ? WHERE id = ?");
   s.Uint(a.oom_kills_userspace).Text(JsonText(VictimsJson(a.oom_victims)))
       .Real(a.reclaim_stall_seconds).Real(a.run_queue_wait_seconds)
       .Real(a.run_queue_throttled_seconds)
@@ -467,26 +486,15 @@ absl::Status Ledger::AddAgentFacts(const std::string& id, const AgentFacts& add)
                    ? std::optional<std::string>(JsonText(AnomaliesJson(a.anomalies)))
                    : std::nullopt)
       .Int(a.saw_end ? 1 : 0)
+      .Text(std::string(VerdictName(JudgeRun(merged, judging_).kind)))
+      .Text(judged_with_)
       .Text(id);
   s.Step();
   if (absl::Status st = s.status(absl::StrFormat("cannot add agent facts to run \"%s\"", id));
       !st.ok()) {
     return st;
   }
-  if (absl::Status st = StoreVerdict(id); !st.ok()) return st;
   return tx.Commit();
-}
-
-absl::Status Ledger::StoreVerdict(const std::string& id) {
-  // Judged from the row as it reads back, so the stored verdict is the one a reader of the row
-  // with the same thresholds gets.
-  absl::StatusOr<std::optional<RunRecord>> row = Get(id);
-  if (!row.ok()) return row.status();
-  if (!*row) return absl::NotFoundError(absl::StrFormat("no run \"%s\" in the ledger", id));
-  Statement s(db_, "UPDATE runs SET verdict = ?, verdict_judged_with = ? WHERE id = ?");
-  s.Text(std::string(VerdictName(JudgeRun(**row, judging_).kind))).Text(judged_with_).Text(id);
-  s.Step();
-  return s.status(absl::StrFormat("cannot store the verdict of run \"%s\"", id));
 }
 
 absl::Status Ledger::JudgeUnjudgedRows() {

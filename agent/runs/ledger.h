@@ -121,8 +121,6 @@ class Ledger {
   absl::Status ConnectOrFail();
   absl::Status Exec(const std::string& sql);
   absl::Status Migrate();
-  // Stores run `id`'s verdict as JudgeRun gives it now, within the caller's transaction.
-  absl::Status StoreVerdict(const std::string& id);
   // Judges the rows never judged, or judged under other rules (writers, at open).
   absl::Status JudgeUnjudgedRows();
   // Fails while a reopen failed: no write goes to a removed ledger.

@@ -235,6 +235,23 @@ TEST(LedgerVerdictTest, EveryWriteStoresTheVerdictItLeaves) {
   EXPECT_EQ(SqlValue(path, "SELECT verdict_judged_with FROM runs WHERE id = 'r1'"), "1:0.05/0.05");
 }
 
+// The ledger keeps times to the millisecond: a run whose share sits on the threshold only at
+// that precision is judged as its row reads back, not as the writer held it.
+TEST(LedgerVerdictTest, TheStoredVerdictIsTheRowsAtTheLedgersMillisecond) {
+  TempDir dir;
+  const std::string path = dir.file("ledger.db");
+  auto ledger = *Ledger::Open(path);
+  ASSERT_TRUE(ledger->BeginRun(Started("edge-1", "s", At(0))).ok());
+  RunEnd end;
+  end.end = At(100) + absl::Microseconds(900);  // read back: 100.000 s of wall time
+  end.exit_code = 0;
+  end.facts.cpu_pressure_seconds = 5.00001;  // 5.00001 / 100.0009 < 0.05 <= 5.00001 / 100
+  ASSERT_TRUE(ledger->EndRun("edge-1", end).ok());
+  const RunRecord row = **ledger->Get("edge-1");
+  ASSERT_EQ(JudgeRun(row, RunsConfig{}).kind, VerdictKind::kDegraded);
+  EXPECT_EQ(SqlValue(path, "SELECT verdict FROM runs WHERE id = 'edge-1'"), "degraded");
+}
+
 TEST(LedgerVerdictTest, ACursorThatNamesNoRunIsNotFound) {
   TempDir dir;
   auto ledger = *Ledger::Open(dir.file("ledger.db"));

@@ -32,13 +32,17 @@ absl::Status CheckFile(const std::string& file, const std::string& ledger) {
         "cannot use \"%s\" for the ledger: %s; pass --ledger.path a file in a directory", file,
         std::strerror(errno)));
   }
-  if (S_ISLNK(st.st_mode)) {
+  if (S_ISLNK(st.st_mode) && file == ledger) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "\"%s\" is a symbolic link (to %s); the ledger is never opened through a link, which "
-        "could point it at any file: pass --ledger.path the file itself%s",
-        file, LinkTarget(file),
-        file == ledger ? "" : absl::StrFormat(", and remove the link (SQLite keeps its %s "
-                                              "file beside the ledger)", file.substr(ledger.size()))));
+        "could point it at any file: pass --ledger.path the file itself",
+        file, LinkTarget(file)));
+  }
+  if (S_ISLNK(st.st_mode)) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "\"%s\" is a symbolic link (to %s); the ledger's %s file is never opened through a "
+        "link, which could point it at any file: remove the link (SQLite makes the file anew)",
+        file, LinkTarget(file), file.substr(ledger.size())));
   }
   if (S_ISDIR(st.st_mode) && file == ledger) {
     return absl::FailedPreconditionError(absl::StrFormat(

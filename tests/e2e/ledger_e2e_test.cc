@@ -101,10 +101,10 @@ TEST_F(LedgerE2E, AnAgentWhoseLedgerIsRemovedRecordsTheNextRunInANewOneOnce) {
   AgentProcess launcher({"run", "--stage", "swremoved", "--run-id", "after-rm-1", "--ledger.path",
                          ledger_, "--cgroup.parent", parent.path(), "--", "sleep", "0.3"});
   ASSERT_EQ(launcher.WaitExit(30000), 0) << launcher.log();
-  ASSERT_TRUE(WaitUntil(
-      [&] { return agent.log().find("the run ledger was removed or replaced") != std::string::npos; },
-      10000))
-      << agent.log();
+  auto noticed = [&] {
+    return agent.log().find("the run ledger was removed or replaced") != std::string::npos;
+  };
+  ASSERT_TRUE(WaitUntil(noticed, 10000)) << agent.log();
   auto written = [](int fd) {
     struct stat st {};
     fstat(fd, &st);

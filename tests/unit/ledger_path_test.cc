@@ -40,13 +40,14 @@ class LedgerPathTest : public ::testing::Test {
     fs::create_directory(ledger_dir_);
     fs::create_directory(elsewhere_);
   }
-  // Both openings refuse `path`, saying `why`.
-  void ExpectRefused(const std::string& path, const std::string& why) {
+  // Both openings refuse `path`, saying `why` and `what_to_do`.
+  void ExpectRefused(const std::string& path, const std::string& why,
+                     const std::string& what_to_do = "--ledger.path") {
     absl::StatusOr<std::unique_ptr<Ledger>> writer = Ledger::Open(path);
     ASSERT_FALSE(writer.ok());
     EXPECT_EQ(writer.status().code(), absl::StatusCode::kFailedPrecondition);
     EXPECT_THAT(writer.status().message(), HasSubstr(why));
-    EXPECT_THAT(writer.status().message(), HasSubstr("--ledger.path"));
+    EXPECT_THAT(writer.status().message(), HasSubstr(what_to_do));
     absl::StatusOr<std::unique_ptr<Ledger>> reader = Ledger::OpenForReading(path);
     ASSERT_FALSE(reader.ok());
     EXPECT_THAT(reader.status().message(), HasSubstr(why));
@@ -87,7 +88,7 @@ TEST_F(LedgerPathTest, ALinkAsTheWalOrShmFileIsRefusedAndItsTargetNeverMade) {
   for (const std::string suffix : {"-wal", "-shm"}) {
     fs::remove(path + suffix);
     ASSERT_EQ(symlink((elsewhere_ + "/x" + suffix).c_str(), (path + suffix).c_str()), 0);
-    ExpectRefused(path, "\"" + path + suffix + "\" is a symbolic link");
+    ExpectRefused(path, "\"" + path + suffix + "\" is a symbolic link", "remove the link");
     EXPECT_TRUE(fs::is_empty(elsewhere_)) << suffix;
     fs::remove(path + suffix);
   }

@@ -144,7 +144,9 @@ TEST(LedgerReopenTest, APathThatCannotBeOpenedAgainStopsEveryWriteUntilItCan) {
   EXPECT_FALSE(ledger->EndRun("r1", EndedAt(At(5))).ok());
   EXPECT_FALSE(ledger->BeginRun(Started("r2", "train", At(6))).ok());
   EXPECT_FALSE(ledger->AddSamples("r1", {{At(1), 1}}).ok());
-  EXPECT_FALSE(ledger->BeginBatch().ok());
+  ASSERT_TRUE(ledger->BeginBatch().ok());  // a batch of writes that each fail
+  EXPECT_FALSE(ledger->AddSamples("r1", {{At(2), 2}}).ok());
+  ASSERT_TRUE(ledger->CommitBatch().ok());
   EXPECT_EQ(old_db.Written(), db_before);
   EXPECT_EQ(old_wal.Written(), wal_before);
   EXPECT_EQ(fs::file_size(dir.file("elsewhere")), 0u);

@@ -52,5 +52,15 @@ stop_other() {
 cleanup() { stop_agent; stop_other; rm -f "$AGENT_LOG"; }
 trap cleanup EXIT
 
+# http_median_ms PORT PATH N: the median of N sequential GETs' total time, in milliseconds.
+http_median_ms() {
+  for _ in $(seq "$3"); do
+    curl -s -o /dev/null -w '%{time_total}\n' "http://127.0.0.1:$1$2"
+  done | sort -n | awk '{a[NR] = $1} END {printf "%.2f", 1000 * a[int((NR + 1) / 2)]}'
+}
+
+# agent_port: the port the agent started by start_agent listens on.
+agent_port() { grep -o 'address=127.0.0.1:[0-9]*' "$AGENT_LOG" | head -1 | cut -d: -f2; }
+
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a/b}'; }

@@ -26,14 +26,8 @@ db.executemany("INSERT INTO run_samples VALUES ('bench-1', ?, ?, 419430400, ?, ?
 db.commit()
 PY
 start_agent agent --ledger.path "$ledger"
-port=$(grep -o 'address=127.0.0.1:[0-9]*' "$AGENT_LOG" | head -1 | cut -d: -f2)
-
-# median_ms PATH: the median of n sequential requests' total time, in milliseconds.
-median_ms() {
-  for _ in $(seq "$n"); do
-    curl -s -o /dev/null -w '%{time_total}\n' "http://127.0.0.1:$port$1"
-  done | sort -n | awk '{a[NR] = $1} END {printf "%.2f", 1000 * a[int((NR + 1) / 2)]}'
-}
+port=$(agent_port)
+median_ms() { http_median_ms "$port" "$1" "$n"; }
 bytes() { curl -s "http://127.0.0.1:$port$1" | wc -c; }
 
 base=$(median_ms /-/healthy)

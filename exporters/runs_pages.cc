@@ -10,6 +10,7 @@
 #include "config_validate.h"
 #include "exporters/run_charts.h"
 #include "nlohmann/json.hpp"
+#include "runs/json_text.h"
 #include "runs/run_id.h"
 #include "runs/runs_report.h"
 #include "runs/units.h"
@@ -41,7 +42,7 @@ std::string Page(const std::string& title, const std::string& body) {
 }
 
 HttpReply Error(bool api, unsigned int status, const std::string& message) {
-  if (api) return {status, kJson, json{{"error", message}}.dump() + "\n"};
+  if (api) return {status, kJson, JsonText(json{{"error", message}}) + "\n"};
   return {status, kHtml, Page("stagewatch: error", absl::StrCat("<h1>", status, "</h1><p>",
                                                                  HtmlEscape(message), "</p>\n"))};
 }
@@ -63,7 +64,18 @@ struct ListQuery {
   std::string stage;
   std::string verdict;
   int limit = kDefaultLimit;
+  std::string before;  // a run id: the page of runs listed after it
 };
+
+// The list's URL with `q`'s parameters and the page after `before`.
+std::string ListUrl(const std::string& base, const ListQuery& q, const std::string& before) {
+  std::vector<std::string> params;
+  if (!q.stage.empty()) params.push_back("stage=" + UrlEncode(q.stage));
+  if (!q.verdict.empty()) params.push_back("verdict=" + UrlEncode(q.verdict));
+  if (q.limit != kDefaultLimit) params.push_back(absl::StrCat("limit=", q.limit));
+  params.push_back("before=" + UrlEncode(before));
+  return absl::StrCat(base, "?", absl::StrJoin(params, "&"));
+}
 
 // "" when the parameters are good, else what is wrong and what is allowed.
 std::string ParseListQuery(const std::map<std::string, std::string>& query, ListQuery& out) {
@@ -83,6 +95,10 @@ std::string ParseListQuery(const std::map<std::string, std::string>& query, List
                             absl::StrJoin(kVerdicts, ", "));
       }
       out.verdict = value;
+    } else if (key == "before") {
+      if (value.empty()) continue;
+      if (absl::Status s = CheckRunId(value); !s.ok()) return absl::StrCat("before: ", s.message());
+      out.before = value;
     } else if (key == "limit") {
       uint64_t n = 0;
       if (!ParseDigits(value, n) || n < 1 || n > kMaxLimit) {
@@ -91,8 +107,8 @@ std::string ParseListQuery(const std::map<std::string, std::string>& query, List
       }
       out.limit = int(n);
     } else {
-      return absl::StrCat("unknown parameter \"", key, "\"; the run list takes stage, verdict "
-                          "and limit");
+      return absl::StrCat("unknown parameter \"", key, "\"; the run list takes stage, verdict, "
+                          "limit and before");
     }
   }
   return "";
@@ -107,8 +123,8 @@ std::string RunLink(const std::string& id) {
   return absl::StrCat("<a href=\"/runs/", UrlEncode(id), "\">", HtmlEscape(id), "</a>");
 }
 
-std::string ListHtml(const std::vector<RunRecord>& runs, const RunsConfig& config,
-                     const ListQuery& q) {
+std::string ListHtml(const RunPage& page, const RunsConfig& config, const ListQuery& q) {
+  const std::vector<RunRecord>& runs = page.runs;
   std::string body = "<h1>Runs</h1>\n<form method=\"get\" action=\"/runs\">Stage "
                      "<input name=\"stage\" value=\"" + HtmlEscape(q.stage) + "\"> Verdict "
                      "<select name=\"verdict\"><option value=\"\">any</option>";
@@ -135,6 +151,11 @@ std::string ListHtml(const std::vector<RunRecord>& runs, const RunsConfig& confi
         peak ? FormatBytes(*peak) : "-", "</td></tr>\n");
   }
   absl::StrAppend(&body, "</table>\n");
+  if (page.more) {
+    absl::StrAppend(&body, "<p id=\"more\">More runs match than these ", runs.size(),
+                    ": <a href=\"", HtmlEscape(ListUrl("/runs", q, runs.back().start.id)),
+                    "\">next page</a> (older runs)</p>\n");
+  }
   return Page("stagewatch: runs", body);
 }
 
@@ -240,20 +261,20 @@ HttpReply AnswerRunsRequest(RunsSource& source, const RunsConfig& config,
     }
     RunFilter filter;
     filter.stage = q.stage;
-    filter.limit = q.verdict.empty() ? q.limit : kMaxLimit;  // the verdict is judged here
-    absl::StatusOr<std::vector<RunRecord>> runs = source.List(filter);
-    if (!runs.ok()) return Unavailable(api, runs.status());
-    std::vector<RunRecord> shown;
-    for (RunRecord& r : *runs) {
-      if (int(shown.size()) == q.limit) break;
-      if (q.verdict.empty() || VerdictName(JudgeRun(r, config).kind) == q.verdict) {
-        shown.push_back(std::move(r));
-      }
+    if (!q.verdict.empty()) filter.verdict = ParseVerdictName(q.verdict);
+    filter.before = q.before;
+    filter.limit = q.limit;
+    absl::StatusOr<RunPage> page = source.List(filter);
+    if (absl::IsNotFound(page.status())) {
+      return Error(api, 400, absl::StrCat("before: ", page.status().message()));
     }
-    if (!api) return {200, kHtml, ListHtml(shown, config, q)};
+    if (!page.ok()) return Unavailable(api, page.status());
+    if (!api) return {200, kHtml, ListHtml(*page, config, q)};
     json out = json::array();
-    for (const RunRecord& r : shown) out.push_back(RunToJson(r, config));
-    return {200, kJson, json{{"runs", out}}.dump() + "\n"};
+    for (const RunRecord& r : page->runs) out.push_back(RunToJson(r, config));
+    // The cursor of the next page, when more runs match: `before` takes it.
+    const json next = page->more ? json(page->runs.back().start.id) : json(nullptr);
+    return {200, kJson, JsonText(json{{"runs", out}, {"next_before", next}}) + "\n"};
   }
   if (!request.query.empty()) return Error(api, 400, "a run's page takes no parameters");
   if (absl::Status s = CheckRunId(id); !s.ok()) return Error(api, 400, std::string(s.message()));
@@ -268,7 +289,7 @@ HttpReply AnswerRunsRequest(RunsSource& source, const RunsConfig& config,
   if (!api) return {200, kHtml, RunHtml(**run, config, *samples)};
   json out = RunToJson(**run, config);
   out["samples"] = SamplesJson(*samples);
-  return {200, kJson, out.dump() + "\n"};
+  return {200, kJson, JsonText(out) + "\n"};
 }
 
 std::vector<ExtraHandler> RunsHandlers(RunsSource* source, RunsConfig config) {

@@ -204,7 +204,7 @@ int RunAgent(const AgentOptions& options) {
   std::atomic<bool> ready = false;
   // The run pages open the ledger at their first request; until it is readable they say why
   // (503) and the agent runs on.
-  LedgerRunsSource runs_source(config.runs.ledger_path);  // --ledger.path sets it
+  LedgerRunsSource runs_source(config.runs.ledger_path, config.runs);  // --ledger.path sets it
   exporters::HttpServerOptions http_options{
       .listen_address = config.web.listen_address,
       .telemetry_path = config.web.telemetry_path,

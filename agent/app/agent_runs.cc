@@ -70,7 +70,7 @@ std::unique_ptr<RunWatcher> StartRunWatcher(
     RunProbeReaders readers, bool oom_observed,
     std::function<std::shared_ptr<const Snapshot>()> latest_snapshot) {
   const std::string& path = config.runs.ledger_path;
-  absl::StatusOr<std::unique_ptr<Ledger>> ledger = Ledger::Open(path);
+  absl::StatusOr<std::unique_ptr<Ledger>> ledger = Ledger::Open(path, config.runs);
   if (!ledger.ok()) {
     Log::Warn("not recording runs: cannot open the run ledger; give a writable --ledger.path "
               "(the systemd unit's StateDirectory=stagewatch makes the default one)",

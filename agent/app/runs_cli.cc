@@ -4,10 +4,12 @@
 #include <iostream>
 
 #include "runs/advisor.h"
+#include "runs/json_text.h"
 #include "runs/launcher.h"
 #include "runs/ledger.h"
 #include "runs/runs_report.h"
 #include "runs/units.h"
+#include "runs/verdict.h"
 
 namespace stagewatch {
 namespace {
@@ -45,6 +47,11 @@ RunsCli::RunsCli(CLI::App& app) {
   list_ = runs_->add_subcommand("list", "Recent runs, newest first")->fallthrough();
   list_->add_option("--stage", stage_, "Only this stage");
   list_->add_option("--since", since_, "Only runs started this long ago or less, e.g. 24h, 7d");
+  list_->add_option("--verdict", verdict_, "Only runs of this verdict")
+      ->check(CLI::IsMember({"running", "clean", "unobserved", "degraded", "interrupted"}));
+  CLI::Option* limit = list_->add_option("--limit", limit_, "At most this many runs (default 1000)")
+                           ->check(CLI::PositiveNumber);
+  list_->add_flag("--all", all_, "Every run that matches")->excludes(limit);
   list_->add_flag("--json", json_, "Print JSON");
   show_ = runs_->add_subcommand("show", "One run: its verdict first, then the facts")->fallthrough();
   show_->add_option("id", show_id_, "The run id")->required();
@@ -110,16 +117,39 @@ int RunsCli::Run(const Config& config) {
 
 namespace {
 
-// Opens an existing ledger for reading commands; a missing one is not created.
-absl::StatusOr<std::unique_ptr<Ledger>> OpenExisting(const std::string& path) {
+// Opens an existing ledger for reading commands; a missing one is not created. (A link is
+// not missing: opening it says why it is refused.)
+absl::StatusOr<std::unique_ptr<Ledger>> OpenExisting(const std::string& path,
+                                                     const RunsConfig& judging) {
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
+  if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec))) {
     return absl::NotFoundError(absl::StrCat(
         "no ledger at \"", path, "\" yet: no run has been recorded there; record one with "
         "`stagewatch run`, or pass --ledger.path"));
   }
-  return Ledger::OpenForReading(path);
+  return Ledger::OpenForReading(path, judging);
 }
+
+// `items` (JSON values) as one JSON array written a piece at a time: the same text as
+// JsonText(json::array(items), 2), without holding every run at once.
+class JsonArrayWriter {
+ public:
+  explicit JsonArrayWriter(std::ostream& out) : out_(out) {}
+  void Add(const nlohmann::json& item) {
+    out_ << (first_ ? "[\n  " : ",\n  ");
+    first_ = false;
+    const std::string text = JsonText(item, 2);
+    for (char c : text) {
+      out_ << c;
+      if (c == '\n') out_ << "  ";  // JSON strings escape their newlines: these are dump's
+    }
+  }
+  void Close() { out_ << (first_ ? "[]\n" : "\n]\n"); }
+
+ private:
+  std::ostream& out_;
+  bool first_ = true;
+};
 
 int Fail(const char* command, const absl::Status& status) {
   std::cerr << "stagewatch " << command << ": " << status.message() << "\n";
@@ -136,22 +166,43 @@ int RunsCli::List(const Config& config) {
     if (!since.ok()) return Fail("runs list", since.status());
     filter.since = absl::Now() - *since;
   }
-  absl::StatusOr<std::unique_ptr<Ledger>> ledger = OpenExisting(LedgerPath(config));
+  if (!verdict_.empty()) filter.verdict = ParseVerdictName(verdict_);
+  // --all reads a page at a time, so that a ledger of millions of runs is never held at once.
+  constexpr int kAllPage = 1000;
+  filter.limit = all_ ? kAllPage : limit_;
+  absl::StatusOr<std::unique_ptr<Ledger>> ledger =
+      OpenExisting(LedgerPath(config), config.runs);
   if (!ledger.ok()) return Fail("runs list", ledger.status());
-  absl::StatusOr<std::vector<RunRecord>> runs = (*ledger)->List(filter);
-  if (!runs.ok()) return Fail("runs list", runs.status());
+  JsonArrayWriter json(std::cout);
+  RunsTableWriter table(config.runs);
+  int shown = 0;
+  for (;;) {
+    absl::StatusOr<RunPage> page = (*ledger)->ListPage(filter);
+    if (!page.ok()) return Fail("runs list", page.status());
+    for (const RunRecord& r : page->runs) {
+      if (json_) json.Add(RunToJson(r, config.runs));
+    }
+    if (!json_ && !page->runs.empty()) std::cout << table.Page(page->runs);
+    shown += page->runs.size();
+    if (!page->more) break;
+    if (!all_) {
+      std::cerr << "stagewatch runs list: more runs match than the " << shown
+                << " shown (the newest); see more with --limit N, or all with --all\n";
+      break;
+    }
+    filter.before = page->runs.back().start.id;
+  }
   if (json_) {
-    nlohmann::json out = nlohmann::json::array();
-    for (const RunRecord& r : *runs) out.push_back(RunToJson(r, config.runs));
-    std::cout << out.dump(2) << "\n";
-  } else {
-    std::cout << RunsTable(*runs, config.runs);
+    json.Close();
+  } else if (shown == 0) {
+    std::cout << "no runs\n";
   }
   return 0;
 }
 
 int RunsCli::Show(const Config& config) {
-  absl::StatusOr<std::unique_ptr<Ledger>> ledger = OpenExisting(LedgerPath(config));
+  absl::StatusOr<std::unique_ptr<Ledger>> ledger =
+      OpenExisting(LedgerPath(config), config.runs);
   if (!ledger.ok()) return Fail("runs show", ledger.status());
   absl::StatusOr<std::optional<RunRecord>> run = (*ledger)->Get(show_id_);
   if (!run.ok()) return Fail("runs show", run.status());
@@ -161,7 +212,7 @@ int RunsCli::Show(const Config& config) {
                                  "\"; see `stagewatch runs list`")));
   }
   if (json_) {
-    std::cout << RunToJson(**run, config.runs).dump(2) << "\n";
+    std::cout << JsonText(RunToJson(**run, config.runs), 2) << "\n";
   } else {
     std::cout << RunDetails(**run, config.runs);
   }
@@ -169,7 +220,8 @@ int RunsCli::Show(const Config& config) {
 }
 
 int RunsCli::Advise(const Config& config) {
-  absl::StatusOr<std::unique_ptr<Ledger>> ledger = OpenExisting(LedgerPath(config));
+  absl::StatusOr<std::unique_ptr<Ledger>> ledger =
+      OpenExisting(LedgerPath(config), config.runs);
   if (!ledger.ok()) return Fail("advise", ledger.status());
   RunFilter filter;
   filter.stage = stage_;
@@ -178,7 +230,7 @@ int RunsCli::Advise(const Config& config) {
   if (!runs.ok()) return Fail("advise", runs.status());
   const Advice advice = AdviseLimits(stage_, *std::move(runs), config.runs);
   if (json_) {
-    std::cout << AdviceToJson(advice).dump(2) << "\n";
+    std::cout << JsonText(AdviceToJson(advice), 2) << "\n";
   } else {
     std::cout << AdviceText(advice);
   }

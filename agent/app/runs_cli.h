@@ -32,6 +32,9 @@ class RunsCli {
   CLI::App* advise_ = nullptr;
 
   std::string stage_, run_id_, pipeline_, cgroup_parent_, ledger_path_, since_, show_id_;
+  std::string verdict_;
+  int limit_ = 1000;
+  bool all_ = false;
   std::string memory_max_, memory_high_, cpu_max_;
   std::optional<uint32_t> cpu_weight_;
   std::vector<std::string> command_;

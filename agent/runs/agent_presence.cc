@@ -19,7 +19,8 @@ std::string LockPath(const std::string& ledger_path) { return ledger_path + ".ag
 
 absl::StatusOr<AgentPresence> AgentPresence::Announce(const std::string& ledger_path) {
   const std::string path = LockPath(ledger_path);
-  const int fd = open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+  // Not through a link: root would create the file wherever it pointed.
+  const int fd = open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) {
     return absl::InternalError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
   }
@@ -33,7 +34,7 @@ absl::StatusOr<AgentPresence> AgentPresence::Announce(const std::string& ledger_
 }
 
 bool AgentPresence::Announced(const std::string& ledger_path) {
-  const int fd = open(LockPath(ledger_path).c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = open(LockPath(ledger_path).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return false;
   const bool held = flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
   close(fd);  // drops the lock if it was taken

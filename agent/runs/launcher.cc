@@ -21,6 +21,7 @@
 #include "runs/run_cgroup.h"
 #include "runs/run_facts.h"
 #include "runs/run_id.h"
+#include "runs/terminal_text.h"
 #include "runs/verdict.h"
 
 namespace stagewatch {
@@ -108,7 +109,7 @@ absl::StatusOr<int> LaunchRun(const LaunchOptions& o, std::ostream& log) {
   const std::string id = o.run_id.empty() ? NewRunId(start) : o.run_id;
   if (absl::Status s = CheckRunId(id); !s.ok()) return s;
 
-  absl::StatusOr<std::unique_ptr<Ledger>> ledger = Ledger::Open(o.ledger_path);
+  absl::StatusOr<std::unique_ptr<Ledger>> ledger = Ledger::Open(o.ledger_path, o.runs);
   if (!ledger.ok()) return ledger.status();
   absl::StatusOr<std::optional<RunRecord>> existing = (*ledger)->Get(id);
   if (!existing.ok()) return existing.status();
@@ -189,6 +190,13 @@ absl::StatusOr<int> LaunchRun(const LaunchOptions& o, std::ostream& log) {
     }
   }
   if (absl::Status s = (*cgroup)->Remove(); !s.ok()) log << "stagewatch: " << s.message() << "\n";
+  // A ledger removed while the command ran: the end goes to the file at the path now.
+  if (absl::StatusOr<bool> reopened = (*ledger)->ReopenIfReplaced({run}); !reopened.ok()) {
+    log << "stagewatch: " << reopened.status().message() << "\n";
+  } else if (*reopened) {
+    log << "stagewatch: the ledger was removed or replaced while the run ran; the run is "
+           "recorded in the new " << o.ledger_path << "\n";
+  }
   if (absl::Status s = (*ledger)->EndRun(id, end); !s.ok()) {
     log << "stagewatch: the run's end is not recorded: " << s.message() << "\n";
   } else if (absl::StatusOr<std::optional<RunRecord>> r = RowWithAgentEndFacts(**ledger, id, o);
@@ -196,7 +204,7 @@ absl::StatusOr<int> LaunchRun(const LaunchOptions& o, std::ostream& log) {
     const std::string ledger_flag =
         o.ledger_path == o.runs.ledger_path ? "" : absl::StrCat(" --ledger.path ", o.ledger_path);
     log << absl::StrFormat("stagewatch: run %s %s\n  details: stagewatch runs show%s %s\n", id,
-                           JudgeRun(**r, o.runs).Summary(), ledger_flag, id);
+                           TerminalText(JudgeRun(**r, o.runs).Summary()), ledger_flag, id);
   }
   return end.signal ? 128 + *end.signal : *end.exit_code;
 }

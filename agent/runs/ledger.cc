@@ -14,7 +14,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
+#include "runs/json_text.h"
+#include "runs/ledger_path.h"
 #include "runs/ledger_schema.h"
+#include "runs/ledger_sql.h"
 #include "runs/units.h"
 #include "string_util.h"
 
@@ -22,146 +25,15 @@ namespace stagewatch {
 namespace {
 
 using nlohmann::json;
+using ledger_sql::DecodeRow;
+using ledger_sql::kColumns;
+using ledger_sql::QueryInt;
+using ledger_sql::SqliteError;
+using ledger_sql::Statement;
+using ledger_sql::Transaction;
 
 constexpr int kBusyTimeoutMs = 10000;
 constexpr int kPageCacheKib = 256;
-
-std::string SqliteError(sqlite3* db) { return db ? sqlite3_errmsg(db) : "out of memory"; }
-
-// One prepared statement; parameters are bound by position (1-based), in the order of `?`s.
-class Statement {
- public:
-  Statement(sqlite3* db, const std::string& sql) : db_(db) {
-    rc_ = sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt_, nullptr);
-  }
-  ~Statement() { sqlite3_finalize(stmt_); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-
-  absl::Status status(std::string_view what) const {
-    if (rc_ == SQLITE_OK || rc_ == SQLITE_ROW || rc_ == SQLITE_DONE) return absl::OkStatus();
-    return absl::InternalError(absl::StrCat(ToAbsl(what), ": ", SqliteError(db_)));
-  }
-
-  Statement& Text(const std::string& v) {
-    Check(sqlite3_bind_text(stmt_, ++n_, v.c_str(), static_cast<int>(v.size()), SQLITE_TRANSIENT));
-    return *this;
-  }
-  Statement& Int(std::optional<int64_t> v) {
-    Check(v ? sqlite3_bind_int64(stmt_, ++n_, *v) : sqlite3_bind_null(stmt_, ++n_));
-    return *this;
-  }
-  Statement& Uint(std::optional<uint64_t> v) {
-    return Int(v ? std::optional<int64_t>(static_cast<int64_t>(*v)) : std::nullopt);
-  }
-  Statement& Real(std::optional<double> v) {
-    Check(v ? sqlite3_bind_double(stmt_, ++n_, *v) : sqlite3_bind_null(stmt_, ++n_));
-    return *this;
-  }
-  Statement& OptText(const std::optional<std::string>& v) {
-    if (v) return Text(*v);
-    Check(sqlite3_bind_null(stmt_, ++n_));
-    return *this;
-  }
-
-  // Ready to be bound and stepped again (a statement prepared once for many rows).
-  Statement& Reset() {
-    sqlite3_reset(stmt_);
-    sqlite3_clear_bindings(stmt_);
-    if (rc_ == SQLITE_ROW || rc_ == SQLITE_DONE) rc_ = SQLITE_OK;
-    n_ = 0;
-    return *this;
-  }
-
-  // SQLITE_ROW, SQLITE_DONE or an error code (kept for status()).
-  int Step() {
-    if (rc_ != SQLITE_OK && rc_ != SQLITE_ROW) return rc_;
-    rc_ = sqlite3_step(stmt_);
-    return rc_;
-  }
-
-  bool Null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
-  std::string ColText(int col) const {
-    const unsigned char* t = sqlite3_column_text(stmt_, col);
-    return t ? reinterpret_cast<const char*>(t) : "";
-  }
-  int64_t ColInt(int col) const { return sqlite3_column_int64(stmt_, col); }
-  std::optional<int64_t> OptInt(int col) const {
-    return Null(col) ? std::nullopt : std::optional<int64_t>(ColInt(col));
-  }
-  std::optional<uint64_t> OptUint(int col) const {
-    return Null(col) ? std::nullopt : std::optional<uint64_t>(static_cast<uint64_t>(ColInt(col)));
-  }
-  std::optional<double> OptReal(int col) const {
-    return Null(col) ? std::nullopt : std::optional<double>(sqlite3_column_double(stmt_, col));
-  }
-
- private:
-  void Check(int rc) {
-    if (rc != SQLITE_OK && rc_ == SQLITE_OK) rc_ = rc;
-  }
-  sqlite3* db_;
-  sqlite3_stmt* stmt_ = nullptr;
-  int rc_ = SQLITE_OK;
-  int n_ = 0;
-};
-
-// BEGIN IMMEDIATE takes the write lock at once, so a busy ledger waits in busy_timeout rather
-// than failing half-way. Rolled back unless committed. Within a batch (Ledger::BeginBatch) it is
-// a savepoint: its writes stay all-or-nothing and reach the file with the batch.
-class Transaction {
- public:
-  explicit Transaction(sqlite3* db) : db_(db), nested_(!sqlite3_get_autocommit(db)) {
-    ok_ = Run(nested_ ? "SAVEPOINT part" : "BEGIN IMMEDIATE");
-  }
-  ~Transaction() {
-    if (ok_ && !done_) Run(nested_ ? "ROLLBACK TO part; RELEASE part" : "ROLLBACK");
-  }
-  absl::Status begun() const {
-    return ok_ ? absl::OkStatus()
-               : absl::UnavailableError(absl::StrCat("cannot start a ledger transaction: ",
-                                                     SqliteError(db_)));
-  }
-  absl::Status Commit() {
-    done_ = true;
-    if (Run(nested_ ? "RELEASE part" : "COMMIT")) return absl::OkStatus();
-    return absl::InternalError(absl::StrCat("cannot commit to the ledger: ", SqliteError(db_)));
-  }
-
- private:
-  bool Run(const char* sql) const {
-    return sqlite3_exec(db_, sql, nullptr, nullptr, nullptr) == SQLITE_OK;
-  }
-  sqlite3* db_;
-  const bool nested_;
-  bool ok_ = false;
-  bool done_ = false;
-};
-
-// Runs a single-value query ("PRAGMA user_version"); the SQLite result code on failure.
-int QueryInt(sqlite3* db, const char* sql, int64_t& out) {
-  sqlite3_stmt* stmt = nullptr;
-  int rc = sqlite3_prepare_v2(db, sql, -1, &stmt, nullptr);
-  if (rc == SQLITE_OK) {
-    rc = sqlite3_step(stmt);
-    if (rc == SQLITE_ROW) {
-      out = sqlite3_column_int64(stmt, 0);
-      rc = SQLITE_OK;
-    }
-  }
-  sqlite3_finalize(stmt);
-  return rc;
-}
-
-constexpr char kColumns[] =
-    "id, stage, pipeline, command, source, cgroup_path, launcher_pid, start_time, end_time, "
-    "closed_by, exit_code, signal, signal_requested, limit_memory_max_bytes, "
-    "limit_memory_high_bytes, limit_cpu_max_cores, limit_cpu_weight, memory_limit_bytes, "
-    "memory_peak_bytes, memory_failcnt, memory_mean_bytes, memory_p95_bytes, near_limit_seconds, "
-    "oom_kills_kernel, cpu_seconds, cpu_throttled_seconds, cpu_p95_cores, "
-    "memory_pressure_seconds, cpu_pressure_seconds, agent_observed, oom_kills_userspace, "
-    "oom_victims, reclaim_stall_seconds, run_queue_wait_seconds, preemptors, anomalies, "
-    "agent_saw_end, cpu_throttled_wall_seconds, run_queue_throttled_seconds";
 
 json VictimsJson(const std::vector<OomVictim>& victims) {
   json out = json::array();
@@ -190,7 +62,9 @@ absl::Time TimeOr(const std::string& text, absl::Time fallback) {
   return t.ok() ? *t : fallback;
 }
 
-RunRecord DecodeRow(const Statement& s) {
+}  // namespace
+
+RunRecord ledger_sql::DecodeRow(const Statement& s) {
   RunRecord r;
   int c = 0;
   RunStart& st = r.start;
@@ -259,6 +133,19 @@ RunRecord DecodeRow(const Statement& s) {
   return r;
 }
 
+namespace {
+
+// Run `open` (as read from the ledger) with `end`, as its row reads back once EndRun wrote it:
+// the verdict stored with the end is then the one a reader of the row gets. Every figure
+// JudgeRun reads is stored exactly (integers, REAL doubles) but the end's time, which the
+// ledger keeps to the millisecond; the limits of the end facts are the row's, not the end's.
+RunRecord AsStored(RunRecord open, const RunEnd& end) {
+  open.end = end;
+  open.end->end = TimeOr(FormatRfc3339(end.end), open.start.start);
+  open.end->facts.limits.reset();
+  return open;
+}
+
 std::optional<uint64_t> AddOpt(std::optional<uint64_t> a, std::optional<uint64_t> b) {
   if (!a) return b;
   return b ? std::optional<uint64_t>(*a + *b) : a;
@@ -266,29 +153,6 @@ std::optional<uint64_t> AddOpt(std::optional<uint64_t> a, std::optional<uint64_t
 std::optional<double> AddOpt(std::optional<double> a, std::optional<double> b) {
   if (!a) return b;
   return b ? std::optional<double>(*a + *b) : a;
-}
-
-// What is wrong with a path before SQLite sees it, in words a user can act on.
-absl::Status CheckLedgerPath(const std::string& path, bool read_only) {
-  if (path.empty()) {
-    return absl::FailedPreconditionError("the ledger path is empty; pass --ledger.path FILE");
-  }
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "ledger path \"%s\" is a directory; pass --ledger.path a file in it, e.g. %s/ledger.db",
-        path, path));
-  }
-  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
-  if (!read_only && !dir.empty() && !std::filesystem::exists(dir, ec)) {
-    std::filesystem::create_directories(dir, ec);
-    if (ec) {
-      return absl::FailedPreconditionError(absl::StrFormat(
-          "cannot create the ledger's directory \"%s\": %s; pass --ledger.path a file in a "
-          "writable directory", dir.string(), ec.message()));
-    }
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -299,23 +163,50 @@ std::string_view RunSourceName(RunSource source) {
 
 int Ledger::SchemaVersion() { return static_cast<int>(LedgerMigrations().size()); }
 
-absl::StatusOr<std::unique_ptr<Ledger>> Ledger::Open(const std::string& path) {
-  return OpenAs(path, /*read_only=*/false);
+absl::StatusOr<std::unique_ptr<Ledger>> Ledger::Open(const std::string& path,
+                                                     const RunsConfig& judging) {
+  return OpenAs(path, /*read_only=*/false, judging);
 }
 
-absl::StatusOr<std::unique_ptr<Ledger>> Ledger::OpenForReading(const std::string& path) {
-  return OpenAs(path, /*read_only=*/true);
+absl::StatusOr<std::unique_ptr<Ledger>> Ledger::OpenForReading(const std::string& path,
+                                                               const RunsConfig& judging) {
+  return OpenAs(path, /*read_only=*/true, judging);
 }
 
-absl::StatusOr<std::unique_ptr<Ledger>> Ledger::OpenAs(const std::string& path, bool read_only) {
-  if (absl::Status problem = CheckLedgerPath(path, read_only); !problem.ok()) return problem;
-  sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db,
-                           read_only ? SQLITE_OPEN_READONLY
-                                     : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+absl::StatusOr<std::unique_ptr<Ledger>> Ledger::OpenAs(const std::string& path, bool read_only,
+                                                       const RunsConfig& judging) {
+  std::unique_ptr<Ledger> ledger(new Ledger(path, read_only, judging));
+  if (absl::Status s = ledger->Connect(); !s.ok()) return s;
+  return ledger;
+}
+
+Ledger::Ledger(std::string path, bool read_only, const RunsConfig& judging)
+    : path_(std::move(path)), read_only_(read_only), judging_(judging),
+      judged_with_(VerdictJudgedWith(judging)) {}
+
+absl::Status Ledger::Connect() {
+  absl::Status s = ConnectOrFail();
+  if (!s.ok()) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+  }
+  return s;
+}
+
+absl::Status Ledger::ConnectOrFail() {
+  const std::string& path = path_;
+  const bool read_only = read_only_;
+  absl::StatusOr<std::string> file = LedgerFileToOpen(path, read_only);
+  if (!file.ok()) return file.status();
+  // NOFOLLOW: a link put in the ledger's place after the check above is refused too (SQLite
+  // opens its -wal and -shm files without following links whatever the flags).
+  int rc = sqlite3_open_v2(file->c_str(), &db_,
+                           (read_only ? SQLITE_OPEN_READONLY
+                                      : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
+                               SQLITE_OPEN_NOFOLLOW,
                            nullptr);
-  auto fail = [&](absl::StatusCode code, const std::string& message) {
-    sqlite3_close(db);
+  sqlite3* const db = db_;
+  auto fail = [](absl::StatusCode code, const std::string& message) {
     return absl::Status(code, message);
   };
   if (rc != SQLITE_OK) {
@@ -376,17 +267,16 @@ absl::StatusOr<std::unique_ptr<Ledger>> Ledger::OpenAs(const std::string& path, 
     }
   }
 
-  std::unique_ptr<Ledger> ledger(new Ledger(path, db));
-  sqlite3_update_hook(db, &Ledger::OnRowChange, ledger.get());
-  sqlite3_commit_hook(db, &Ledger::OnCommit, ledger.get());
-  sqlite3_rollback_hook(db, &Ledger::OnRollback, ledger.get());
+  sqlite3_update_hook(db, &Ledger::OnRowChange, this);
+  sqlite3_commit_hook(db, &Ledger::OnCommit, this);
+  sqlite3_rollback_hook(db, &Ledger::OnRollback, this);
   if (read_only) {
     if (fresh || version < SchemaVersion()) {
       return absl::FailedPreconditionError(absl::StrFormat(
           "the ledger \"%s\" has schema version %d and this stagewatch reads %d; any "
           "`stagewatch run` with write access migrates it", path, version, SchemaVersion()));
     }
-    return ledger;
+    return absl::OkStatus();
   }
   // Keep the -wal file when the last writer closes, so users who may only read the ledger can
   // open it (SQLite cannot make the file for them in a directory they may not write).
@@ -402,12 +292,11 @@ absl::StatusOr<std::unique_ptr<Ledger>> Ledger::OpenAs(const std::string& path, 
   }
   // FULL: a committed run survives a power cut too, not only a crash of the process. A size
   // limit of 0 truncates the kept -wal file once it is checkpointed, so no stale frames stay.
-  if (absl::Status s = ledger->Exec("PRAGMA synchronous=FULL; PRAGMA journal_size_limit=0");
-      !s.ok()) {
+  if (absl::Status s = Exec("PRAGMA synchronous=FULL; PRAGMA journal_size_limit=0"); !s.ok()) {
     return s;
   }
-  if (absl::Status s = ledger->Migrate(); !s.ok()) return s;
-  return ledger;
+  if (absl::Status s = Migrate(); !s.ok()) return s;
+  return JudgeUnjudgedRows();
 }
 
 Ledger::~Ledger() { sqlite3_close(db_); }
@@ -425,6 +314,9 @@ int Ledger::OnCommit(void* self) {
 void Ledger::OnRollback(void* self) { static_cast<Ledger*>(self)->changed_ = false; }
 
 absl::Status Ledger::BeginBatch() {
+  // While the path cannot be reopened every write fails on its own (the watcher logged why
+  // once); a batch of them is nothing, not an error at every pass.
+  if (!Writable().ok()) return absl::OkStatus();
   if (!sqlite3_get_autocommit(db_)) {
     return absl::FailedPreconditionError("a ledger batch is open already");
   }
@@ -480,16 +372,19 @@ absl::Status Ledger::Migrate() {
 }
 
 absl::Status Ledger::BeginRun(const RunStart& st) {
+  if (absl::Status s = Writable(); !s.ok()) return s;
   json command = st.command;
   Statement s(db_,
               "INSERT INTO runs (id, stage, pipeline, command, source, cgroup_path, launcher_pid, "
               "start_time, limit_memory_max_bytes, limit_memory_high_bytes, limit_cpu_max_cores, "
-              "limit_cpu_weight) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  s.Text(st.id).Text(st.stage).Text(st.pipeline).Text(command.dump())
+              "limit_cpu_weight, verdict, verdict_judged_with) "
+              "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)");
+  s.Text(st.id).Text(st.stage).Text(st.pipeline).Text(JsonText(command))
       .Text(std::string(RunSourceName(st.source))).Text(st.cgroup_path).Int(st.launcher_pid)
       .Text(FormatRfc3339(st.start)).Uint(st.limits.memory_max_bytes)
       .Uint(st.limits.memory_high_bytes).Real(st.limits.cpu_max_cores)
-      .Int(st.limits.cpu_weight ? std::optional<int64_t>(*st.limits.cpu_weight) : std::nullopt);
+      .Int(st.limits.cpu_weight ? std::optional<int64_t>(*st.limits.cpu_weight) : std::nullopt)
+      .Text(judged_with_);
   const int rc = s.Step();
   if (rc == SQLITE_CONSTRAINT) {
     return absl::AlreadyExistsError(absl::StrFormat(
@@ -500,6 +395,18 @@ absl::Status Ledger::BeginRun(const RunStart& st) {
 }
 
 absl::Status Ledger::EndRun(const std::string& id, const RunEnd& end) {
+  if (absl::Status s = Writable(); !s.ok()) return s;
+  // The end and the verdict it gives are one write.
+  Transaction tx(db_);
+  if (absl::Status s = tx.begun(); !s.ok()) return s;
+  absl::StatusOr<std::optional<RunRecord>> existing = Get(id);
+  if (!existing.ok()) return existing.status();
+  if (!*existing) return absl::NotFoundError(absl::StrFormat("no run \"%s\" in the ledger", id));
+  if ((*existing)->end) {
+    return absl::FailedPreconditionError(absl::StrFormat("run \"%s\" has ended already", id));
+  }
+  const std::string verdict(
+      VerdictName(JudgeRun(AsStored(**std::move(existing), end), judging_).kind));
   const CgroupFacts& f = end.facts;
   // A discovered run's limits go in the same statement as its end: one write, so no crash
   // or failed write leaves the run ended without them, and a batch stays one transaction.
@@ -517,7 +424,8 @@ absl::Status Ledger::EndRun(const std::string& id, const RunEnd& end) {
               "memory_failcnt = ?, memory_mean_bytes = ?, memory_p95_bytes = ?, "
               "near_limit_seconds = ?, oom_kills_kernel = ?, cpu_seconds = ?, "
               "cpu_throttled_seconds = ?, cpu_p95_cores = ?, memory_pressure_seconds = ?, "
-              "cpu_pressure_seconds = ?, cpu_throttled_wall_seconds = ?, ",
+              "cpu_pressure_seconds = ?, cpu_throttled_wall_seconds = ?, verdict = ?, "
+              "verdict_judged_with = ?, ",
               limit("limit_memory_max_bytes"), ", ", limit("limit_memory_high_bytes"), ", ",
               limit("limit_cpu_max_cores"), ", ", limit("limit_cpu_weight"),
               " WHERE id = ? AND end_time IS NULL"));
@@ -528,7 +436,7 @@ absl::Status Ledger::EndRun(const std::string& id, const RunEnd& end) {
       .Uint(f.memory_mean_bytes).Uint(f.memory_p95_bytes).Real(f.near_limit_seconds)
       .Uint(f.oom_kills_kernel).Real(f.cpu_seconds).Real(f.cpu_throttled_seconds)
       .Real(f.cpu_p95_cores).Real(f.memory_pressure_seconds).Real(f.cpu_pressure_seconds)
-      .Real(f.cpu_throttled_wall_seconds)
+      .Real(f.cpu_throttled_wall_seconds).Text(verdict).Text(judged_with_)
       .Int(limits ? 1 : 0).Uint(f.memory_limit_bytes)
       .Int(limits ? 1 : 0).Uint(l.memory_high_bytes)
       .Int(limits ? 1 : 0).Real(l.cpu_max_cores)
@@ -536,14 +444,14 @@ absl::Status Ledger::EndRun(const std::string& id, const RunEnd& end) {
       .Text(id);
   s.Step();
   if (absl::Status st = s.status(absl::StrFormat("cannot end run \"%s\"", id)); !st.ok()) return st;
-  if (sqlite3_changes(db_) == 1) return absl::OkStatus();
-  absl::StatusOr<std::optional<RunRecord>> existing = Get(id);
-  if (!existing.ok()) return existing.status();
-  if (!*existing) return absl::NotFoundError(absl::StrFormat("no run \"%s\" in the ledger", id));
-  return absl::FailedPreconditionError(absl::StrFormat("run \"%s\" has ended already", id));
+  if (sqlite3_changes(db_) != 1) {
+    return absl::InternalError(absl::StrFormat("run \"%s\" was not ended", id));
+  }
+  return tx.Commit();
 }
 
 absl::Status Ledger::AddAgentFacts(const std::string& id, const AgentFacts& add) {
+  if (absl::Status s = Writable(); !s.ok()) return s;
   Transaction tx(db_);
   if (absl::Status s = tx.begun(); !s.ok()) return s;
   absl::StatusOr<std::optional<RunRecord>> existing = Get(id);
@@ -564,19 +472,25 @@ absl::Status Ledger::AddAgentFacts(const std::string& id, const AgentFacts& add)
 
   json preemptors = json::object();
   for (const auto& [stage, n] : a.preemptors) preemptors[stage] = n;
+  RunRecord merged = **std::move(existing);  // as the row reads back after this write
+  merged.agent = a;
+  merged.agent_observed = true;
   Statement s(db_,
               "UPDATE runs SET agent_observed = 1, oom_kills_userspace = ?, oom_victims = ?, "
               "reclaim_stall_seconds = ?, run_queue_wait_seconds = ?, "
               "run_queue_throttled_seconds = ?, preemptors = ?, anomalies = ?, "
-              "agent_saw_end = ? WHERE id = ?");
-  s.Uint(a.oom_kills_userspace).Text(VictimsJson(a.oom_victims).dump())
+              "agent_saw_end = ?, verdict = ?, verdict_judged_with = ? WHERE id = ?");
+  s.Uint(a.oom_kills_userspace).Text(JsonText(VictimsJson(a.oom_victims)))
       .Real(a.reclaim_stall_seconds).Real(a.run_queue_wait_seconds)
       .Real(a.run_queue_throttled_seconds)
-      .OptText(a.preemptors_observed ? std::optional<std::string>(preemptors.dump()) : std::nullopt)
+      .OptText(a.preemptors_observed ? std::optional<std::string>(JsonText(preemptors))
+                                     : std::nullopt)
       .OptText(a.anomalies_observed
-                   ? std::optional<std::string>(AnomaliesJson(a.anomalies).dump())
+                   ? std::optional<std::string>(JsonText(AnomaliesJson(a.anomalies)))
                    : std::nullopt)
       .Int(a.saw_end ? 1 : 0)
+      .Text(std::string(VerdictName(JudgeRun(merged, judging_).kind)))
+      .Text(judged_with_)
       .Text(id);
   s.Step();
   if (absl::Status st = s.status(absl::StrFormat("cannot add agent facts to run \"%s\"", id));
@@ -586,8 +500,40 @@ absl::Status Ledger::AddAgentFacts(const std::string& id, const AgentFacts& add)
   return tx.Commit();
 }
 
+absl::Status Ledger::JudgeUnjudgedRows() {
+  // In slices of their own transaction, so that other writers wait a moment at most. The
+  // ranges around the rules' prefix use the index runs_by_judged_start: no scan when none.
+  constexpr int kSlice = 2000;
+  const std::string rules = absl::StrCat(kVerdictRules, ":");
+  const std::string after_rules = absl::StrCat(kVerdictRules, ";");  // ';' follows ':'
+  for (;;) {
+    Transaction tx(db_);
+    if (absl::Status s = tx.begun(); !s.ok()) return s;
+    Statement rows(db_, absl::StrCat(
+                            "SELECT ", kColumns, ", rowid FROM runs WHERE verdict_judged_with IS "
+                            "NULL OR verdict_judged_with < ? OR verdict_judged_with >= ? LIMIT ",
+                            kSlice));
+    rows.Text(rules).Text(after_rules);
+    Statement update(db_, "UPDATE runs SET verdict = ?, verdict_judged_with = ? WHERE rowid = ?");
+    const int rowid_column = rows.Columns() - 1;
+    int judged = 0;
+    for (; rows.Step() == SQLITE_ROW; ++judged) {
+      update.Reset()
+          .Text(std::string(VerdictName(JudgeRun(DecodeRow(rows), judging_).kind)))
+          .Text(judged_with_)
+          .Int(rows.ColInt(rowid_column))
+          .Step();
+      if (absl::Status s = update.status("cannot store a run's verdict"); !s.ok()) return s;
+    }
+    if (absl::Status s = rows.status("cannot read the runs to judge"); !s.ok()) return s;
+    if (absl::Status s = tx.Commit(); !s.ok()) return s;
+    if (judged < kSlice) return absl::OkStatus();
+  }
+}
+
 absl::Status Ledger::AddSamples(const std::string& id, const std::vector<RunSample>& samples) {
   if (samples.empty()) return absl::OkStatus();
+  if (absl::Status s = Writable(); !s.ok()) return s;
   Transaction tx(db_);
   if (absl::Status s = tx.begun(); !s.ok()) return s;
   if (absl::Status s = InsertSamples(id, samples); !s.ok()) return s;
@@ -606,6 +552,7 @@ struct Ledger::SampleStatements {
 absl::Status Ledger::AddSamplesOfRuns(
     const std::map<std::string, std::vector<RunSample>>& samples) {
   if (samples.empty()) return absl::OkStatus();
+  if (absl::Status s = Writable(); !s.ok()) return s;
   Transaction tx(db_);
   if (absl::Status s = tx.begun(); !s.ok()) return s;
   // Prepared once for every run of the write (the discovered runs' points come all at once).
@@ -689,21 +636,6 @@ absl::StatusOr<std::optional<RunRecord>> Ledger::Get(const std::string& id) {
   if (!rows.ok()) return rows.status();
   if (rows->empty()) return std::nullopt;
   return std::move(rows->front());
-}
-
-absl::StatusOr<std::vector<RunRecord>> Ledger::List(const RunFilter& filter) {
-  std::vector<std::string> conditions, args;
-  if (!filter.stage.empty()) {
-    conditions.push_back("stage = ?");
-    args.push_back(filter.stage);
-  }
-  if (filter.since) {
-    conditions.push_back("start_time >= ?");
-    args.push_back(FormatRfc3339(*filter.since));
-  }
-  if (filter.open_only) conditions.push_back("end_time IS NULL");
-  return Query(absl::StrJoin(conditions, " AND "), args,
-               absl::StrFormat("ORDER BY start_time DESC, id DESC LIMIT %d", filter.limit));
 }
 
 absl::StatusOr<std::optional<RunRecord>> Ledger::FindNewestByCgroup(

@@ -13,7 +13,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "config/runs_config.h"
 #include "runs/run_record.h"
+#include "runs/verdict.h"
 
 struct sqlite3;
 
@@ -21,22 +23,37 @@ namespace stagewatch {
 
 inline constexpr char kDefaultLedgerPath[] = "/var/lib/stagewatch/ledger.db";
 
+// Which runs a list holds: every one that matches, over the whole ledger, a page at a time.
 struct RunFilter {
   std::string stage;                  // "" for every stage
   std::optional<absl::Time> since;    // runs started at or after
   bool open_only = false;             // runs not yet ended
+  // Runs of this verdict as JudgeRun gives it with the ledger's thresholds (Open's `judging`).
+  std::optional<VerdictKind> verdict;
+  std::string before;                 // "": from the newest; else the runs listed after this one
   int limit = 1000;                   // newest first
+};
+
+struct RunPage {
+  std::vector<RunRecord> runs;  // newest first
+  bool more = false;  // more runs match after the last one: the next page is before = its id
 };
 
 class Ledger {
  public:
   // Opens the ledger at `path`, creating it (and its directory) when missing, and migrates
   // its schema. Refuses, leaving the file untouched, a file that is not a stagewatch ledger,
-  // a corrupt one, or one written by a newer stagewatch.
-  static absl::StatusOr<std::unique_ptr<Ledger>> Open(const std::string& path);
+  // a corrupt one, or one written by a newer stagewatch, and a path another user could point
+  // elsewhere (LedgerFileToOpen). Every write stores the run's verdict as JudgeRun gives it
+  // with `judging`'s thresholds, and opening judges the rows not judged yet (or under other
+  // rules, kVerdictRules), so that lists filter by verdict in SQL.
+  static absl::StatusOr<std::unique_ptr<Ledger>> Open(const std::string& path,
+                                                      const RunsConfig& judging = {});
   // Opens an existing ledger only to read it (`runs`, `advise`): works for users who may not
-  // write the file, and never creates or migrates anything. Writes fail.
-  static absl::StatusOr<std::unique_ptr<Ledger>> OpenForReading(const std::string& path);
+  // write the file, and never creates or migrates anything. Writes fail. Lists by verdict
+  // judge with `judging`: rows stored under other thresholds are judged again as they are read.
+  static absl::StatusOr<std::unique_ptr<Ledger>> OpenForReading(const std::string& path,
+                                                                const RunsConfig& judging = {});
   ~Ledger();
   Ledger(const Ledger&) = delete;
   Ledger& operator=(const Ledger&) = delete;
@@ -64,7 +81,10 @@ class Ledger {
   static constexpr int kMaxSamplesPerRun = 4096;
 
   absl::StatusOr<std::optional<RunRecord>> Get(const std::string& id);
-  absl::StatusOr<std::vector<RunRecord>> List(const RunFilter& filter);
+  // The filter's runs, newest first, at most filter.limit of them, and whether more match.
+  // NotFound when `before` names no run.
+  absl::StatusOr<RunPage> ListPage(const RunFilter& filter);
+  absl::StatusOr<std::vector<RunRecord>> List(const RunFilter& filter);  // ListPage's runs
   // The newest run, open or ended, whose cgroup is at `cgroup_path`, for the agent's cgroup
   // events.
   absl::StatusOr<std::optional<RunRecord>> FindNewestByCgroup(const std::string& cgroup_path);
@@ -79,13 +99,34 @@ class Ledger {
   // benches: each one is an fsync of the -wal file).
   uint64_t commits() const { return commits_.load(); }
 
+  // Whether path() names another file than the one open, or none: the ledger was removed or
+  // replaced under this process (one stat).
+  bool Replaced() const;
+  // When Replaced(), opens path() again in place of the removed file (a writer makes a new
+  // ledger when the path is gone) and carries `carry`'s runs over: each run missing from the
+  // new file gets its row and points as the removed file holds them, or, when it holds none,
+  // a row begun from its start. The removed file is closed without a write. Returns whether it
+  // reopened. When the path cannot be opened, every write fails from then on (none goes to
+  // the removed file), until a later call opens it. Call outside a batch.
+  absl::StatusOr<bool> ReopenIfReplaced(const std::vector<RunStart>& carry = {});
+
   static int SchemaVersion();  // the version this build writes
 
  private:
-  Ledger(std::string path, sqlite3* db) : path_(std::move(path)), db_(db) {}
-  static absl::StatusOr<std::unique_ptr<Ledger>> OpenAs(const std::string& path, bool read_only);
+  Ledger(std::string path, bool read_only, const RunsConfig& judging);
+  static absl::StatusOr<std::unique_ptr<Ledger>> OpenAs(const std::string& path, bool read_only,
+                                                        const RunsConfig& judging);
+  // Opens path_ into db_ (nullptr when it fails), checking and migrating as Open says.
+  absl::Status Connect();
+  absl::Status ConnectOrFail();
   absl::Status Exec(const std::string& sql);
   absl::Status Migrate();
+  // Judges the rows never judged, or judged under other rules (writers, at open).
+  absl::Status JudgeUnjudgedRows();
+  // Fails while a reopen failed: no write goes to a removed ledger.
+  absl::Status Writable() const { return lost_; }
+  // Copies run `start.id` from the removed file `from` into db_ when db_ lacks it.
+  absl::Status CarryRun(sqlite3* from, const RunStart& start);
   // AddSamples' inserts and thinning, within the caller's transaction.
   absl::Status InsertSamples(const std::string& id, const std::vector<RunSample>& samples);
   struct SampleStatements;  // the insert and the count, prepared once for many runs
@@ -102,7 +143,11 @@ class Ledger {
   static void OnRollback(void* self);
 
   std::string path_;
-  sqlite3* db_;
+  const bool read_only_;
+  const RunsConfig judging_;
+  const std::string judged_with_;  // VerdictJudgedWith(judging_)
+  sqlite3* db_ = nullptr;
+  absl::Status lost_;  // why the path could not be reopened, when it could not
   std::atomic<uint64_t> commits_ = 0;
   bool changed_ = false;  // a row changed in the transaction not yet committed
 };

@@ -82,6 +82,18 @@ CREATE INDEX runs_by_cgroup_start ON runs (cgroup_path, start_time);
       R"sql(
 ALTER TABLE runs ADD COLUMN run_queue_throttled_seconds REAL;
 )sql",
+      // 6: the run's verdict as its last writer judged it, and with what (VerdictJudgedWith),
+      // so that lists filter by verdict by index over every run. NULL: not judged yet (rows
+      // from before; a writer judges them when it opens the ledger). By index: a judgement's
+      // runs of one verdict, newest first (runs_by_verdict), and all of them, for a reader that
+      // judges with other thresholds and so judges them itself (runs_by_judged_start).
+      R"sql(
+ALTER TABLE runs ADD COLUMN verdict TEXT
+  CHECK (verdict IN ('running', 'clean', 'unobserved', 'degraded', 'interrupted'));
+ALTER TABLE runs ADD COLUMN verdict_judged_with TEXT;
+CREATE INDEX runs_by_verdict ON runs (verdict_judged_with, verdict, start_time, id);
+CREATE INDEX runs_by_judged_start ON runs (verdict_judged_with, start_time, id);
+)sql",
   };
   return kMigrations;
 }

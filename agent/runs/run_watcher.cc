@@ -459,6 +459,7 @@ void RunWatcher::Loop() {
     queue_lock.unlock();
     {
       std::lock_guard<std::mutex> lock(mu_);
+      KeepLedgerCurrent();
       // One ledger transaction (one fsync) for the whole pass: a run born and gone before the
       // watcher got to it is begun, given its facts and ended in it, and a churn's runs share it.
       // A long queue is cut into transactions of kTasksPerBatch, so a launcher's write waits

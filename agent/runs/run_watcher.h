@@ -180,6 +180,11 @@ class RunWatcher {
   void CommitBatch();
   bool LauncherAlive(const RunStart& start) const;
   void Warn(const std::string& what, const std::string& id, const absl::Status& s) const;
+  // At the start of each pass, before it looks a run up or writes one: opens the ledger again
+  // when its file was removed or replaced, carrying the runs open here over, so that no write
+  // goes to a removed file (run_watcher_ledger.cc).
+  void KeepLedgerCurrent();
+  bool ledger_lost_ = false;  // the path could not be opened again (logged once)
 
   const RunWatcherOptions options_;
   const RunProbeReaders readers_;

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "runs/terminal_text.h"
 #include "runs/units.h"
 #include "runs/verdict.h"
 
@@ -62,12 +63,17 @@ std::string PeakOverLimit(const RunRecord& r) {
              : FormatBytes(*f.memory_peak_bytes);
 }
 
-// Left-aligned columns, two spaces apart.
-std::string Table(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<size_t> width;
-  for (const auto& row : rows) {
+// Left-aligned columns, two spaces apart, each as wide as its widest cell so far (`width`,
+// kept from one call to the next by a table written a page at a time). Every cell's text is
+// made safe for a terminal: this is the one way ledger text reaches one, with the first lines.
+std::string Table(const std::vector<std::vector<std::string>>& cells,
+                  std::vector<size_t>& width) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& row : cells) {
+    std::vector<std::string>& shown = rows.emplace_back();
+    for (const std::string& cell : row) shown.push_back(TerminalText(cell));
     width.resize(std::max(width.size(), row.size()));
-    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+    for (size_t i = 0; i < shown.size(); ++i) width[i] = std::max(width[i], shown[i].size());
   }
   std::string out;
   for (const auto& row : rows) {
@@ -79,6 +85,11 @@ std::string Table(const std::vector<std::vector<std::string>>& rows) {
     absl::StrAppend(&out, line, "\n");
   }
   return out;
+}
+
+std::string Table(const std::vector<std::vector<std::string>>& cells) {
+  std::vector<size_t> width;
+  return Table(cells, width);
 }
 
 json VerdictJson(const Verdict& v) {
@@ -173,10 +184,18 @@ json RunToJson(const RunRecord& r, const RunsConfig& config) {
 }
 
 std::string RunsTable(const std::vector<RunRecord>& runs, const RunsConfig& config) {
-  std::vector<std::vector<std::string>> rows = {
-      {"ID", "STAGE", "START", "WALL", "ENDED", "PEAK / LIMIT", "VERDICT", "WHY"}};
+  if (runs.empty()) return "no runs\n";
+  return RunsTableWriter(config).Page(runs);
+}
+
+std::string RunsTableWriter::Page(const std::vector<RunRecord>& runs) {
+  std::vector<std::vector<std::string>> rows;
+  if (!header_written_) {
+    rows.push_back({"ID", "STAGE", "START", "WALL", "ENDED", "PEAK / LIMIT", "VERDICT", "WHY"});
+    header_written_ = true;
+  }
   for (const RunRecord& r : runs) {
-    const Verdict v = JudgeRun(r, config);
+    const Verdict v = JudgeRun(r, config_);
     const auto wall = r.Wall();
     std::string ended = "-";
     if (r.end) {
@@ -188,14 +207,14 @@ std::string RunsTable(const std::vector<RunRecord>& runs, const RunsConfig& conf
                     PeakOverLimit(r), std::string(VerdictName(v.kind)),
                     v.reasons.empty() ? "" : v.reasons.front().text});
   }
-  if (runs.empty()) return "no runs\n";
-  return Table(rows);
+  return Table(rows, width_);
 }
 
 std::string RunDetails(const RunRecord& r, const RunsConfig& config) {
   const Verdict v = JudgeRun(r, config);
   const RunStart& s = r.start;
-  std::string out = absl::StrFormat("run %s (stage %s): %s\n", s.id, s.stage, v.Summary());
+  std::string out = TerminalText(absl::StrFormat("run %s (stage %s): %s", s.id, s.stage,
+                                                 v.Summary())) + "\n";
   std::vector<std::vector<std::string>> rows;
   auto row = [&](std::string key, std::string value) { rows.push_back({"  " + key, value}); };
   if (!s.command.empty()) row("command", ShellWords(s.command));

@@ -12,8 +12,22 @@
 
 namespace stagewatch {
 
+// Text for a terminal (RunsTable, RunDetails, AdviceText) shows control characters from the
+// ledger escaped (TerminalText); JSON carries them as JSON escapes.
 nlohmann::json RunToJson(const RunRecord& run, const RunsConfig& config);
 std::string RunsTable(const std::vector<RunRecord>& runs, const RunsConfig& config);
+// RunsTable a page at a time (`runs list --all`): the header with the first page, and each
+// column as wide as its widest cell so far, so the pages line up unless a later cell is wider.
+class RunsTableWriter {
+ public:
+  explicit RunsTableWriter(const RunsConfig& config) : config_(config) {}
+  std::string Page(const std::vector<RunRecord>& runs);
+
+ private:
+  const RunsConfig config_;
+  bool header_written_ = false;
+  std::vector<size_t> width_;
+};
 // First line: the run, its stage and its verdict with the reasons; then one line per fact.
 std::string RunDetails(const RunRecord& run, const RunsConfig& config);
 

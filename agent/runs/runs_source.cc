@@ -7,8 +7,9 @@ namespace stagewatch {
 template <typename F>
 auto LedgerRunsSource::WithLedger(F read) -> decltype(read(std::declval<Ledger&>())) {
   std::lock_guard lock(mu_);
+  if (ledger_ && ledger_->Replaced()) ledger_.reset();
   if (!ledger_) {
-    absl::StatusOr<std::unique_ptr<Ledger>> opened = Ledger::OpenForReading(path_);
+    absl::StatusOr<std::unique_ptr<Ledger>> opened = Ledger::OpenForReading(path_, judging_);
     if (!opened.ok()) {
       return absl::UnavailableError(
           absl::StrCat("the run ledger cannot be read: ", opened.status().message()));
@@ -18,8 +19,8 @@ auto LedgerRunsSource::WithLedger(F read) -> decltype(read(std::declval<Ledger&>
   return read(*ledger_);
 }
 
-absl::StatusOr<std::vector<RunRecord>> LedgerRunsSource::List(const RunFilter& filter) {
-  return WithLedger([&](Ledger& l) { return l.List(filter); });
+absl::StatusOr<RunPage> LedgerRunsSource::List(const RunFilter& filter) {
+  return WithLedger([&](Ledger& l) { return l.ListPage(filter); });
 }
 
 absl::StatusOr<std::optional<RunRecord>> LedgerRunsSource::Get(const std::string& id) {

@@ -18,18 +18,21 @@ namespace stagewatch {
 class RunsSource {
  public:
   virtual ~RunsSource() = default;
-  virtual absl::StatusOr<std::vector<RunRecord>> List(const RunFilter& filter) = 0;
+  virtual absl::StatusOr<RunPage> List(const RunFilter& filter) = 0;
   virtual absl::StatusOr<std::optional<RunRecord>> Get(const std::string& id) = 0;
   virtual absl::StatusOr<std::vector<RunSample>> Samples(const std::string& id) = 0;
 };
 
 // Reads the ledger at `path`, opened (read-only) at the first request that finds it readable:
 // the agent may start before the first `stagewatch run` creates it. Until then every call
-// fails Unavailable with the reason. One connection, used by one request at a time.
+// fails Unavailable with the reason. A ledger removed or replaced since is opened again (or,
+// when gone, is Unavailable): the pages never show a file nobody else sees. One connection,
+// used by one request at a time; verdicts are judged with `judging`.
 class LedgerRunsSource : public RunsSource {
  public:
-  explicit LedgerRunsSource(std::string path) : path_(std::move(path)) {}
-  absl::StatusOr<std::vector<RunRecord>> List(const RunFilter& filter) override;
+  LedgerRunsSource(std::string path, RunsConfig judging)
+      : path_(std::move(path)), judging_(std::move(judging)) {}
+  absl::StatusOr<RunPage> List(const RunFilter& filter) override;
   absl::StatusOr<std::optional<RunRecord>> Get(const std::string& id) override;
   absl::StatusOr<std::vector<RunSample>> Samples(const std::string& id) override;
 
@@ -38,6 +41,7 @@ class LedgerRunsSource : public RunsSource {
   auto WithLedger(F read) -> decltype(read(std::declval<Ledger&>()));
 
   std::string path_;
+  const RunsConfig judging_;
   std::mutex mu_;
   std::unique_ptr<Ledger> ledger_;
 };

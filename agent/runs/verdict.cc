@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include <algorithm>
+#include <charconv>
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -143,6 +144,30 @@ std::string_view VerdictName(VerdictKind kind) {
     case VerdictKind::kInterrupted: return "interrupted";
   }
   return "unknown";
+}
+
+std::optional<VerdictKind> ParseVerdictName(std::string_view name) {
+  for (VerdictKind k : {VerdictKind::kRunning, VerdictKind::kClean, VerdictKind::kUnobserved,
+                        VerdictKind::kDegraded, VerdictKind::kInterrupted}) {
+    if (VerdictName(k) == name) return k;
+  }
+  return std::nullopt;
+}
+
+bool VerdictDependsOnThresholds(VerdictKind kind) {
+  // JudgeRun: not ended is running; an interruption (AddInterruptions) reads no threshold.
+  return kind != VerdictKind::kRunning && kind != VerdictKind::kInterrupted;
+}
+
+std::string VerdictJudgedWith(const RunsConfig& config) {
+  // The shortest text that reads back as the same double: equal text, equal thresholds.
+  auto exact = [](double v) {
+    char buf[32];
+    const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+    return std::string(buf, ec == std::errc() ? end : buf);
+  };
+  return absl::StrFormat("%d:%s/%s", kVerdictRules, exact(config.degraded_fraction),
+                         exact(config.normal_run_queue_wait_fraction));
 }
 
 Verdict JudgeRun(const RunRecord& run, const RunsConfig& config) {

@@ -14,6 +14,16 @@ namespace stagewatch {
 
 enum class VerdictKind { kRunning, kClean, kUnobserved, kDegraded, kInterrupted };
 std::string_view VerdictName(VerdictKind kind);  // "running", "clean", ...
+std::optional<VerdictKind> ParseVerdictName(std::string_view name);  // VerdictName's inverse
+// Whether the verdict can change with the `runs:` thresholds: running and interrupted never do.
+bool VerdictDependsOnThresholds(VerdictKind kind);
+
+// The version of JudgeRun's rules. Raise it with any change that can give a row another
+// verdict: the ledger stores verdicts with it, and rejudges rows stored under another.
+inline constexpr int kVerdictRules = 1;
+// What a stored verdict was judged with: the rules and the thresholds, exact
+// ("1:0.05/0.05": kVerdictRules, then degraded_fraction/normal_run_queue_wait_fraction).
+std::string VerdictJudgedWith(const RunsConfig& config);
 
 struct VerdictReason {
   std::string cause;              // "oom_kill", "signal", "cpu_throttling", ...

@@ -3,9 +3,12 @@
 #include <dirent.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <set>
 #include <sstream>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "accuracy_support.h"
 #include "accuracy_table.h"
@@ -94,16 +97,18 @@ TEST(AccuracyTable, EveryExportedFamilyHasARowAndADocsEntryAndEveryRowATestThatR
   const std::string stage = StageName("table");
   testing::TestCgroup cgroup(stage);
   cgroup.Spawn("sw-acc-table", [] { pause(); });
-  const std::string ledger = "/tmp/sw-accuracy-ledger-" + std::to_string(getpid()) + ".db";
+  // In a directory of its own: one every user may write (/tmp) is refused for a ledger.
+  char ledger_dir[] = "/tmp/sw-accuracy-ledger-XXXXXX";
+  ASSERT_NE(mkdtemp(ledger_dir), nullptr);
+  const std::string ledger = std::string(ledger_dir) + "/ledger.db";
+  // Removed once the agent has stopped (it would make a ledger removed under it anew).
+  absl::Cleanup remove_ledger = [&] { std::filesystem::remove_all(ledger_dir); };
   Agent agent(StageConfig(stage, "runs:\n  ledger_path: " + ledger +
                                      "\nalerting:\n  alertmanagers: [\"http://127.0.0.1:" +
                                      std::to_string(testing::FreePort()) + "\"]\n"),
               {"--bpf.stats"});
   ASSERT_TRUE(agent.Ready()) << agent.log();
   const std::set<std::string> exported = TypedFamilies(agent.Text());
-  unlink(ledger.c_str());
-  unlink((ledger + "-wal").c_str());
-  unlink((ledger + "-shm").c_str());
   ASSERT_GT(exported.size(), 30u);
 
   std::map<std::string, const AccuracyRow*> rows;

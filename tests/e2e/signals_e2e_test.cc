@@ -96,6 +96,7 @@ TEST(SignalsE2E, EverySignalIsOnMetricsAndItsFlagTakesItAway) {
                 s.collector_flag ? -1 : 1);
     }
   }
+  without.Stop();  // first: an agent makes a ledger removed under it anew
   std::filesystem::remove_all(ledger.substr(0, ledger.rfind('/')));
 }
 

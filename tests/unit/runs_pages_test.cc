@@ -65,7 +65,7 @@ class RunsPagesTest : public ::testing::Test {
   }
 
   TempDir dir_;
-  LedgerRunsSource source_{dir_.file("ledger.db")};
+  LedgerRunsSource source_{dir_.file("ledger.db"), RunsConfig{}};
   RunsConfig config_;
 };
 
@@ -165,7 +165,7 @@ TEST_F(RunsPagesTest, UnknownRunIs404) {
 
 TEST(RunsPagesNoLedgerTest, AMissingLedgerIs503SayingWhy) {
   TempDir dir;
-  LedgerRunsSource source(dir.file("absent.db"));
+  LedgerRunsSource source(dir.file("absent.db"), RunsConfig{});
   HttpReply r = AnswerRunsRequest(source, RunsConfig{}, {"/runs", {}});
   EXPECT_EQ(r.status, 503u);
   EXPECT_THAT(r.body, HasSubstr("absent.db"));
@@ -175,6 +175,21 @@ TEST(RunsPagesNoLedgerTest, AMissingLedgerIs503SayingWhy) {
   r = AnswerRunsRequest(source, RunsConfig{}, {"/api/v1/runs", {}});
   EXPECT_EQ(r.status, 200u) << r.body;
   EXPECT_THAT(r.body, HasSubstr("later-1"));
+}
+
+// A cgroup's name, and so a discovered run's stage or path, may hold bytes that are not UTF-8;
+// the JSON has U+FFFD there (a strict dump would throw in the agent's request handler).
+TEST(RunsPagesBytesTest, BytesThatAreNotUtf8AreReplacedInTheJson) {
+  TempDir dir;
+  RunStart start = Started("bytes-1", "train", At(0));
+  start.cgroup_path = "/stagewatch/train/job\xff\x9b";
+  ASSERT_TRUE((*Ledger::Open(dir.file("ledger.db")))->BeginRun(start).ok());
+  LedgerRunsSource source(dir.file("ledger.db"), RunsConfig{});
+  for (const char* path : {"/api/v1/runs", "/api/v1/runs/bytes-1"}) {
+    HttpReply r = AnswerRunsRequest(source, RunsConfig{}, {path, {}});
+    ASSERT_EQ(r.status, 200u) << path;
+    EXPECT_THAT(r.body, HasSubstr("job\xef\xbf\xbd\xef\xbf\xbd")) << path;
+  }
 }
 
 TEST(RunChartsTest, ScalesPointsIntoThePlotAndLabelsTheAxes) {

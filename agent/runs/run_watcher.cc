@@ -154,7 +154,7 @@ void RunWatcher::OnCgroupEvent(const cgroup_event& event) {
     std::optional<EndReadings> readings;
     if (ids) readings = ReadAtEnd(*ids);
     Queue([this, id, readings, memcg = MemcgAtRmdir::Of(event)] { OnRmdir(id, readings, memcg); });
-  } else if (len < sizeof(event.path) - 1) {
+  } else if (event.kind == CGROUP_EVENT_MKDIR && len < sizeof(event.path) - 1) {
     Queue([this, id, path, seen = absl::Now()] { OnMkdir(id, path, seen); });
   }
 }

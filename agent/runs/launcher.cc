@@ -6,8 +6,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <set>
 
 #include "absl/cleanup/cleanup.h"
@@ -21,6 +23,7 @@
 #include "runs/run_cgroup.h"
 #include "runs/run_facts.h"
 #include "runs/run_id.h"
+#include "runs/units.h"
 #include "runs/verdict.h"
 
 namespace stagewatch {
@@ -58,22 +61,44 @@ sigset_t ForwardedSignals() {
   _exit(f.error == ENOENT ? 127 : 126);
 }
 
-// Waits for `child`, passing SIGINT, SIGTERM, SIGHUP and SIGQUIT on to it, and reaping the
-// orphans it leaves (the launcher is their subreaper). Returns its wait status.
-int WaitForCommand(pid_t child, const sigset_t& signals, std::set<int>& requested) {
+// Passes a signal sent to the launcher on to every process of the run: a grandchild under
+// `sh -c` gets it too, and can end cleanly before anything is SIGKILLed at cleanup.
+void Forward(pid_t child, const RunCgroup& cgroup, int sig) {
+  const std::vector<pid_t> sent = cgroup.Signal(sig);
+  if (std::find(sent.begin(), sent.end(), child) == sent.end()) kill(child, sig);
+}
+
+// Waits for `child`, passing SIGINT, SIGTERM, SIGHUP and SIGQUIT on to the run's processes,
+// and reaping the orphans it leaves (the launcher is their subreaper). Once the command has
+// exited, the run's other processes have kSignalGrace to end if a signal was passed on to them.
+// Returns the command's wait status.
+int WaitForCommand(pid_t child, const RunCgroup& cgroup, const sigset_t& signals,
+                   std::set<int>& requested) {
+  std::optional<int> status;
+  bool forwarded = false;
+  absl::Time grace_ends;
   for (;;) {
     siginfo_t info;
-    const timespec poll{1, 0};  // SIGCHLDs coalesce; poll as well
+    // SIGCHLDs coalesce, and leftovers exiting send none: poll as well.
+    const timespec poll = status ? timespec{0, 20'000'000} : timespec{1, 0};
     const int sig = sigtimedwait(&signals, &info, &poll);
     if (sig > 0 && sig != SIGCHLD) {
       requested.insert(sig);
       // A terminal sends SIGINT to its whole foreground group, the command included already.
-      if (info.si_code != SI_KERNEL) kill(child, sig);
+      if (info.si_code != SI_KERNEL) {
+        Forward(child, cgroup, sig);
+        forwarded = true;
+      }
       continue;
     }
-    int status = 0;
-    for (pid_t pid; (pid = waitpid(-1, &status, WNOHANG)) > 0;) {
-      if (pid == child) return status;
+    int wstatus = 0;
+    for (pid_t pid; (pid = waitpid(-1, &wstatus, WNOHANG)) > 0;) {
+      if (pid != child) continue;
+      status = wstatus;
+      grace_ends = absl::Now() + kSignalGrace;
+    }
+    if (status && (!forwarded || absl::Now() >= grace_ends || cgroup.HoldsNoTask())) {
+      return *status;
     }
   }
 }
@@ -93,6 +118,19 @@ absl::StatusOr<std::optional<RunRecord>> RowWithAgentEndFacts(Ledger& ledger,
   }
 }
 
+// Refuses a --memory-high under kMinMemoryHighBytes, before anything is made.
+absl::Status CheckMemoryHigh(const RunLimits& limits) {
+  if (!limits.memory_high_bytes || *limits.memory_high_bytes >= kMinMemoryHighBytes) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "--memory-high %s is below %s: under it the kernel throttles nearly every allocation of "
+      "the command, which then crawls without ever being killed; ask for %dM or more, or use "
+      "--memory-max for a hard cap (the command is killed when it needs more)",
+      FormatBytes(*limits.memory_high_bytes), FormatBytes(kMinMemoryHighBytes),
+      kMinMemoryHighBytes >> 20));
+}
+
 }  // namespace
 
 absl::StatusOr<int> LaunchRun(const LaunchOptions& o, std::ostream& log) {
@@ -104,6 +142,7 @@ absl::StatusOr<int> LaunchRun(const LaunchOptions& o, std::ostream& log) {
     return absl::InvalidArgumentError("no command to run; write it after --, e.g. "
                                       "stagewatch run --stage validate -- python3 validate.py");
   }
+  if (absl::Status s = CheckMemoryHigh(o.limits); !s.ok()) return s;
   const absl::Time start = absl::Now();
   const std::string id = o.run_id.empty() ? NewRunId(start) : o.run_id;
   if (absl::Status s = CheckRunId(id); !s.ok()) return s;
@@ -174,7 +213,7 @@ absl::StatusOr<int> LaunchRun(const LaunchOptions& o, std::ostream& log) {
                            log << "stagewatch: samples not recorded: " << s.message() << "\n";
                          }
                        });
-    const int status = WaitForCommand(child, signals, requested);
+    const int status = WaitForCommand(child, **cgroup, signals, requested);
     end.end = absl::Now();
     const UsageSummary usage = sampler.Stop();
     std::vector<std::string> problems;

@@ -6,6 +6,7 @@
 #include "runs/advisor.h"
 #include "runs/launcher.h"
 #include "runs/ledger.h"
+#include "runs/orphan_runs.h"
 #include "runs/runs_report.h"
 #include "runs/units.h"
 
@@ -136,6 +137,7 @@ int RunsCli::List(const Config& config) {
     if (!since.ok()) return Fail("runs list", since.status());
     filter.since = absl::Now() - *since;
   }
+  TidyLedgerForListing(LedgerPath(config), stage_, std::cerr);  // runs of dead launchers
   absl::StatusOr<std::unique_ptr<Ledger>> ledger = OpenExisting(LedgerPath(config));
   if (!ledger.ok()) return Fail("runs list", ledger.status());
   absl::StatusOr<std::vector<RunRecord>> runs = (*ledger)->List(filter);

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/status/status.h"
@@ -20,6 +21,8 @@
 #include "config_validate.h"
 #include "runs/agent_presence.h"
 #include "runs/ledger.h"
+#include "runs/orphan_runs.h"
+#include "runs/pending_ends.h"
 #include "runs/run_cgroup.h"
 #include "runs/run_facts.h"
 #include "runs/run_id.h"
@@ -131,6 +134,48 @@ absl::Status CheckMemoryHigh(const RunLimits& limits) {
       kMinMemoryHighBytes >> 20));
 }
 
+// Before a run starts: records the ends kept while the ledger could not take them, and (with
+// no agent to do it) closes the runs of the stage whose launcher died.
+void TidyBeforeRun(Ledger& ledger, const CgroupLayout& layout, const std::string& stage,
+                   std::ostream& log) {
+  for (const std::string& recorded : ImportPendingEnds(ledger, false).recorded) {
+    log << absl::StrFormat("stagewatch: recorded the end of run %s, kept while the ledger could "
+                           "not take it\n", recorded);
+  }
+  if (!AgentPresence::Announced(ledger.path())) {
+    CloseRunsOfDeadLaunchers(ledger, layout, stage, log);
+  }
+}
+
+// Writes the run's end; where the ledger cannot take it (a full disk), keeps it in the room
+// reserved at the start, for the agent or the next `stagewatch` to record. True when recorded.
+bool RecordEnd(Ledger& ledger, const std::string& id, const RunEnd& end, std::ostream& log) {
+  absl::Status s = ledger.EndRun(id, end);
+  if (s.ok()) {
+    DropPendingEnd(ledger.path(), id);
+    return true;
+  }
+  if (absl::IsFailedPrecondition(s)) {  // someone closed it meanwhile
+    log << "stagewatch: the run's end is not recorded: " << s.message() << "\n";
+    DropPendingEnd(ledger.path(), id);
+    return false;
+  }
+  absl::StatusOr<std::string> kept = KeepPendingEnd(ledger.path(), id, end);
+  if (kept.ok()) {
+    log << absl::StrFormat(
+        "stagewatch: the run's end is not recorded in the ledger yet (%s); it is kept in %s, and "
+        "the agent (within a second), the next `stagewatch run` or `stagewatch runs list` "
+        "records it there\n", s.message(), *kept);
+  } else {
+    log << absl::StrFormat(
+        "stagewatch: the run's end is not recorded (%s), and cannot be kept either (%s): it "
+        "ended %s with %s\n", s.message(), kept.status().message(), FormatRfc3339(end.end),
+        end.signal ? absl::StrCat("signal ", *end.signal)
+                   : absl::StrCat("exit code ", end.exit_code.value_or(-1)));
+  }
+  return false;
+}
+
 }  // namespace
 
 absl::StatusOr<int> LaunchRun(const LaunchOptions& o, std::ostream& log) {
@@ -156,15 +201,16 @@ absl::StatusOr<int> LaunchRun(const LaunchOptions& o, std::ostream& log) {
         "run id \"%s\" is in the ledger \"%s\" already; pick another --run-id, or leave it out to "
         "get a new one", id, o.ledger_path));
   }
+  absl::StatusOr<CgroupLayout> layout = DetectHostCgroupLayout();
+  if (!layout.ok()) return layout.status();
+  TidyBeforeRun(**ledger, *layout, o.stage, log);
   // From here on a SIGINT or SIGTERM waits (blocked) until the command runs and is passed on
   // to it, so a signal can never leave the run's cgroup behind.
   const sigset_t signals = ForwardedSignals();
   sigset_t old_mask;
   pthread_sigmask(SIG_BLOCK, &signals, &old_mask);
   absl::Cleanup restore_mask = [&] { pthread_sigmask(SIG_SETMASK, &old_mask, nullptr); };
-  absl::StatusOr<CgroupLayout> layout = DetectHostCgroupLayout();
-  if (!layout.ok()) return layout.status();
-  absl::StatusOr<std::unique_ptr<RunCgroup>> cgroup = RunCgroup::Create(
+  absl::StatusOr<std::unique_ptr<RunCgroup>> cgroup = RunCgroup::Prepare(
       *layout, {o.discovery_directory, o.stage, id, o.cgroup_parent, o.limits});
   if (!cgroup.ok()) return cgroup.status();
 
@@ -172,12 +218,27 @@ absl::StatusOr<int> LaunchRun(const LaunchOptions& o, std::ostream& log) {
   if (pipe2(report, O_CLOEXEC) != 0) {
     return absl::ResourceExhaustedError(absl::StrCat("pipe2 failed: ", std::strerror(errno)));
   }
+  absl::Cleanup close_report = [&] {
+    close(report[0]);
+    if (report[1] >= 0) close(report[1]);
+  };
+  // The row first, then the cgroup: a launcher killed at any moment from here on leaves a row
+  // for the agent (or the next `stagewatch run`) to close and its cgroup to remove.
   RunStart run{id, o.stage, o.pipeline, o.command, RunSource::kLauncher,
                (*cgroup)->key_path(), getpid(), start, o.limits};
-  if (absl::Status s = (*ledger)->BeginRun(run); !s.ok()) {
-    close(report[0]);
-    close(report[1]);
+  if (absl::Status s = (*ledger)->BeginRun(run); !s.ok()) return s;
+  if (absl::Status s = (*cgroup)->Make(); !s.ok()) {
+    if (absl::Status w = (*ledger)->WithdrawRun(id); !w.ok()) {
+      log << "stagewatch: the run that could not start stays in the ledger: " << w.message()
+          << "\n";
+    }
     return s;
+  }
+  const std::string& key_path = (*cgroup)->key_path();
+  TidyStageCgroups(**ledger, *layout, key_path.substr(0, key_path.rfind('/')), id, log);
+  if (absl::Status s = ReservePendingEnd(o.ledger_path, id); !s.ok()) {
+    log << "stagewatch: no room reserved for the run's end (" << s.message()
+        << "): should the disk fill up meanwhile, its end is not kept\n";
   }
 
   // ---- the command runs ----
@@ -190,10 +251,10 @@ absl::StatusOr<int> LaunchRun(const LaunchOptions& o, std::ostream& log) {
       << std::flush;
   const pid_t child = fork();
   if (child == 0) RunChild((*cgroup)->procs_files(), argv.data(), old_mask, report[1]);
-  close(report[1]);
+  close(std::exchange(report[1], -1));
   ChildFailure failure{0, 0};
   const bool failed = child < 0 || read(report[0], &failure, sizeof failure) == sizeof failure;
-  close(report[0]);
+  std::move(close_report).Invoke();
 
   RunEnd end;
   std::set<int> requested;
@@ -228,8 +289,8 @@ absl::StatusOr<int> LaunchRun(const LaunchOptions& o, std::ostream& log) {
     }
   }
   if (absl::Status s = (*cgroup)->Remove(); !s.ok()) log << "stagewatch: " << s.message() << "\n";
-  if (absl::Status s = (*ledger)->EndRun(id, end); !s.ok()) {
-    log << "stagewatch: the run's end is not recorded: " << s.message() << "\n";
+  if (!RecordEnd(**ledger, id, end, log)) {
+    // Kept or lost, as RecordEnd said: no verdict to print.
   } else if (absl::StatusOr<std::optional<RunRecord>> r = RowWithAgentEndFacts(**ledger, id, o);
              r.ok() && *r) {
     const std::string ledger_flag =

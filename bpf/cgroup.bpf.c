@@ -1,5 +1,7 @@
 /* Cgroup lifecycle: one ring-buffer event per cgroup made or removed in the hierarchy the
- * agent keys on, so user space names a cgroup before anything can happen in it. */
+ * agent keys on, so user space names a cgroup before anything can happen in it; and, where the
+ * kernel has the tracepoint, one per cgroup that got its first task or lost its last, so user
+ * space knows the moment a run's last task exited. */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
@@ -72,6 +74,7 @@ static __always_inline int send(struct cgroup *cgrp, const char *path, __u16 kin
 	e->cgroup_id = BPF_CORE_READ(cgrp, kn, id);
 	e->hierarchy_id = target_hierarchy_id;
 	e->kind = kind;
+	e->at_ns = bpf_ktime_get_ns();
 	if (kind == CGROUP_EVENT_RMDIR)
 		read_memcg(cgrp, e);
 	else
@@ -101,4 +104,13 @@ SEC("raw_tp/cgroup_rmdir")
 int BPF_PROG(cgroup_rmdir, struct cgroup *cgrp, const char *path)
 {
 	return send(cgrp, path, CGROUP_EVENT_RMDIR);
+}
+
+/* kernel/cgroup/cgroup.c cgroup_update_populated(): fired for the cgroup whose own or
+ * descendants' tasks went from none to some or back, and again for each ancestor that flips
+ * with it, in v1 and v2 hierarchies alike. Rare: twice in a cgroup's life, as mkdir/rmdir. */
+SEC("raw_tp/cgroup_notify_populated")
+int BPF_PROG(cgroup_populated, struct cgroup *cgrp, const char *path, int val)
+{
+	return send(cgrp, path, val ? CGROUP_EVENT_POPULATED : CGROUP_EVENT_UNPOPULATED);
 }

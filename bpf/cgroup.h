@@ -14,6 +14,10 @@
 enum cgroup_event_kind {
 	CGROUP_EVENT_MKDIR = 0,
 	CGROUP_EVENT_RMDIR = 1,
+	/* The cgroup (with its descendants) got its first task, or lost its last one: sent once
+	 * per flip of each cgroup whose state flips (an ancestor flips with its last child). */
+	CGROUP_EVENT_POPULATED = 2,
+	CGROUP_EVENT_UNPOPULATED = 3,
 };
 
 struct cgroup_event {
@@ -27,6 +31,7 @@ struct cgroup_event {
 	__u64 memory_peak_pages;
 	__u64 memory_max_pages;
 	__u64 memory_failcnt;
+	__u64 at_ns; /* bpf_ktime_get_ns() (CLOCK_MONOTONIC) when the kernel made the event */
 	/* Relative to the hierarchy root. A ring-buffer record ends after the path's NUL. */
 	char path[CGROUP_PATH_LEN];
 };

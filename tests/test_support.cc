@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -290,6 +291,26 @@ pid_t TestCgroup::SpawnUninterruptible(const std::string& comm) {
     }
   });
 }
+
+SmallDisk::SmallDisk(const std::string& dir) : dir_(dir) {
+  std::filesystem::create_directories(dir_);
+  mounted_ = mount("tmpfs", dir_.c_str(), "tmpfs", 0, "size=4m") == 0;
+}
+
+SmallDisk::~SmallDisk() {
+  if (mounted_) umount2(dir_.c_str(), MNT_DETACH);
+}
+
+void SmallDisk::Fill() {
+  std::FILE* f = std::fopen((dir_ + "/fill").c_str(), "w");
+  const std::string chunk(64 * 1024, 'x');
+  while (f != nullptr && std::fwrite(chunk.data(), 1, chunk.size(), f) == chunk.size() &&
+         std::fflush(f) == 0) {
+  }
+  if (f != nullptr) std::fclose(f);
+}
+
+void SmallDisk::Free() { std::filesystem::remove(dir_ + "/fill"); }
 
 pid_t SpawnIn(const std::vector<std::string>& dirs, const std::string& comm,
               std::function<void()> body) {

@@ -113,6 +113,23 @@ class TestCgroup {
 pid_t SpawnIn(const std::vector<std::string>& dirs, const std::string& comm,
               std::function<void()> body);
 
+// A small tmpfs (4 MiB) mounted at `dir` (made when missing), for a disk that fills up;
+// unmounted when the object goes, however the test ends.
+class SmallDisk {
+ public:
+  explicit SmallDisk(const std::string& dir);
+  ~SmallDisk();
+  SmallDisk(const SmallDisk&) = delete;
+  SmallDisk& operator=(const SmallDisk&) = delete;
+  bool mounted() const { return mounted_; }
+  void Fill();  // writes a file until the disk is full
+  void Free();  // removes it
+
+ private:
+  std::string dir_;
+  bool mounted_ = false;
+};
+
 // Pins the calling thread to one CPU.
 void PinTo(int cpu);
 // Spins on the CPU for `d` of wall time.

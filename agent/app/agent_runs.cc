@@ -67,7 +67,7 @@ OomVictim OomVictimOf(const oom_event& e) {
 
 std::unique_ptr<RunWatcher> StartRunWatcher(
     const Config& config, const CgroupLayout& layout, StageResolver* stages,
-    RunProbeReaders readers, bool oom_observed,
+    RunProbeReaders readers, bool oom_observed, bool populated_events,
     std::function<std::shared_ptr<const Snapshot>()> latest_snapshot) {
   const std::string& path = config.runs.ledger_path;
   absl::StatusOr<std::unique_ptr<Ledger>> ledger = Ledger::Open(path, config.runs);
@@ -77,8 +77,11 @@ std::unique_ptr<RunWatcher> StartRunWatcher(
               {{"ledger", path}, {"err", ledger.status().message()}});
     return nullptr;
   }
-  RunWatcherOptions options{
-      .key_root = layout.key_root, .runs = config.runs, .oom_observed = oom_observed};
+  RunWatcherOptions options{.key_root = layout.key_root,
+                            .layout = layout,
+                            .populated_events = populated_events,
+                            .runs = config.runs,
+                            .oom_observed = oom_observed};
   if (config.runs.sample_reads_per_second > 0) {
     options.sampling = DiscoveredSamplerOptions{
         .layout = layout,

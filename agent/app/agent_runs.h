@@ -29,7 +29,7 @@ OomVictim OomVictimOf(const oom_event& event);
 // discovered runs that are limit domains take their memory from.
 std::unique_ptr<RunWatcher> StartRunWatcher(
     const Config& config, const CgroupLayout& layout, StageResolver* stages,
-    RunProbeReaders readers, bool oom_observed,
+    RunProbeReaders readers, bool oom_observed, bool populated_events,
     std::function<std::shared_ptr<const Snapshot>()> latest_snapshot);
 
 }  // namespace stagewatch

@@ -7,6 +7,7 @@
 #include "runs/json_text.h"
 #include "runs/launcher.h"
 #include "runs/ledger.h"
+#include "runs/orphan_runs.h"
 #include "runs/runs_report.h"
 #include "runs/units.h"
 #include "runs/verdict.h"
@@ -170,6 +171,7 @@ int RunsCli::List(const Config& config) {
   // --all reads a page at a time, so that a ledger of millions of runs is never held at once.
   constexpr int kAllPage = 1000;
   filter.limit = all_ ? kAllPage : limit_;
+  TidyLedgerForListing(LedgerPath(config), config.runs, stage_, std::cerr);  // runs of dead launchers
   absl::StatusOr<std::unique_ptr<Ledger>> ledger =
       OpenExisting(LedgerPath(config), config.runs);
   if (!ledger.ok()) return Fail("runs list", ledger.status());

@@ -6,6 +6,8 @@
 namespace stagewatch {
 
 void ApplyCgroupEvent(const cgroup_event& event, CgroupPathCache* paths) {
+  // Populated flips name nothing new (the run watcher uses them).
+  if (event.kind != CGROUP_EVENT_MKDIR && event.kind != CGROUP_EVENT_RMDIR) return;
   const size_t len = strnlen(event.path, sizeof(event.path));
   const bool cut = len >= sizeof(event.path) - 1;
   std::string path(event.path, len);

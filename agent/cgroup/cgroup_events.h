@@ -6,8 +6,9 @@
 
 namespace stagewatch {
 
-// A mkdir adds the cgroup, an rmdir removes it. A path the event had to cut short cannot name
-// anything: the cache walks the hierarchy again instead (rare: paths over 1 KiB).
+// A mkdir adds the cgroup, an rmdir removes it; populated flips change nothing. A path the
+// event had to cut short cannot name anything: the cache walks the hierarchy again instead
+// (rare: paths over 1 KiB).
 void ApplyCgroupEvent(const cgroup_event& event, CgroupPathCache* paths);
 
 }  // namespace stagewatch

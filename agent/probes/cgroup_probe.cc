@@ -14,17 +14,20 @@
 namespace stagewatch {
 
 // The event layout is shared with bpf/cgroup.h; a change there must be a change here.
-static_assert(sizeof(cgroup_event) == 1064);
+static_assert(sizeof(cgroup_event) == 1072);
 static_assert(offsetof(cgroup_event, hierarchy_id) == 8);
 static_assert(offsetof(cgroup_event, kind) == 12);
 static_assert(offsetof(cgroup_event, path_len) == 14);
 static_assert(offsetof(cgroup_event, memory_peak_pages) == 16);
 static_assert(offsetof(cgroup_event, memory_failcnt) == 32);
-static_assert(offsetof(cgroup_event, path) == 40);
+static_assert(offsetof(cgroup_event, at_ns) == 40);
+static_assert(offsetof(cgroup_event, path) == 48);
 
 namespace {
 
 constexpr const char* kProbe = "cgroup";
+constexpr const char* kPopulatedProbe = "cgroup_populated";
+constexpr const char* kPopulatedTracepoint = "cgroup_notify_populated";
 
 // Both tracepoints must pass (struct cgroup *, const char *path), as BTF shows; where they do
 // not, the agent names cgroups by walks.
@@ -40,10 +43,21 @@ std::string WhyNotUsable(const KernelFeatures& f) {
   return "";
 }
 
+// The populated flips are optional: older kernels lack the tracepoint, and the agent then
+// finds runs of dead launchers by a slower sweep.
+std::string WhyNoPopulatedEvents(const KernelFeatures& f) {
+  if (!RawTracepointArgIsStruct(f.btf_path, kPopulatedTracepoint, 0, "cgroup")) {
+    return absl::StrCat("raw tracepoint ", kPopulatedTracepoint,
+                        " is missing or does not pass the cgroup; runs of dead launchers are "
+                        "found by a sweep instead");
+  }
+  return "";
+}
+
 }  // namespace
 
 std::vector<ProbeStatus> CgroupProbe::NotStarted(const std::string& why) {
-  return {{.name = kProbe, .error = why}};
+  return {{.name = kProbe, .error = why}, {.name = kPopulatedProbe, .error = why}};
 }
 
 absl::StatusOr<std::unique_ptr<CgroupProbe>> CgroupProbe::Start(const CgroupProbeOptions& options,
@@ -73,6 +87,8 @@ absl::StatusOr<std::unique_ptr<CgroupProbe>> CgroupProbe::Start(const CgroupProb
   }
   cgroup_bpf* skel = probe->skel_.get();
   skel->rodata->target_hierarchy_id = *hierarchy;
+  const std::string no_populated = WhyNoPopulatedEvents(options.features);
+  bpf_program__set_autoload(skel->progs.cgroup_populated, no_populated.empty());
   if (int err = cgroup_bpf__load(skel); err) {
     return absl::FailedPreconditionError(absl::StrCat(
         "loading the cgroup BPF programs: ", strerror(-err),
@@ -80,7 +96,7 @@ absl::StatusOr<std::unique_ptr<CgroupProbe>> CgroupProbe::Start(const CgroupProb
   }
   if (int err = cgroup_bpf__attach(skel); err) {
     return absl::FailedPreconditionError(
-        absl::StrCat("attaching cgroup_mkdir/cgroup_rmdir: ", strerror(-err)));
+        absl::StrCat("attaching the cgroup tracepoints: ", strerror(-err)));
   }
   probe->ring_.reset(ring_buffer__new(bpf_map__fd(skel->maps.cgroup_events),
                                       &CgroupProbe::OnEvent, probe.get(), nullptr));
@@ -88,6 +104,11 @@ absl::StatusOr<std::unique_ptr<CgroupProbe>> CgroupProbe::Start(const CgroupProb
     return absl::InternalError(absl::StrCat("creating the cgroup ring buffer: ", strerror(errno)));
   }
   probe->status_ = {.name = kProbe, .attach_type = "raw_tracepoint", .attached = true};
+  probe->populated_status_ = {.name = kPopulatedProbe, .error = no_populated};
+  if (no_populated.empty()) {
+    probe->populated_status_.attach_type = "raw_tracepoint";
+    probe->populated_status_.attached = true;
+  }
   return probe;
 }
 
@@ -122,8 +143,8 @@ uint64_t CgroupProbe::lost() const {
 
 std::vector<ProbeStatus> CgroupProbe::statuses() const {
   ProbeStatus s = status_;
-  s.lost_events = lost();
-  return {s};
+  s.lost_events = lost();  // one ring buffer for both
+  return {s, populated_status_};
 }
 
 std::vector<ProgramStats> CgroupProbe::program_stats() const {

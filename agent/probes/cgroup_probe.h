@@ -1,4 +1,5 @@
-// Loads bpf/cgroup.bpf.c and delivers cgroup mkdir/rmdir events of one hierarchy.
+// Loads bpf/cgroup.bpf.c and delivers cgroup mkdir/rmdir events of one hierarchy, and where the
+// kernel has the tracepoint, the moments a cgroup got its first task or lost its last.
 #pragma once
 
 #include <cstdint>
@@ -37,8 +38,9 @@ class CgroupProbe {
   // Called after events were found lost, once the ring buffer has been drained.
   using LostHandler = std::function<void()>;
 
-  // Opens, loads and attaches both tracepoints; an error (the tracepoints are missing or do
-  // not pass the cgroup and its path) means the caller names cgroups by walks instead.
+  // Opens, loads and attaches the tracepoints; an error (mkdir/rmdir are missing or do not
+  // pass the cgroup and its path) means the caller names cgroups by walks instead. Without
+  // cgroup_notify_populated it starts all the same, without the populated events.
   static absl::StatusOr<std::unique_ptr<CgroupProbe>> Start(const CgroupProbeOptions& options,
                                                             Handler handler, LostHandler lost);
   CgroupProbe(const CgroupProbe&) = delete;
@@ -48,6 +50,9 @@ class CgroupProbe {
   int Drain();
   // Readable (poll(2)) when events are queued, for a thread that sleeps until then.
   int ready_fd() const;
+
+  // Whether CGROUP_EVENT_POPULATED and CGROUP_EVENT_UNPOPULATED events come.
+  bool populated_events() const { return populated_status_.attached; }
 
   std::vector<ProbeStatus> statuses() const;
   std::vector<ProgramStats> program_stats() const;
@@ -67,6 +72,7 @@ class CgroupProbe {
   SkeletonPtr<cgroup_bpf, DestroyCgroupSkeleton> skel_;
   SkeletonPtr<ring_buffer, FreeCgroupRingBuffer> ring_;
   ProbeStatus status_;
+  ProbeStatus populated_status_;
 };
 
 }  // namespace stagewatch

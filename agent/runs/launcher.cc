@@ -6,9 +6,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <set>
+#include <utility>
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/status/status.h"
@@ -18,10 +21,13 @@
 #include "config_validate.h"
 #include "runs/agent_presence.h"
 #include "runs/ledger.h"
+#include "runs/orphan_runs.h"
+#include "runs/pending_ends.h"
 #include "runs/run_cgroup.h"
 #include "runs/run_facts.h"
 #include "runs/run_id.h"
 #include "runs/terminal_text.h"
+#include "runs/units.h"
 #include "runs/verdict.h"
 
 namespace stagewatch {
@@ -59,22 +65,44 @@ sigset_t ForwardedSignals() {
   _exit(f.error == ENOENT ? 127 : 126);
 }
 
-// Waits for `child`, passing SIGINT, SIGTERM, SIGHUP and SIGQUIT on to it, and reaping the
-// orphans it leaves (the launcher is their subreaper). Returns its wait status.
-int WaitForCommand(pid_t child, const sigset_t& signals, std::set<int>& requested) {
+// Passes a signal sent to the launcher on to every process of the run: a grandchild under
+// `sh -c` gets it too, and can end cleanly before anything is SIGKILLed at cleanup.
+void Forward(pid_t child, const RunCgroup& cgroup, int sig) {
+  const std::vector<pid_t> sent = cgroup.Signal(sig);
+  if (std::find(sent.begin(), sent.end(), child) == sent.end()) kill(child, sig);
+}
+
+// Waits for `child`, passing SIGINT, SIGTERM, SIGHUP and SIGQUIT on to the run's processes,
+// and reaping the orphans it leaves (the launcher is their subreaper). Once the command has
+// exited, the run's other processes have kSignalGrace to end if a signal was passed on to them.
+// Returns the command's wait status.
+int WaitForCommand(pid_t child, const RunCgroup& cgroup, const sigset_t& signals,
+                   std::set<int>& requested) {
+  std::optional<int> status;
+  bool forwarded = false;
+  absl::Time grace_ends;
   for (;;) {
     siginfo_t info;
-    const timespec poll{1, 0};  // SIGCHLDs coalesce; poll as well
+    // SIGCHLDs coalesce, and leftovers exiting send none: poll as well.
+    const timespec poll = status ? timespec{0, 20'000'000} : timespec{1, 0};
     const int sig = sigtimedwait(&signals, &info, &poll);
     if (sig > 0 && sig != SIGCHLD) {
       requested.insert(sig);
       // A terminal sends SIGINT to its whole foreground group, the command included already.
-      if (info.si_code != SI_KERNEL) kill(child, sig);
+      if (info.si_code != SI_KERNEL) {
+        Forward(child, cgroup, sig);
+        forwarded = true;
+      }
       continue;
     }
-    int status = 0;
-    for (pid_t pid; (pid = waitpid(-1, &status, WNOHANG)) > 0;) {
-      if (pid == child) return status;
+    int wstatus = 0;
+    for (pid_t pid; (pid = waitpid(-1, &wstatus, WNOHANG)) > 0;) {
+      if (pid != child) continue;
+      status = wstatus;
+      grace_ends = absl::Now() + kSignalGrace;
+    }
+    if (status && (!forwarded || absl::Now() >= grace_ends || cgroup.HoldsNoTask())) {
+      return *status;
     }
   }
 }
@@ -94,6 +122,61 @@ absl::StatusOr<std::optional<RunRecord>> RowWithAgentEndFacts(Ledger& ledger,
   }
 }
 
+// Refuses a --memory-high under kMinMemoryHighBytes, before anything is made.
+absl::Status CheckMemoryHigh(const RunLimits& limits) {
+  if (!limits.memory_high_bytes || *limits.memory_high_bytes >= kMinMemoryHighBytes) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "--memory-high %s is below %s: under it the kernel throttles nearly every allocation of "
+      "the command, which then crawls without ever being killed; ask for %dM or more, or use "
+      "--memory-max for a hard cap (the command is killed when it needs more)",
+      FormatBytes(*limits.memory_high_bytes), FormatBytes(kMinMemoryHighBytes),
+      kMinMemoryHighBytes >> 20));
+}
+
+// Before a run starts: records the ends kept while the ledger could not take them, and (with
+// no agent to do it) closes the runs of the stage whose launcher died.
+void TidyBeforeRun(Ledger& ledger, const CgroupLayout& layout, const std::string& stage,
+                   std::ostream& log) {
+  for (const std::string& recorded : ImportPendingEnds(ledger, false).recorded) {
+    log << absl::StrFormat("stagewatch: recorded the end of run %s, kept while the ledger could "
+                           "not take it\n", recorded);
+  }
+  if (!AgentPresence::Announced(ledger.path())) {
+    CloseRunsOfDeadLaunchers(ledger, layout, stage, log);
+  }
+}
+
+// Writes the run's end; where the ledger cannot take it (a full disk), keeps it in the room
+// reserved at the start, for the agent or the next `stagewatch` to record. True when recorded.
+bool RecordEnd(Ledger& ledger, const std::string& id, const RunEnd& end, std::ostream& log) {
+  absl::Status s = ledger.EndRun(id, end);
+  if (s.ok()) {
+    DropPendingEnd(ledger.path(), id);
+    return true;
+  }
+  if (absl::IsFailedPrecondition(s)) {  // someone closed it meanwhile
+    log << "stagewatch: the run's end is not recorded: " << s.message() << "\n";
+    DropPendingEnd(ledger.path(), id);
+    return false;
+  }
+  absl::StatusOr<std::string> kept = KeepPendingEnd(ledger.path(), id, end);
+  if (kept.ok()) {
+    log << absl::StrFormat(
+        "stagewatch: the run's end is not recorded in the ledger yet (%s); it is kept in %s, and "
+        "the agent (within a second), the next `stagewatch run` or `stagewatch runs list` "
+        "records it there\n", s.message(), *kept);
+  } else {
+    log << absl::StrFormat(
+        "stagewatch: the run's end is not recorded (%s), and cannot be kept either (%s): it "
+        "ended %s with %s\n", s.message(), kept.status().message(), FormatRfc3339(end.end),
+        end.signal ? absl::StrCat("signal ", *end.signal)
+                   : absl::StrCat("exit code ", end.exit_code.value_or(-1)));
+  }
+  return false;
+}
+
 }  // namespace
 
 absl::StatusOr<int> LaunchRun(const LaunchOptions& o, std::ostream& log) {
@@ -105,6 +188,7 @@ absl::StatusOr<int> LaunchRun(const LaunchOptions& o, std::ostream& log) {
     return absl::InvalidArgumentError("no command to run; write it after --, e.g. "
                                       "stagewatch run --stage validate -- python3 validate.py");
   }
+  if (absl::Status s = CheckMemoryHigh(o.limits); !s.ok()) return s;
   const absl::Time start = absl::Now();
   const std::string id = o.run_id.empty() ? NewRunId(start) : o.run_id;
   if (absl::Status s = CheckRunId(id); !s.ok()) return s;
@@ -118,15 +202,16 @@ absl::StatusOr<int> LaunchRun(const LaunchOptions& o, std::ostream& log) {
         "run id \"%s\" is in the ledger \"%s\" already; pick another --run-id, or leave it out to "
         "get a new one", id, o.ledger_path));
   }
+  absl::StatusOr<CgroupLayout> layout = DetectHostCgroupLayout();
+  if (!layout.ok()) return layout.status();
+  TidyBeforeRun(**ledger, *layout, o.stage, log);
   // From here on a SIGINT or SIGTERM waits (blocked) until the command runs and is passed on
   // to it, so a signal can never leave the run's cgroup behind.
   const sigset_t signals = ForwardedSignals();
   sigset_t old_mask;
   pthread_sigmask(SIG_BLOCK, &signals, &old_mask);
   absl::Cleanup restore_mask = [&] { pthread_sigmask(SIG_SETMASK, &old_mask, nullptr); };
-  absl::StatusOr<CgroupLayout> layout = DetectHostCgroupLayout();
-  if (!layout.ok()) return layout.status();
-  absl::StatusOr<std::unique_ptr<RunCgroup>> cgroup = RunCgroup::Create(
+  absl::StatusOr<std::unique_ptr<RunCgroup>> cgroup = RunCgroup::Prepare(
       *layout, {o.discovery_directory, o.stage, id, o.cgroup_parent, o.limits});
   if (!cgroup.ok()) return cgroup.status();
 
@@ -134,12 +219,27 @@ absl::StatusOr<int> LaunchRun(const LaunchOptions& o, std::ostream& log) {
   if (pipe2(report, O_CLOEXEC) != 0) {
     return absl::ResourceExhaustedError(absl::StrCat("pipe2 failed: ", std::strerror(errno)));
   }
+  absl::Cleanup close_report = [&] {
+    close(report[0]);
+    if (report[1] >= 0) close(report[1]);
+  };
+  // The row first, then the cgroup: a launcher killed at any moment from here on leaves a row
+  // for the agent (or the next `stagewatch run`) to close and its cgroup to remove.
   RunStart run{id, o.stage, o.pipeline, o.command, RunSource::kLauncher,
                (*cgroup)->key_path(), getpid(), start, o.limits};
-  if (absl::Status s = (*ledger)->BeginRun(run); !s.ok()) {
-    close(report[0]);
-    close(report[1]);
+  if (absl::Status s = (*ledger)->BeginRun(run); !s.ok()) return s;
+  if (absl::Status s = (*cgroup)->Make(); !s.ok()) {
+    if (absl::Status w = (*ledger)->WithdrawRun(id); !w.ok()) {
+      log << "stagewatch: the run that could not start stays in the ledger: " << w.message()
+          << "\n";
+    }
     return s;
+  }
+  const std::string& key_path = (*cgroup)->key_path();
+  TidyStageCgroups(**ledger, *layout, key_path.substr(0, key_path.rfind('/')), id, log);
+  if (absl::Status s = ReservePendingEnd(o.ledger_path, id); !s.ok()) {
+    log << "stagewatch: no room reserved for the run's end (" << s.message()
+        << "): should the disk fill up meanwhile, its end is not kept\n";
   }
 
   // ---- the command runs ----
@@ -152,10 +252,10 @@ absl::StatusOr<int> LaunchRun(const LaunchOptions& o, std::ostream& log) {
       << std::flush;
   const pid_t child = fork();
   if (child == 0) RunChild((*cgroup)->procs_files(), argv.data(), old_mask, report[1]);
-  close(report[1]);
+  close(std::exchange(report[1], -1));
   ChildFailure failure{0, 0};
   const bool failed = child < 0 || read(report[0], &failure, sizeof failure) == sizeof failure;
-  close(report[0]);
+  std::move(close_report).Invoke();
 
   RunEnd end;
   std::set<int> requested;
@@ -175,7 +275,7 @@ absl::StatusOr<int> LaunchRun(const LaunchOptions& o, std::ostream& log) {
                            log << "stagewatch: samples not recorded: " << s.message() << "\n";
                          }
                        });
-    const int status = WaitForCommand(child, signals, requested);
+    const int status = WaitForCommand(child, **cgroup, signals, requested);
     end.end = absl::Now();
     const UsageSummary usage = sampler.Stop();
     std::vector<std::string> problems;
@@ -197,8 +297,8 @@ absl::StatusOr<int> LaunchRun(const LaunchOptions& o, std::ostream& log) {
     log << "stagewatch: the ledger was removed or replaced while the run ran; the run is "
            "recorded in the new " << o.ledger_path << "\n";
   }
-  if (absl::Status s = (*ledger)->EndRun(id, end); !s.ok()) {
-    log << "stagewatch: the run's end is not recorded: " << s.message() << "\n";
+  if (!RecordEnd(**ledger, id, end, log)) {
+    // Kept or lost, as RecordEnd said: no verdict to print.
   } else if (absl::StatusOr<std::optional<RunRecord>> r = RowWithAgentEndFacts(**ledger, id, o);
              r.ok() && *r) {
     const std::string ledger_flag =

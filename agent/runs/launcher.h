@@ -2,6 +2,7 @@
 // given limits, and records it in the ledger with what cgroupfs measured.
 #pragma once
 
+#include <cstdint>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -12,6 +13,15 @@
 #include "runs/run_record.h"
 
 namespace stagewatch {
+
+// The smallest --memory-high taken. memory.high throttles the cgroup's allocations above it
+// and never kills: far below what even a shell needs (about 1 MiB), every allocation stalls in
+// reclaim and the command crawls for ever. 4 MiB runs `sh -c` and coreutils.
+inline constexpr uint64_t kMinMemoryHighBytes = uint64_t{4} << 20;
+
+// How long the rest of a run's processes have, after a signal sent through the launcher ended
+// the command, to end on their own before they are SIGKILLed (`docker stop` gives 10 s too).
+inline constexpr absl::Duration kSignalGrace = absl::Seconds(10);
 
 struct LaunchOptions {
   std::string stage;

@@ -647,4 +647,21 @@ absl::StatusOr<std::optional<RunRecord>> Ledger::FindNewestByCgroup(
   return std::move(rows->front());
 }
 
+absl::Status Ledger::WithdrawRun(const std::string& id) {
+  Transaction tx(db_);
+  if (absl::Status s = tx.begun(); !s.ok()) return s;
+  Statement samples(db_, "DELETE FROM run_samples WHERE run_id = ?");
+  samples.Text(id).Step();
+  if (absl::Status s = samples.status("cannot withdraw the run's points"); !s.ok()) return s;
+  Statement run(db_, "DELETE FROM runs WHERE id = ? AND end_time IS NULL");
+  run.Text(id).Step();
+  if (absl::Status s = run.status(absl::StrFormat("cannot withdraw run \"%s\"", id)); !s.ok()) {
+    return s;
+  }
+  if (sqlite3_changes(db_) != 1) {
+    return absl::NotFoundError(absl::StrFormat("no open run \"%s\" in the ledger", id));
+  }
+  return tx.Commit();
+}
+
 }  // namespace stagewatch

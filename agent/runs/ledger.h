@@ -89,6 +89,11 @@ class Ledger {
   // events.
   absl::StatusOr<std::optional<RunRecord>> FindNewestByCgroup(const std::string& cgroup_path);
 
+  // Withdraws an open run that never started, with its points: the launcher records a run
+  // before it makes the run's cgroup (so that its death at any moment leaves a row to close),
+  // and withdraws it when the cgroup cannot be made. NotFound when no such open run exists.
+  absl::Status WithdrawRun(const std::string& id);
+
   // Until CommitBatch, every write of this connection joins one transaction: one commit (one
   // fsync) for many runs' writes. Each write stays all-or-nothing within it (a savepoint); a
   // crash before CommitBatch loses the batch's writes, never part of one, and other writers

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -12,12 +11,12 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "cgroup/proc_cgroup.h"
+#include "runs/cgroup_subtree.h"
 #include "runs/units.h"
 #include "string_util.h"
 
@@ -225,6 +224,14 @@ absl::StatusOr<RunCgroupPlan> PlanRunCgroup(const CgroupLayout& layout,
 
 absl::StatusOr<std::unique_ptr<RunCgroup>> RunCgroup::Create(const CgroupLayout& layout,
                                                              const RunCgroupSpec& spec) {
+  absl::StatusOr<std::unique_ptr<RunCgroup>> cgroup = Prepare(layout, spec);
+  if (!cgroup.ok()) return cgroup.status();
+  if (absl::Status s = (*cgroup)->Make(); !s.ok()) return s;
+  return cgroup;
+}
+
+absl::StatusOr<std::unique_ptr<RunCgroup>> RunCgroup::Prepare(const CgroupLayout& layout,
+                                                              const RunCgroupSpec& spec) {
   std::ifstream in("/proc/self/cgroup");
   std::stringstream text;
   text << in.rdbuf();
@@ -232,12 +239,59 @@ absl::StatusOr<std::unique_ptr<RunCgroup>> RunCgroup::Create(const CgroupLayout&
   if (!plan.ok()) return plan.status();
   std::unique_ptr<RunCgroup> cgroup(new RunCgroup());
   cgroup->plan_ = *std::move(plan);
-  cgroup->reader_layout_ = layout;
-  CgroupLayout& r = cgroup->reader_layout_;
+  cgroup->owned_.assign(cgroup->plan_.hierarchies.size(), false);
+  cgroup->SetReaderLayout(layout);
+  return cgroup;
+}
+
+absl::StatusOr<std::unique_ptr<RunCgroup>> RunCgroup::Adopt(const CgroupLayout& layout,
+                                                            const std::string& key_path) {
+  const std::vector<std::string_view> parts = SplitNonEmpty(key_path, '/');
+  if (parts.size() < 3) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s is not a launcher run's cgroup (<parent>/<directory>/<stage>/<run-id>)", key_path));
+  }
+  std::vector<std::string> ancestors = {""};  // the key parent's, from the root down
+  for (size_t i = 0; i + 3 < parts.size(); ++i) {
+    ancestors.push_back(absl::StrCat(ancestors.back(), "/", ToAbsl(parts[i])));
+  }
+  const std::string relative = absl::StrCat("/", ToAbsl(parts[parts.size() - 3]), "/",
+                                            ToAbsl(parts[parts.size() - 2]), "/",
+                                            ToAbsl(parts.back()));
+  std::unique_ptr<RunCgroup> cgroup(new RunCgroup());
+  cgroup->reap_ = false;  // the dead launcher's leftovers have another reaper
+  cgroup->remove_when_destroyed_ = false;
+  for (RunHierarchy& h : Hierarchies(layout)) {
+    const bool key = cgroup->plan_.hierarchies.empty();
+    for (auto it = ancestors.rbegin(); it != ancestors.rend(); ++it) {
+      if (IsDirectory(h.root + *it + relative)) {
+        h.parent = *it;
+        h.path = *it + relative;
+        break;
+      }
+      if (key) break;  // the keyed hierarchy's is `key_path` itself
+    }
+    if (h.path.empty()) {
+      if (key) return absl::NotFoundError(absl::StrFormat("no cgroup %s", h.root + key_path));
+      continue;  // not made in this hierarchy, or removed already
+    }
+    cgroup->plan_.hierarchies.push_back(h);
+  }
+  if (cgroup->plan_.hierarchies.empty()) {
+    return absl::FailedPreconditionError("no cgroup hierarchy to find the run's cgroup in");
+  }
+  cgroup->owned_.assign(cgroup->plan_.hierarchies.size(), true);
+  cgroup->SetReaderLayout(layout);
+  return cgroup;
+}
+
+void RunCgroup::SetReaderLayout(const CgroupLayout& layout) {
+  reader_layout_ = layout;
+  CgroupLayout& r = reader_layout_;
   r.v1_roots.clear();
   r.v2_root.clear();
-  for (const RunHierarchy& h : cgroup->plan_.hierarchies) {
-    cgroup->procs_files_.push_back(h.dir() + "/cgroup.procs");
+  for (const RunHierarchy& h : plan_.hierarchies) {
+    procs_files_.push_back(h.dir() + "/cgroup.procs");
     if (h.v2) {
       r.v2_root = h.dir();
     } else {
@@ -249,26 +303,40 @@ absl::StatusOr<std::unique_ptr<RunCgroup>> RunCgroup::Create(const CgroupLayout&
   if (r.key == CGROUP_KEY_DEFAULT) {
     r.key_root = r.v2_root;
   } else {
-    r.key_root = r.v1_memory_root = cgroup->plan_.hierarchies.front().dir();
+    r.key_root = r.v1_memory_root = plan_.hierarchies.front().dir();
   }
-  if (absl::Status s = cgroup->Make(); !s.ok()) {
-    cgroup->Remove().IgnoreError();
-    return s;
-  }
-  return cgroup;
 }
 
 absl::Status RunCgroup::Make() {
-  for (const RunHierarchy& h : plan_.hierarchies) {
-    std::string dir = h.root + h.parent;
+  absl::Status s = MakeAndWrite();
+  if (!s.ok()) Remove().IgnoreError();
+  return s;
+}
+
+absl::Status RunCgroup::MakeAndWrite() {
+  // Another run's end removes the shared <directory> and <stage> cgroups once they are empty,
+  // maybe between two of these mkdirs: a parent that vanished is made again.
+  constexpr int kAttempts = 100;
+  for (size_t n = 0; n < plan_.hierarchies.size(); ++n) {
+    const RunHierarchy& h = plan_.hierarchies[n];
     const std::vector<std::string_view> parts =
         SplitNonEmpty(std::string_view(h.path).substr(h.parent.size()), '/');
-    for (size_t i = 0; i < parts.size(); ++i) {
-      dir += "/" + std::string(parts[i]);
-      if (mkdir(dir.c_str(), 0755) == 0) {
-        created_.push_back(dir);
-      } else if (errno != EEXIST || i + 1 == parts.size()) {
+    for (int attempt = 1;; ++attempt) {
+      std::string dir = h.root + h.parent;
+      bool vanished = false;
+      for (size_t i = 0; i < parts.size() && !vanished; ++i) {
+        dir += "/" + std::string(parts[i]);
+        const bool last = i + 1 == parts.size();
+        if (mkdir(dir.c_str(), 0755) == 0) {
+          if (last) owned_[n] = true;
+          continue;
+        }
         const int error = errno;
+        if (error == EEXIST && !last) continue;
+        if (error == ENOENT && i > 0 && attempt < kAttempts) {
+          vanished = true;
+          continue;
+        }
         if (error == EEXIST) {
           return absl::AlreadyExistsError(absl::StrFormat(
               "a cgroup for this run id exists already (%s); pick another --run-id", dir));
@@ -278,6 +346,7 @@ absl::Status RunCgroup::Make() {
             "cannot create the cgroup %s: %s%s", dir, std::strerror(error),
             denied ? "; run as root, or pass --cgroup.parent a cgroup delegated to you" : ""));
       }
+      if (!vanished) break;
     }
   }
   for (const CgroupWrite& w : plan_.enable) {
@@ -309,45 +378,49 @@ absl::Status RunCgroup::Make() {
   return absl::OkStatus();
 }
 
+std::vector<pid_t> RunCgroup::Signal(int sig) const {
+  // Every process of the run joined every hierarchy: the keyed one lists them all.
+  absl::StatusOr<std::vector<pid_t>> pids = ProcessesInSubtree(plan_.hierarchies.front().dir());
+  if (!pids.ok()) return {};
+  for (pid_t pid : *pids) kill(pid, sig);
+  return *pids;
+}
+
+bool RunCgroup::HoldsNoTask() const {
+  for (const RunHierarchy& h : plan_.hierarchies) {
+    absl::StatusOr<std::vector<pid_t>> pids = ProcessesInSubtree(h.dir());
+    if (absl::IsNotFound(pids.status())) continue;  // removed in this hierarchy already
+    if (!pids.ok() || !pids->empty()) return false;
+  }
+  return true;
+}
+
 absl::Status RunCgroup::Remove() {
   if (removed_) return absl::OkStatus();
   removed_ = true;
-  using Clock = std::chrono::steady_clock;
-  const auto deadline = Clock::now() + std::chrono::seconds(10);
-  // Leftovers: processes the command started and left behind. Killed, and reaped when the
-  // launcher is their subreaper, until the kernel lets the directories go.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   std::string last_error;
-  for (auto it = created_.rbegin(); it != created_.rend(); ++it) {
-    const bool is_run_dir = std::find(procs_files_.begin(), procs_files_.end(),
-                                      *it + "/cgroup.procs") != procs_files_.end();
-    for (;;) {
-      if (is_run_dir) {
-        std::istringstream pids(ReadSmallFile(*it + "/cgroup.procs"));
-        for (pid_t pid; pids >> pid;) {
-          if (pid > 0) kill(pid, SIGKILL);
-        }
-        while (waitpid(-1, nullptr, WNOHANG) > 0) {
-        }
+  // The keyed hierarchy last: the agent hears of its rmdir once the mirrors are gone too.
+  for (size_t n = plan_.hierarchies.size(); n-- > 0;) {
+    const RunHierarchy& h = plan_.hierarchies[n];
+    if (owned_[n]) {
+      if (absl::Status s = RemoveCgroupSubtree(h.dir(), reap_, deadline); !s.ok()) {
+        last_error = std::string(s.message());
       }
-      if (rmdir(it->c_str()) == 0 || errno == ENOENT) break;
-      const int error = errno;
-      if (!is_run_dir || error != EBUSY || Clock::now() > deadline) {
-        // A shared parent still in use by another run is expected; only the run's own
-        // directory failing to go is an error.
-        if (is_run_dir) {
-          last_error = absl::StrFormat("cannot remove the run's cgroup %s: %s", *it,
-                                       std::strerror(error));
-        }
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    // The shared <stage> and <directory> cgroups go with the last run in them; rmdir refuses
+    // (EBUSY) while another run is in them, and one that is being made retries (Make()).
+    const std::string stage_dir = h.dir().substr(0, h.dir().rfind('/'));
+    if (rmdir(stage_dir.c_str()) == 0 || errno == ENOENT) {
+      rmdir(stage_dir.substr(0, stage_dir.rfind('/')).c_str());
     }
   }
-  created_.clear();
   if (!last_error.empty()) return absl::UnavailableError(last_error);
   return absl::OkStatus();
 }
 
-RunCgroup::~RunCgroup() { Remove().IgnoreError(); }
+RunCgroup::~RunCgroup() {
+  if (remove_when_destroyed_) Remove().IgnoreError();
+}
 
 }  // namespace stagewatch

@@ -3,6 +3,8 @@
 // hosts; the one cgroup2 hierarchy on v2), with the run's limits written into it.
 #pragma once
 
+#include <sys/types.h>
+
 #include <memory>
 #include <string>
 #include <string_view>
@@ -57,10 +59,23 @@ absl::StatusOr<RunCgroupPlan> PlanRunCgroup(const CgroupLayout& layout,
 
 class RunCgroup {
  public:
+  // Decides where the run's cgroup goes (PlanRunCgroup), making nothing yet.
+  static absl::StatusOr<std::unique_ptr<RunCgroup>> Prepare(const CgroupLayout& layout,
+                                                            const RunCgroupSpec& spec);
   // Makes the directories (failing when the run's exists already), enables controllers and
   // writes the limits; on any error removes what it made and says what the kernel refused.
+  absl::Status Make();
+  // Prepare, then Make.
   static absl::StatusOr<std::unique_ptr<RunCgroup>> Create(const CgroupLayout& layout,
                                                            const RunCgroupSpec& spec);
+  // The cgroup a launcher (now dead) made for a run: `key_path` in the keyed hierarchy,
+  // `<parent>/<directory>/<stage>/<run-id>`. In each other hierarchy it is the same
+  // `<directory>/<stage>/<run-id>` beneath the parent or, where that has none, beneath the
+  // parent's nearest ancestor that has it (a launcher's own cgroup sits higher up in a v1
+  // hierarchy its service manager does not manage: / in cpu beside /user.slice/… in memory).
+  // NotFound when its keyed directory is gone. Only Remove() removes it, reaping nothing.
+  static absl::StatusOr<std::unique_ptr<RunCgroup>> Adopt(const CgroupLayout& layout,
+                                                          const std::string& key_path);
   ~RunCgroup();  // Remove()s, if not done
   RunCgroup(const RunCgroup&) = delete;
   RunCgroup& operator=(const RunCgroup&) = delete;
@@ -73,18 +88,30 @@ class RunCgroup {
   // path "/" to the cgroup readers (ReadMemoryStats, ReadCpuStats, ReadPsi).
   const CgroupLayout& reader_layout() const { return reader_layout_; }
 
-  // SIGKILLs what is left in the cgroup, removes it (retrying while the kernel still counts
-  // exiting tasks) and then the parents it made, when nothing else uses them.
+  // Sends `sig` to every process in the run's cgroup and the sub-cgroups its command made;
+  // returns the pids it went to.
+  std::vector<pid_t> Signal(int sig) const;
+  // Whether no task is left in the run's cgroup or its sub-cgroups, in any hierarchy; false
+  // when that cannot be read.
+  bool HoldsNoTask() const;
+
+  // Removes the run's cgroup in every hierarchy with its sub-cgroups, deepest first, SIGKILLing
+  // what is left in each (and reaping it: the launcher is its subreaper), retrying while the
+  // kernel still counts exiting tasks; then the shared `<stage>` and `<directory>` cgroups
+  // above it when no other run uses them, whoever made them (never the parent).
   absl::Status Remove();
 
  private:
   RunCgroup() = default;
-  absl::Status Make();
+  void SetReaderLayout(const CgroupLayout& layout);
+  absl::Status MakeAndWrite();
 
   RunCgroupPlan plan_;
   CgroupLayout reader_layout_;
   std::vector<std::string> procs_files_;
-  std::vector<std::string> created_;  // in creation order
+  std::vector<bool> owned_;  // by hierarchy: its run directory is this object's to remove
+  bool reap_ = true;         // Remove() reaps what it kills (the launcher is its subreaper)
+  bool remove_when_destroyed_ = true;  // a launcher's; an adopted one only on Remove()
   bool removed_ = false;
 };
 

@@ -3,15 +3,18 @@
 #include <malloc.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "log.h"
+#include "runs/orphan_runs.h"
+#include "runs/pending_ends.h"
+#include "runs/run_cgroup.h"
 #include "runs/run_id.h"
 #include "runs/verdict.h"
 #include "thread_name.h"
@@ -29,6 +32,15 @@ std::string Basename(const std::string& path) { return path.substr(path.rfind('/
 bool IsWithin(const std::string& path, const std::string& top) {
   return path.size() > top.size() && path.compare(0, top.size(), top) == 0 &&
          path[top.size()] == '/';
+}
+
+// bpf_ktime_get_ns() (CLOCK_MONOTONIC) of an event, as wall-clock time.
+absl::Time EventTime(uint64_t monotonic_ns) {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  const absl::Time wall = absl::Now();
+  if (monotonic_ns == 0) return wall;
+  return wall - (absl::DurationFromTimespec(now) - absl::Nanoseconds(monotonic_ns));
 }
 
 // The cgroup id of a live cgroup directory: its kernfs inode number.
@@ -81,6 +93,7 @@ RunWatcher::RunWatcher(std::unique_ptr<Ledger> ledger, StageResolver* stages,
       ledger_(std::move(ledger)) {
   if (options_.sampling) sampler_ = std::make_unique<DiscoveredSampler>(*options_.sampling);
   next_samples_write_ = absl::Now() + options_.write_samples_every;
+  next_sweep_ = absl::Now() + options_.orphan_sweep;
 }
 
 RunWatcher::~RunWatcher() {
@@ -92,6 +105,10 @@ RunWatcher::~RunWatcher() {
   if (worker_.joinable()) worker_.join();
   std::lock_guard<std::mutex> lock(mu_);
   WriteSamples();  // what the sampler holds of runs still open
+  RetryEnds();     // a last try: the next start closes those runs, when last known alive
+  for (const auto& [id, unwritten] : unwritten_ends_) {
+    Warn("stopping: a run's end is lost", id, absl::UnavailableError("the ledger did not take it"));
+  }
 }
 
 absl::Status RunWatcher::Recover() {
@@ -107,8 +124,10 @@ absl::Status RunWatcher::Recover() {
                   std::string(VerdictName(JudgeRun(*it, options_.runs).kind)), it->end->end});
     while (q.size() > static_cast<size_t>(options_.runs.info_per_stage)) q.pop_back();
   }
-  absl::StatusOr<std::vector<RunRecord>> open = ledger_->List({.open_only = true});
+  absl::StatusOr<std::vector<RunRecord>> open =
+      ledger_->List({.open_only = true, .limit = 1 << 30});
   if (!open.ok()) return open.status();
+  std::vector<uint64_t> launched;  // launcher runs whose cgroup lives
   for (RunRecord& r : *open) {
     SeeStage(r.start.stage, r.start.pipeline);
     OpenRun run{.start = r.start, .recorded = true};
@@ -124,7 +143,19 @@ absl::Status RunWatcher::Recover() {
     const uint64_t key = id ? *id : next_gone_key_--;
     OpenRun& kept = open_[key] = std::move(run);
     if (!kept.removed) StartSampling(kept);
-    if (kept.removed && !LauncherAlive(kept.start)) CloseByAgent(kept, false);
+    if (!kept.removed && kept.start.source == RunSource::kLauncher) launched.push_back(key);
+    if (kept.removed && !LauncherAlive(kept.start)) {
+      CloseByAgent(kept, LauncherRunEnd(kept), false);
+    }
+  }
+  // Runs whose launcher died while no agent watched, their command ended since: closed now,
+  // ended when last known alive. Those with a task left are watched on.
+  for (uint64_t key : launched) {
+    OpenRun& run = open_.at(key);
+    absl::StatusOr<std::unique_ptr<RunCgroup>> cgroup =
+        RunCgroup::Adopt(options_.layout, run.start.cgroup_path);
+    run.populated = !cgroup.ok() || !(*cgroup)->HoldsNoTask();
+    if (!run.populated) CloseIfOrphan(key, false);
   }
   Log::Info("runs", {{"ledger", ledger_->path()}, {"open", absl::StrCat(open_.size())}});
   return absl::OkStatus();
@@ -154,9 +185,20 @@ void RunWatcher::OnCgroupEvent(const cgroup_event& event) {
     std::optional<EndReadings> readings;
     if (ids) readings = ReadAtEnd(*ids);
     Queue([this, id, readings, memcg = MemcgAtRmdir::Of(event)] { OnRmdir(id, readings, memcg); });
-  } else if (len < sizeof(event.path) - 1) {
+  } else if (event.kind == CGROUP_EVENT_POPULATED || event.kind == CGROUP_EVENT_UNPOPULATED) {
+    const bool populated = event.kind == CGROUP_EVENT_POPULATED;
+    Queue([this, id, populated, at = EventTime(event.at_ns)] { OnPopulated(id, populated, at); });
+  } else if (event.kind == CGROUP_EVENT_MKDIR && len < sizeof(event.path) - 1) {
     Queue([this, id, path, seen = absl::Now()] { OnMkdir(id, path, seen); });
   }
+}
+
+void RunWatcher::OnEventsLost() {
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    events_lost_ = true;
+  }
+  wake_.notify_all();
 }
 
 RunWatcher::EndReadings RunWatcher::ReadAtEnd(const std::set<uint64_t>& ids) const {
@@ -298,31 +340,156 @@ void RunWatcher::OnRmdir(uint64_t id, std::optional<EndReadings> readings, Memcg
   // Born and gone before the first event was handled: read now, what is left.
   if (!readings) readings = ReadAtEnd(run.ids);
   const bool recorded = Record(run, true);
+  AddFacts(run, EndFacts(*readings));
+  for (uint64_t cg : run.ids) by_cgroup_.erase(cg);
+  run.removed = true;
+  if (!recorded) {
+    open_.erase(id);
+  } else if (run.start.source == RunSource::kDiscovered) {
+    CloseByAgent(run, absl::Now(), true, memcg);  // a discovered run ends with its cgroup
+  } else if (!LauncherAlive(run.start)) {
+    CloseByAgent(run, LauncherRunEnd(run), true, memcg);
+  }
+}
+
+AgentFacts RunWatcher::EndFacts(const EndReadings& readings) const {
   AgentFacts facts;
   if (options_.oom_observed) facts.oom_kills_userspace = 0;
-  facts.run_queue_wait_seconds = readings->run_queue_wait_seconds;
-  facts.run_queue_throttled_seconds = readings->run_queue_throttled_seconds;
-  facts.reclaim_stall_seconds = readings->reclaim_stall_seconds;
-  if (readings->preemptions && readers_.stage_of) {
-    for (const auto& [preempting, n] : *readings->preemptions) {
+  facts.run_queue_wait_seconds = readings.run_queue_wait_seconds;
+  facts.run_queue_throttled_seconds = readings.run_queue_throttled_seconds;
+  facts.reclaim_stall_seconds = readings.reclaim_stall_seconds;
+  if (readings.preemptions && readers_.stage_of) {
+    for (const auto& [preempting, n] : *readings.preemptions) {
       facts.preemptors[readers_.stage_of(preempting)] += n;
     }
     facts.preemptors_observed = true;
   }
   facts.anomalies_observed = true;  // the anomaly engine watched its stage throughout
   facts.saw_end = true;
-  AddFacts(run, facts);
-  for (uint64_t cg : run.ids) by_cgroup_.erase(cg);
-  run.removed = true;
-  if (!recorded) {
-    open_.erase(id);
-  } else if (run.start.source == RunSource::kDiscovered || !LauncherAlive(run.start)) {
-    CloseByAgent(run, true, memcg);
+  return facts;
+}
+
+void RunWatcher::OnPopulated(uint64_t id, bool populated, absl::Time at) {
+  // A run's own cgroup flips with its descendants': theirs say nothing more.
+  auto found = by_cgroup_.find(id);
+  if (found == by_cgroup_.end() || found->second != id) return;
+  OpenRun& run = open_.at(id);
+  run.populated = populated;
+  run.emptied_at.reset();
+  if (populated) return;
+  run.emptied_at = at;
+  CloseIfOrphan(id, true);
+}
+
+void RunWatcher::CloseIfOrphan(uint64_t key, bool watched) {
+  OpenRun& run = open_.at(key);
+  if (run.removed || run.populated || !Record(run, false) ||
+      run.start.source != RunSource::kLauncher || LauncherAlive(run.start)) {
+    return;
+  }
+  // The probes' figures of its cgroups, read before the cgroups go (as at an rmdir).
+  const EndReadings readings = ReadAtEnd(run.ids);
+  absl::StatusOr<OrphanEnd> orphan = FinishOrphanCgroup(options_.layout, run.start,
+                                                        LauncherRunEnd(run), RunCloser::kAgent);
+  if (!orphan.ok()) {
+    // Its command runs on (a flip this agent missed, or a sweep): its unpopulated flip comes
+    // when it ends, or the next sweep looks again. So does one whose cgroup cannot be read.
+    run.populated = true;
+    if (absl::IsFailedPrecondition(orphan.status())) return;
+    return Warn("cannot close a run whose launcher died", run.start.id, orphan.status());
+  }
+  if (!orphan->removed.ok() && !std::exchange(cannot_remove_warned_, true)) {
+    Log::Warn("cannot remove the empty cgroups of a run whose launcher died (an agent whose "
+              "cgroupfs is read-only never can): the next `stagewatch run` of the stage in the "
+              "same parent cgroup removes them",
+              {{"run", run.start.id}, {"err", orphan->removed.message()}});
+  }
+  if (watched) AddFacts(run, EndFacts(readings));
+  const std::string id = run.start.id;
+  if (WriteEnd(id, orphan->end)) {
+    Log::Info("run ended", {{"run_id", id}, {"closed_by", "agent"}, {"launcher", "dead"}});
+  }
+  DropPendingEnd(ledger_->path(), id);  // the dead launcher's reservation
+  Forget(key);
+}
+
+void RunWatcher::SweepOrphans() {
+  std::vector<uint64_t> keys;
+  for (const auto& [key, run] : open_) {
+    if (!run.removed && run.recorded && run.start.source == RunSource::kLauncher) {
+      keys.push_back(key);
+    }
+  }
+  for (uint64_t key : keys) {
+    OpenRun& run = open_.at(key);
+    if (LauncherAlive(run.start)) continue;
+    run.populated = false;  // to be read: CloseIfOrphan finds out
+    CloseIfOrphan(key, true);
   }
 }
 
-void RunWatcher::CloseByAgent(OpenRun& run, bool saw_end, const MemcgAtRmdir& memcg) {
-  RunEnd end{.end = absl::Now(), .closed_by = RunCloser::kAgent};
+absl::Time RunWatcher::LauncherRunEnd(const OpenRun& run) {
+  if (run.emptied_at) return *run.emptied_at;
+  return LastKnownAlive(*ledger_, run.start);
+}
+
+bool RunWatcher::WriteEnd(const std::string& id, const RunEnd& end) {
+  absl::Status s = ledger_->EndRun(id, end);
+  if (s.ok()) {
+    if (ledger_batch_open_) batch_ends_[id] = end;
+    return true;
+  }
+  if (absl::IsFailedPrecondition(s)) return false;  // its launcher closed it just before
+  if (absl::IsNotFound(s)) {
+    Warn("cannot close a run", id, s);
+    return false;
+  }
+  Warn("cannot close a run: its end is kept and written again each second", id, s);
+  unwritten_ends_[id] = {end};
+  return false;
+}
+
+void RunWatcher::RetryEnds() {
+  for (auto it = unwritten_ends_.begin(); it != unwritten_ends_.end();) {
+    absl::Status s = ledger_->EndRun(it->first, it->second.end);
+    if (!s.ok() && !absl::IsFailedPrecondition(s) && !absl::IsNotFound(s)) {
+      ++it;
+      continue;
+    }
+    if (s.ok()) {
+      Log::Info("run ended", {{"run_id", it->first}, {"closed_by", "agent"}, {"late", "true"}});
+      if (!it->second.counted) CountEnded(it->first);
+    }
+    it = unwritten_ends_.erase(it);
+  }
+}
+
+void RunWatcher::CheckBatchEnds(bool committed) {
+  // SQLite rolls a transaction back by itself on a full disk: a pass whose commit or any
+  // write failed may have lost ends its writes took (they returned OK within the batch).
+  if (!committed || pass_failed_) {
+    for (const auto& [id, end] : batch_ends_) {
+      absl::StatusOr<std::optional<RunRecord>> row = ledger_->Get(id);
+      if (!row.ok() || (*row && !(*row)->end)) unwritten_ends_[id] = {end, /*counted=*/true};
+    }
+  }
+  batch_ends_.clear();
+  pass_failed_ = false;
+}
+
+void RunWatcher::Forget(uint64_t key) {
+  OpenRun& run = open_.at(key);
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    published_.erase(run.cgroup_id);
+  }
+  for (uint64_t cg : run.ids) by_cgroup_.erase(cg);
+  Count(key);
+}
+
+void RunWatcher::CloseByAgent(OpenRun& run, absl::Time end_time, bool saw_end,
+                              const MemcgAtRmdir& memcg) {
+  RunEnd end{.end = std::max(end_time, run.start.start), .closed_by = RunCloser::kAgent};
   const std::string id = run.start.id;
   if (sampler_) {
     std::vector<RunSample> points;
@@ -336,9 +503,8 @@ void RunWatcher::CloseByAgent(OpenRun& run, bool saw_end, const MemcgAtRmdir& me
   if (memcg.failcnt) end.facts.memory_failcnt = memcg.failcnt;
   if (memcg.limit_known) end.facts.memory_limit_bytes = memcg.limit_bytes;
   if (options_.oom_observed && saw_end) end.facts.oom_kills_kernel = run.kernel_kills;
-  absl::Status s = ledger_->EndRun(id, end);
-  if (!s.ok() && !absl::IsFailedPrecondition(s)) return Warn("cannot close a run", id, s);
-  if (s.ok()) Log::Info("run ended", {{"run_id", id}, {"closed_by", "agent"}});
+  if (WriteEnd(id, end)) Log::Info("run ended", {{"run_id", id}, {"closed_by", "agent"}});
+  if (run.start.source == RunSource::kLauncher) DropPendingEnd(ledger_->path(), id);
   for (auto& [key, r] : open_) {
     if (&r == &run) return Count(key);  // closed now, or by its launcher just before
   }
@@ -348,6 +514,10 @@ void RunWatcher::Count(uint64_t key) {
   const std::string id = open_.at(key).start.id;
   open_.erase(key);
   closed_since_trim_++;
+  CountEnded(id);
+}
+
+void RunWatcher::CountEnded(const std::string& id) {
   absl::StatusOr<std::optional<RunRecord>> r = ledger_->Get(id);
   if (!r.ok() || !*r || !(*r)->end) return;
   const std::string verdict(VerdictName(JudgeRun(**r, options_.runs).kind));
@@ -413,9 +583,11 @@ void RunWatcher::Tick() {
       Count(key);  // its launcher closed it
     } else if (!LauncherAlive(open_.at(key).start)) {
       OpenRun& run = open_.at(key);
-      CloseByAgent(run, run.cgroup_id != 0);  // 0: its cgroup went while no agent watched
+      // cgroup_id 0: its cgroup went while no agent watched
+      CloseByAgent(run, LauncherRunEnd(run), run.cgroup_id != 0);
     }
   }
+  LookForOrphans();
   // After the records above, so a run recorded now gets its first sample now.
   const absl::Time now = absl::Now();
   if (sampler_) sampler_->Sample(now);
@@ -475,6 +647,7 @@ void RunWatcher::Loop() {
       }
       if (tick) Tick();
       if (batch) CommitBatch();
+      if (tick) AfterPass(std::exchange(first_pass_, false));
     }
     if (tick) next_tick = absl::Now() + options_.tick;
     queue_lock.lock();
@@ -485,27 +658,57 @@ void RunWatcher::Loop() {
 
 void RunWatcher::BeginBatch() {
   // Unbatched, each write is its own transaction: slower, nothing lost.
-  if (absl::Status s = ledger_->BeginBatch(); !s.ok()) {
-    Warn("cannot batch the ledger's writes", "", s);
-  }
+  absl::Status s = ledger_->BeginBatch();
+  ledger_batch_open_ = s.ok();
+  if (!s.ok()) Warn("cannot batch the ledger's writes", "", s);
 }
 
 void RunWatcher::CommitBatch() {
-  if (absl::Status s = ledger_->CommitBatch(); !s.ok()) {
-    Warn("cannot commit a pass of the runs' writes: lost (the next start closes runs left open)",
-         "", s);
+  absl::Status s = ledger_->CommitBatch();
+  if (!s.ok()) {
+    Warn("cannot commit a pass of the runs' writes: lost, but for the runs' ends, which are "
+         "written again (the next start closes runs left open)", "", s);
   }
+  ledger_batch_open_ = false;
+  CheckBatchEnds(s.ok());
 }
 
-bool RunWatcher::LauncherAlive(const RunStart& start) const {
-  if (!start.launcher_pid || *start.launcher_pid <= 0) return false;
-  // A zombie launcher is dead: its parent has not reaped it yet.
-  std::ifstream stat(absl::StrCat("/proc/", *start.launcher_pid, "/stat"));
-  std::string line;
-  if (!std::getline(stat, line)) return false;
-  const size_t paren = line.rfind(')');
-  return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] != 'Z' &&
-         line[paren + 2] != 'X';
+void RunWatcher::LookForOrphans() {
+  const absl::Time now = absl::Now();
+  bool lost = false;
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    lost = std::exchange(events_lost_, false);
+  }
+  // Once after the start (flips may have come before the watcher was connected), after lost
+  // events, and where no flips come, every orphan_sweep.
+  if (sweep_due_ || lost || (!options_.populated_events && now >= next_sweep_)) {
+    sweep_due_ = false;
+    next_sweep_ = now + options_.orphan_sweep;
+    return SweepOrphans();
+  }
+  if (!options_.populated_events) return;
+  // Only launcher runs without a task in their cgroup, not yet or any more: a launcher dies
+  // before its command joins the cgroup, or after its command ended and before it closed the
+  // run. A moment in a run's life; the runs with tasks wait for their unpopulated flip.
+  std::vector<uint64_t> empty;
+  for (const auto& [key, run] : open_) {
+    if (!run.removed && !run.populated && run.recorded &&
+        run.start.source == RunSource::kLauncher) {
+      empty.push_back(key);
+    }
+  }
+  for (uint64_t key : empty) CloseIfOrphan(key, true);
+}
+
+void RunWatcher::AfterPass(bool first) {
+  // Unbatched: each of these rare writes is committed when it returns.
+  RetryEnds();
+  PendingImport imported = ImportPendingEnds(*ledger_, first);
+  for (const std::string& id : imported.recorded) {
+    Log::Info("run ended", {{"run_id", id}, {"closed_by", "launcher"}, {"kept_end", "true"}});
+    CountEnded(id);
+  }
 }
 
 RunsSnapshot RunWatcher::Snapshot() const {
@@ -532,6 +735,7 @@ RunWatcher::Held RunWatcher::held() const {
 
 void RunWatcher::Warn(const std::string& what, const std::string& id,
                       const absl::Status& s) const {
+  pass_failed_ = true;
   Log::Warn(what, {{"run", id}, {"err", s.message()}});
 }
 

@@ -2,7 +2,8 @@
 // born and die is a run. Records those no launcher started (source=discovered), adds what only
 // the agent sees (OOM kills as they happen; run-queue wait, reclaim stalls and preemptors at
 // the end; anomalies of its stage while it lives) to every run's row, and closes runs whose
-// launcher is gone. Counts ended runs by verdict for the metrics.
+// launcher is gone: when their cgroup goes, or at once when it holds no task any more (the
+// launcher died while its command ran on). Counts ended runs by verdict for the metrics.
 #pragma once
 
 #include <sys/types.h>
@@ -24,6 +25,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "bpf/cgroup.h"
+#include "cgroup/layout.h"
 #include "config/runs_config.h"
 #include "runs/agent_presence.h"
 #include "runs/discovered_sampler.h"
@@ -50,6 +52,13 @@ struct RunProbeReaders {
 
 struct RunWatcherOptions {
   std::string key_root;  // mount point of the keyed hierarchy: where run cgroup paths live
+  // The hierarchies a dead launcher's run has cgroups in, to read and remove them.
+  CgroupLayout layout;
+  // The cgroup probe sends populated flips (CGROUP_EVENT_UNPOPULATED): a dead launcher's run
+  // is closed the moment its last task exits. Without them, every open launcher run's
+  // launcher is looked at every orphan_sweep, and its end is when it was last known alive.
+  bool populated_events = false;
+  absl::Duration orphan_sweep = absl::Seconds(10);
   RunsConfig runs;
   bool oom_observed = false;  // the OOM probe runs: a run without kill events had none
   absl::Duration tick = absl::Seconds(1);  // how often closes by launchers are looked for
@@ -97,6 +106,8 @@ class RunWatcher {
 
   // Call before the path cache applies the event (an rmdir's probe entries are still there).
   void OnCgroupEvent(const cgroup_event& event);
+  // The cgroup probe lost events: open runs are looked at again at the next tick.
+  void OnEventsLost();
   // Waits until every event queued so far is in the ledger (for tests and shutdown).
   void Flush();
   void OnOomKill(uint64_t victim_cgroup_id, const OomVictim& victim);
@@ -130,6 +141,8 @@ class RunWatcher {
     uint64_t kernel_kills = 0;
     AgentFacts buffered;
     bool removed = false;  // its cgroup is gone; waiting for the launcher to close it
+    bool populated = false;  // a task is in its cgroup (populated flips, or read at startup)
+    std::optional<absl::Time> emptied_at;  // when its last task exited, as the kernel said
   };
   static constexpr absl::Duration kGrace = absl::Seconds(1);
   // Whether the ledger's newest row for a cgroup's path, which the agent saw made at `seen`, is
@@ -155,6 +168,25 @@ class RunWatcher {
   void Queue(std::function<void()> task);
   void OnMkdir(uint64_t id, const std::string& path, absl::Time seen);
   void OnRmdir(uint64_t id, std::optional<EndReadings> readings, MemcgAtRmdir memcg);
+  // What the agent adds to a run it watched end.
+  AgentFacts EndFacts(const EndReadings& readings) const;
+  void OnPopulated(uint64_t id, bool populated, absl::Time at);
+  // A launcher run whose cgroup holds no task: closed if its launcher is dead (orphan_runs.h).
+  // `watched`: the agent watched it to its end, and adds its end facts.
+  void CloseIfOrphan(uint64_t key, bool watched);
+  // Every open launcher run with a dead launcher, where populated flips cannot say when to look.
+  void SweepOrphans();
+  // When a launcher run whose launcher died ended: its last task's exit where the kernel said,
+  // else when it was last known alive.
+  absl::Time LauncherRunEnd(const OpenRun& run);
+  // Writes a run's end; one the ledger does not take (a full disk) is kept and written again
+  // each tick, with the time and facts it had. True when written now.
+  bool WriteEnd(const std::string& id, const RunEnd& end);
+  void RetryEnds();
+  // After a pass's commit: its ends that did not reach the ledger are written again.
+  void CheckBatchEnds(bool committed);
+  // Stops watching a run that has ended (by anyone), and counts it.
+  void Forget(uint64_t key);
   void AddOomKill(uint64_t victim_cgroup_id, const OomVictim& victim);
   void AddAnomaly(const std::string& stage, const RunAnomaly& anomaly);
   // Which ids the deliverers read at rmdir: each run's own cgroup id → its ids.
@@ -165,11 +197,12 @@ class RunWatcher {
   void AddFacts(OpenRun& run, const AgentFacts& facts);
   // `saw_end`: the agent watched the run's cgroup go, so a kill it did not see did not happen.
   // The end facts are the sampler's last reading of a discovered run, with `memcg` over them.
-  void CloseByAgent(OpenRun& run, bool saw_end, const MemcgAtRmdir& memcg = {});
+  void CloseByAgent(OpenRun& run, absl::Time end, bool saw_end, const MemcgAtRmdir& memcg = {});
   void StartSampling(const OpenRun& run);
   void WriteSamples();
   // Counts a run that has ended (by anyone) from its ledger row.
   void Count(uint64_t key);
+  void CountEnded(const std::string& id);
   void SeeStage(const std::string& stage, const std::string& pipeline);
   void Tick();
   void Loop();  // the watcher's thread: queued tasks, and Tick() every options.tick
@@ -178,7 +211,10 @@ class RunWatcher {
   static constexpr size_t kTasksPerBatch = 1000;
   void BeginBatch();
   void CommitBatch();
-  bool LauncherAlive(const RunStart& start) const;
+  // Each tick, after the pass's commit: the ends written again, and the ends launchers kept
+  // beside the ledger (a full disk) recorded; `first`: their reservations read too.
+  void AfterPass(bool first);
+  void LookForOrphans();
   void Warn(const std::string& what, const std::string& id, const absl::Status& s) const;
   // At the start of each pass, before it looks a run up or writes one: opens the ledger again
   // when its file was removed or replaced, carrying the runs open here over, so that no write
@@ -202,6 +238,18 @@ class RunWatcher {
   uint64_t closed_at_last_tick_ = 0;        // closed_since_trim_ at the last tick
   uint64_t trims_ = 0;                      // heap trims so far
   int settle_trims_ = 0;                    // trims still due after a churn stopped
+  absl::Time next_sweep_;                   // populated flips missing: the next orphan sweep
+  bool sweep_due_ = true;                   // the first tick, and after lost events
+  struct UnwrittenEnd {
+    RunEnd end;
+    bool counted = false;  // its verdict was counted when a batch that was lost wrote it
+  };
+  std::map<std::string, UnwrittenEnd> unwritten_ends_;  // by run id: written again each tick
+  std::map<std::string, RunEnd> batch_ends_;      // written in the pass not yet committed
+  mutable bool pass_failed_ = false;              // a ledger call of this pass failed
+  bool ledger_batch_open_ = false;
+  bool first_pass_ = true;
+  bool cannot_remove_warned_ = false;
   RunsSnapshot counted_;
   std::map<std::string, std::deque<EndedRun>> recent_;  // by stage, newest first
   // Guards the queue and `published_`; never held while calling out.
@@ -211,6 +259,7 @@ class RunWatcher {
   uint64_t queued_ = 0, done_ = 0;
   std::condition_variable wake_, drained_;
   bool stop_ = false;
+  bool events_lost_ = false;
   std::thread worker_;
 };
 

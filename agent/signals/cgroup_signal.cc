@@ -1,5 +1,6 @@
 // cgroup: the cgroup_mkdir/cgroup_rmdir events that name cgroups as they are made, so that no
-// walk is needed. Switched by cgroup.lifecycle_events; it adds no collector of its own.
+// walk is needed, and the populated flips that tell the run watcher when a run's last task
+// exited. Switched by cgroup.lifecycle_events; it adds no collector of its own.
 #include "cgroup/cgroup_events.h"
 #include "cgroup/layout.h"
 #include "cgroup/path_cache.h"
@@ -28,9 +29,10 @@ std::unique_ptr<exporters::Collector> Start(const SignalContext& ctx) {
                            if (RunWatcher* w = runs->load()) w->OnCgroupEvent(e);  // first
                            ApplyCgroupEvent(e, paths);
                          },
-                         [paths = ctx.paths] {
+                         [paths = ctx.paths, runs = ctx.runs] {
                            Log::Warn("cgroup events lost; walking the hierarchy again", {});
                            paths->Resync();
+                           if (RunWatcher* w = runs->load()) w->OnEventsLost();
                          }),
       &r.probe_reports);
   if (!r.cgroup_probe) return nullptr;

@@ -4,6 +4,7 @@
 #include "app/agent_runs.h"
 #include "exporters/collector.h"
 #include "exporters/runs_collector.h"
+#include "probes/cgroup_probe.h"
 #include "signals/modules.h"
 #include "signals/snapshot_source.h"
 
@@ -16,7 +17,8 @@ std::unique_ptr<exporters::Collector> Start(const SignalContext& ctx) {
   r.run_watcher = StartRunWatcher(
       ctx.config, ctx.layout, ctx.stages,
       MakeRunProbeReaders(r.sched_probe.get(), r.memory_probe.get(), ctx.namer),
-      r.oom_probe != nullptr, [snapshots = r.snapshots] { return snapshots->Latest(); });
+      r.oom_probe != nullptr, r.cgroup_probe && r.cgroup_probe->populated_events(),
+      [snapshots = r.snapshots] { return snapshots->Latest(); });
   if (!r.run_watcher) return nullptr;
   *ctx.runs = r.run_watcher.get();
   return std::make_unique<exporters::RunsCollector>(

@@ -5,7 +5,9 @@
 // no launcher started gets the launcher's figures from the agent: the kernel's exact memory
 // peak (read in the kernel at rmdir, once the cgroup's files are gone), mean and p95 of its
 // usage, CPU seconds, throttling and a time series, checked against the kernel's own files
-// read just before the removal and the process's own rusage.
+// read just before the removal and the process's own rusage. A launcher SIGKILLed at any
+// moment leaves no run open and no cgroup behind: the agent closes the run when its command's
+// last task exits, at that moment, and at its start for runs left while no agent ran.
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -15,6 +17,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -173,6 +177,18 @@ class RunsE2E : public ::testing::Test {
         },
         15000);
     return found;
+  }
+
+  // What is left of the launcher's cgroups beneath `parent`, in any hierarchy.
+  static std::vector<std::string> LeftBehind(const TestCgroup& parent) {
+    std::vector<std::string> left;
+    for (const char* controller : {"", "cpu", "cpuacct", "pressure"}) {
+      const std::string base = *controller ? parent.dir(controller) : parent.dir();
+      if (!base.empty() && std::filesystem::exists(base + "/stagewatch")) {
+        left.push_back(base + "/stagewatch");
+      }
+    }
+    return left;
   }
 
   static double Metric(AgentProcess& agent, const std::string& series) {
@@ -475,6 +491,123 @@ TEST_F(RunsE2E, AHandMadeRunThrottledByItsCpuQuotaIsDegradedByThrottling) {
     EXPECT_LE(*reason.share, 1) << reason.cause;
   }
   EXPECT_TRUE(throttling) << v.Summary();
+}
+
+// When a file was last modified (a command's marker), or nullopt when there is none.
+std::optional<absl::Time> Modified(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return std::nullopt;
+  return absl::TimeFromTimespec(st.st_mtim);
+}
+
+// Launchers SIGKILLed at random moments of short runs while an agent watches: every run the
+// launchers recorded ends when its command's last task exited (the kernel's populated flip),
+// or at its start where no command ran, and its cgroups go in every hierarchy.
+TEST_F(RunsE2E, RunsOfLaunchersKilledAtRandomMomentsEndWhenTheirCommandsEnd) {
+  TestCgroup parent("runs-e2e-killed", {"cpu", "cpuacct", "pressure"});
+  auto agent = StartAgent();
+  const unsigned seed = std::random_device{}();
+  std::mt19937 random(seed);
+  std::uniform_real_distribution<double> length(0.2, 0.5), kill_at(0.0, 0.6);
+  struct Launched {
+    std::string id;
+    double seconds;
+    std::unique_ptr<AgentProcess> launcher;
+  };
+  std::vector<Launched> runs;
+  std::multimap<double, size_t> kills;
+  for (size_t i = 0; i < 15; ++i) {
+    const double seconds = length(random);
+    const std::string id = "killed-" + std::to_string(i);
+    // Its last act touches a marker: the command's real end, to the file system's clock.
+    const std::string done = dir_ + "/done-" + id;
+    runs.push_back({id, seconds,
+                    std::make_unique<AgentProcess>(std::vector<std::string>{
+                        "run", "--stage", "swkilled", "--run-id", id, "--ledger.path", ledger_,
+                        "--cgroup.parent", parent.path(), "--", "sh", "-c",
+                        absl::StrCat("sleep ", seconds, "; exec touch ", done)})});
+    kills.insert({kill_at(random), i});
+  }
+  const absl::Time launched = absl::Now();
+  for (const auto& [at, i] : kills) {
+    absl::SleepFor(launched + absl::Seconds(at) - absl::Now());
+    kill(runs[i].launcher->pid(), SIGKILL);
+  }
+  for (Launched& run : runs) run.launcher->WaitExit(10000);
+
+  std::map<std::string, RunRecord> by_id;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        absl::StatusOr<std::unique_ptr<Ledger>> ledger = Ledger::OpenForReading(ledger_);
+        if (!ledger.ok()) return false;
+        absl::StatusOr<std::vector<RunRecord>> rows = (*ledger)->List({.stage = "swkilled"});
+        if (!rows.ok()) return false;
+        by_id.clear();
+        for (const RunRecord& r : *rows) by_id[r.start.id] = r;
+        return std::all_of(rows->begin(), rows->end(), [](const RunRecord& r) { return !!r.end; });
+      },
+      10000))
+      << "seed " << seed << "\n" << agent->log();
+  for (const Launched& run : runs) {
+    auto found = by_id.find(run.id);
+    if (found == by_id.end()) continue;  // killed before it recorded the run
+    const RunRecord& r = found->second;
+    const double wall = absl::ToDoubleSeconds(*r.Wall());
+    const bool orphan = !r.end->exit_code && !r.end->signal;
+    const std::optional<absl::Time> done = Modified(dir_ + "/done-" + run.id);
+    // The run's real length: from its start to its command's last act; 0 where none ran.
+    const double real = done ? absl::ToDoubleSeconds(*done - r.start.start) : 0;
+    std::printf("%s: sleep %.2f s, real %.3f s, wall %.3f s, closed by %s\n", run.id.c_str(),
+                run.seconds, real, wall, orphan ? "the agent" : "its launcher");
+    if (!orphan) continue;  // killed after it had closed the run
+    EXPECT_EQ(r.end->closed_by, RunCloser::kAgent);
+    EXPECT_NEAR(wall, real, 0.25) << run.id << " (seed " << seed << ")";
+  }
+  EXPECT_TRUE(WaitUntil([&] { return LeftBehind(parent).empty(); }, 5000))
+      << LeftBehind(parent).front() << " (seed " << seed << ")\n" << agent->log();
+}
+
+// A launcher SIGKILLed while no agent runs; its command ends; the agent started later closes
+// the run at once, ended at its newest point in the ledger (the last moment it was known
+// alive, not when the agent came), and removes its cgroups.
+TEST_F(RunsE2E, ARunLeftByADeadLauncherWhileNoAgentRanIsClosedWhenTheAgentStarts) {
+  TestCgroup parent("runs-e2e-left", {"cpu", "cpuacct", "pressure"});
+  const std::string config = dir_ + "/fast-samples.yaml";
+  std::ofstream(config) << "memory:\n  sample_interval: 100ms\n";  // points every 0.5 s
+  const std::string stop = dir_ + "/stop";
+  AgentProcess launcher({"--config.file", config, "run", "--stage", "swleft", "--run-id",
+                         "left-1", "--ledger.path", ledger_, "--cgroup.parent", parent.path(),
+                         "--", "sh", "-c", "while [ ! -e " + stop + " ]; do sleep 0.05; done"});
+  auto points = [&] {
+    absl::StatusOr<std::unique_ptr<Ledger>> ledger = Ledger::OpenForReading(ledger_);
+    absl::StatusOr<std::vector<RunSample>> p =
+        ledger.ok() ? (*ledger)->Samples("left-1") : ledger.status();
+    return p.ok() ? *p : std::vector<RunSample>{};
+  };
+  ASSERT_TRUE(WaitUntil([&] { return !points().empty(); }, 20000)) << launcher.log();
+  ASSERT_EQ(kill(launcher.pid(), SIGKILL), 0);
+  EXPECT_EQ(launcher.WaitExit(), 128 + SIGKILL);
+  const absl::Time last_point = points().back().at;
+  absl::SleepFor(absl::Milliseconds(300));
+  std::ofstream(stop) << "";  // its command ends, a while after its launcher died
+  const std::string run_dir = parent.dir() + "/stagewatch/swleft/left-1";
+  ASSERT_TRUE(WaitUntil([&] { return testing::ReadFile(run_dir + "/cgroup.procs").empty(); },
+                        10000));
+  absl::SleepFor(absl::Milliseconds(500));
+
+  auto agent = StartAgent();
+  std::optional<RunRecord> closed = RunWhen(parent.path() + "/stagewatch/swleft/left-1",
+                                            [](const RunRecord& r) { return !!r.end; });
+  ASSERT_TRUE(closed) << agent->log();
+  EXPECT_EQ(closed->end->closed_by, RunCloser::kAgent);
+  EXPECT_EQ(absl::ToUnixMillis(closed->end->end), absl::ToUnixMillis(last_point));
+  std::printf("its last point at %.3f s, its command ended at %.3f s: wall %.3f s\n",
+              absl::ToDoubleSeconds(last_point - closed->start.start),
+              absl::ToDoubleSeconds(*Modified(stop) - closed->start.start),
+              absl::ToDoubleSeconds(*closed->Wall()));
+  EXPECT_LT(closed->end->end, *Modified(stop)) << "never later than its command ended";
+  EXPECT_TRUE(closed->end->facts.memory_peak_bytes) << "read from its leftover cgroup";
+  EXPECT_TRUE(LeftBehind(parent).empty()) << LeftBehind(parent).front();
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "runs/ledger.h"
 #include "probes/features.h"
 #include "runs/verdict.h"
+#include "privileged/launcher_fixture.h"
 #include "test_support.h"
 
 namespace stagewatch::testing {
@@ -33,58 +34,7 @@ constexpr char kHog[] = "a = b'x' * (400 * 1024 * 1024)";
 // queue behind each other whenever quota comes: a run-queue wait of the run's own making.
 constexpr char kBusy[] = "timeout 2.5 sh -c 'while :; do :; done'";
 
-class LauncherTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    STAGEWATCH_REQUIRE_PRIVILEGES();
-    cgroup_ = std::make_unique<TestCgroup>("launcher", std::vector<std::string>{"cpu", "cpuacct", "pressure"});
-    char tmpl[] = "/tmp/stagewatch-launcher-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    ledger_ = dir_ + "/ledger.db";
-  }
-  void TearDown() override {
-    std::error_code ec;
-    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
-  }
-
-  std::vector<std::string> Args(const std::string& stage, const std::string& id,
-                                const std::vector<std::string>& limits,
-                                const std::vector<std::string>& command) {
-    std::vector<std::string> args = {"run", "--stage", stage, "--ledger.path", ledger_,
-                                     "--cgroup.parent", cgroup_->path()};
-    if (!id.empty()) args.insert(args.end(), {"--run-id", id});
-    args.insert(args.end(), limits.begin(), limits.end());
-    args.push_back("--");
-    args.insert(args.end(), command.begin(), command.end());
-    return args;
-  }
-
-  // The run's directory in a hierarchy ("" for the keyed one).
-  std::string RunDir(const std::string& stage, const std::string& id,
-                     const std::string& controller = "") {
-    const std::string base = controller.empty() ? cgroup_->dir() : cgroup_->dir(controller);
-    return base + "/stagewatch/" + stage + "/" + id;
-  }
-
-  RunRecord Recorded(const std::string& id) {
-    absl::StatusOr<std::unique_ptr<Ledger>> ledger = Ledger::Open(ledger_);
-    EXPECT_TRUE(ledger.ok()) << ledger.status();
-    if (!ledger.ok()) return {};
-    absl::StatusOr<std::optional<RunRecord>> run = (*ledger)->Get(id);
-    EXPECT_TRUE(run.ok() && *run) << "run " << id << " is not in the ledger";
-    return run.ok() && *run ? **run : RunRecord{};
-  }
-
-  // A read of `file` once `condition` holds on it, while the run is alive.
-  std::string ReadWhen(const std::string& file, const std::function<bool(const std::string&)>& condition) {
-    std::string text;
-    WaitUntil([&] { return condition(text = ReadFile(file)); }, 20000);
-    return text;
-  }
-
-  std::unique_ptr<TestCgroup> cgroup_;
-  std::string dir_, ledger_;
-};
+class LauncherTest : public LauncherFixture {};
 
 uint64_t KeyedValue(const std::string& text, const std::string& key) {
   std::istringstream in(text);
@@ -463,6 +413,11 @@ TEST_F(LauncherTest, BadInputFailsClearlyBeforeTheCommandStarts) {
     EXPECT_FALSE(std::filesystem::exists(marker)) << "the command ran for: " << c.message;
   }
   EXPECT_EQ(ReadFile(dir_ + "/notes.txt"), "not a ledger\n") << "a non-ledger is never written";
+  // A run recorded before the kernel refused its cgroup's limits is withdrawn.
+  absl::StatusOr<std::vector<RunRecord>> runs = (*Ledger::OpenForReading(ledger_))->List({});
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  ASSERT_EQ(runs->size(), 1u);
+  EXPECT_EQ((*runs)[0].start.id, "taken");
   std::filesystem::remove(RunDir("s", "has-cgroup"));
   for (const auto& entry : std::filesystem::directory_iterator(cgroup_->dir() + "/stagewatch/s")) {
     if (entry.is_directory()) ADD_FAILURE() << "left behind: " << entry.path();

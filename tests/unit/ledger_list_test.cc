@@ -162,7 +162,7 @@ TEST_F(LedgerListTest, EveryVerdictFilterIsExactlyWhatJudgeRunSaysForTheReadersT
     ASSERT_TRUE(ledger.ok()) << ledger.status();
     for (VerdictKind v : {VerdictKind::kRunning, VerdictKind::kClean, VerdictKind::kUnobserved,
                           VerdictKind::kDegraded, VerdictKind::kInterrupted}) {
-      for (const std::string& stage : {"", "train"}) {
+      for (const char* stage : {"", "train"}) {
         for (std::optional<absl::Time> since :
              {std::optional<absl::Time>(), std::optional<absl::Time>(At(300))}) {
           const RunFilter f{.stage = stage, .since = since, .verdict = v};

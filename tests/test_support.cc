@@ -294,7 +294,7 @@ pid_t TestCgroup::SpawnUninterruptible(const std::string& comm) {
 
 SmallDisk::SmallDisk(const std::string& dir) : dir_(dir) {
   std::filesystem::create_directories(dir_);
-  mounted_ = mount("tmpfs", dir_.c_str(), "tmpfs", 0, "size=4m") == 0;
+  mounted_ = mount("tmpfs", dir_.c_str(), "tmpfs", 0, "size=4m,mode=0700") == 0;
 }
 
 SmallDisk::~SmallDisk() {

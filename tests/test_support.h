@@ -113,7 +113,8 @@ class TestCgroup {
 pid_t SpawnIn(const std::vector<std::string>& dirs, const std::string& comm,
               std::function<void()> body);
 
-// A small tmpfs (4 MiB) mounted at `dir` (made when missing), for a disk that fills up;
+// A small tmpfs (4 MiB, mode 0700: a ledger refuses a directory others may write) mounted at
+// `dir` (made when missing), for a disk that fills up;
 // unmounted when the object goes, however the test ends.
 class SmallDisk {
  public:

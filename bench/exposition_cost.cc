@@ -1,7 +1,7 @@
 // The CPU time of writing one /metrics exposition shaped like the 1,000-cgroup scrape of
 // bench/cgroup_scale.sh (51 stages, two 27-bucket histograms and about 100 other series
 // each, ~5,600 lines): prometheus-cpp's TextSerializer against the agent's own writer
-// (exporters/text_exposition.h). Alternates the two, checks they give the same bytes, and
+// (exporters/metrics/text_exposition.h). Alternates the two, checks they give the same bytes, and
 // prints the median CPU time per exposition of each.
 // Usage: exposition_cost [passes]
 #include <time.h>
@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "exporters/metric_builders.h"
-#include "exporters/text_exposition.h"
+#include "exporters/metrics/metric_builders.h"
+#include "exporters/metrics/text_exposition.h"
 #include "prometheus/text_serializer.h"
 
 namespace {

@@ -13,7 +13,7 @@
 
 #include "cgroup/layout.h"
 #include "probes/features.h"
-#include "probes/memory_probe.h"
+#include "signals/memory/memory_probe.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // Where the agent's memory goes while cgroups are made and removed, in one process and without
 // the kernel: the run watcher on a real SQLite ledger, the id → path cache and the namer get
-// the mkdir and rmdir events the cgroup probe would deliver for `churn` discovered runs (50
+// the mkdir and rmdir events the lifecycle probe would deliver for `churn` discovered runs (50
 // stages, made and removed 200 at a time, as bench/cgroup_scale.sh does), and every `every`
 // runs it prints the heap in use (mallinfo2), the heap the process holds (arenas), SQLite's own
 // allocations, what the watcher holds by run (RunWatcher::held()), what the path cache and

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
-#include "exporters/runs_pages.h"
+#include "exporters/pages/runs_pages.h"
 #include "runs/ledger.h"
 #include "runs/runs_source.h"
 #include "runs/units.h"

@@ -17,7 +17,7 @@
 #include "cgroup/task_states.h"
 #include "cpu_time.h"
 #include "probes/features.h"
-#include "probes/task_states_probe.h"
+#include "signals/memory/task_states_probe.h"
 
 using stagewatch::bench::CpuMs;
 using stagewatch::bench::Median;

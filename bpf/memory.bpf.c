@@ -82,7 +82,7 @@ static __always_inline struct memory_cgroup_stats *current_stats(void)
  * Most of it is the program (bpf_stats): the per-CPU hash lookup, then the cgroup id, which
  * plain BTF loads make half as costly as bpf_probe_read_kernel() calls. Both sources counted
  * exactly memory.stat's pgfault for 16384 touched pages. The exception tracepoints are the
- * default where they exist (agent/probes/memory_probe.cc): a perf software event that
+ * default where they exist (agent/signals/memory/memory_probe.cc): a perf software event that
  * overflows into a program on every fault costs 40-70 ns more than a raw tracepoint, outside
  * the program where bpf_stats cannot see it, and faults now cost 1-2 us here, so that is
  * 2-5% of a fault. What they count differently is rare: a fault on a bad address (SIGSEGV)

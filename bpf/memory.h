@@ -1,5 +1,5 @@
 /* Memory pressure per cgroup: the layout shared by bpf/memory.bpf.c and the agent
- * (agent/probes/memory_probe.cc). Fixed-width fields only; the C++ side checks size and
+ * (agent/signals/memory/memory_probe.cc). Fixed-width fields only; the C++ side checks size and
  * offsets with static_assert. */
 #ifndef STAGEWATCH_MEMORY_H
 #define STAGEWATCH_MEMORY_H

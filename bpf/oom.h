@@ -1,4 +1,4 @@
-/* OOM kill events: the layout shared by bpf/oom.bpf.c and the agent (agent/probes/oom_probe.cc).
+/* OOM kill events: the layout shared by bpf/oom.bpf.c and the agent (agent/signals/oom/oom_probe.cc).
  * Fixed-width fields only; the C++ side checks size and offsets with static_assert. */
 #ifndef STAGEWATCH_OOM_H
 #define STAGEWATCH_OOM_H

@@ -1,5 +1,5 @@
 /* CPU contention per cgroup: the layout shared by bpf/sched.bpf.c and the agent
- * (agent/probes/sched_probe.cc). Fixed-width fields only. */
+ * (agent/signals/sched/sched_probe.cc). Fixed-width fields only. */
 #ifndef STAGEWATCH_SCHED_H
 #define STAGEWATCH_SCHED_H
 

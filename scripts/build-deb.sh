@@ -32,7 +32,7 @@ mkdir -p "$pkg/DEBIAN"
 install -D -m 0755 "$build/stagewatch" "$pkg/usr/bin/stagewatch"
 strip --strip-unneeded --remove-section=.comment --remove-section=.note "$pkg/usr/bin/stagewatch"
 install -D -m 0644 "$root/deploy/stagewatch.service" "$pkg/lib/systemd/system/stagewatch.service"
-install -D -m 0644 "$root/agent/default_config.yaml" "$pkg/etc/stagewatch/config.yaml"
+install -D -m 0644 "$root/agent/config/default_config.yaml" "$pkg/etc/stagewatch/config.yaml"
 install -D -m 0644 "$root/deploy/debian/default" "$pkg/etc/default/stagewatch"
 install -D -m 0644 -t "$pkg/usr/share/doc/stagewatch" "$root/README.md" "$root/docs/deploy.md" \
   "$root/docs/configuration.md" "$root/docs/metrics.md"

@@ -1,4 +1,4 @@
-// A cgroup lifecycle event as the cgroup BPF program sends it (bpf/cgroup.h), for tests and
+// A cgroup lifecycle event as the cgroup BPF program sends it (bpf/lifecycle.h), for tests and
 // benches that feed the agent's consumers without the kernel.
 #pragma once
 
@@ -6,7 +6,7 @@
 #include <cstring>
 #include <string>
 
-#include "bpf/cgroup.h"
+#include "bpf/lifecycle.h"
 
 namespace stagewatch::testing {
 

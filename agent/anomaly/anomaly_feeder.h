@@ -8,9 +8,9 @@
 #include <map>
 
 #include "anomaly/anomaly_engine.h"
-#include "memory/memory_sampler.h"
-#include "memory/memory_tracker.h"
-#include "sched/sched_tracker.h"
+#include "sampler/memory_sampler.h"
+#include "signals/memory/memory_tracker.h"
+#include "signals/sched/sched_tracker.h"
 #include "stages/stage_resolver.h"
 
 namespace stagewatch {

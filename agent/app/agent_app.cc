@@ -17,25 +17,25 @@
 #include "cgroup/cgroup_namer.h"
 #include "cgroup/layout.h"
 #include "cgroup/path_cache.h"
-#include "exporters/agent_collector.h"
-#include "exporters/alertmanager_client.h"
-#include "exporters/anomaly_pager.h"
-#include "exporters/anomaly_collector.h"
-#include "exporters/collector.h"
-#include "exporters/http_server.h"
-#include "exporters/metric_builders.h"
-#include "exporters/process_collector.h"
-#include "exporters/runs_pages.h"
-#include "exporters/web_config.h"
+#include "exporters/metrics/agent_collector.h"
+#include "exporters/alerting/alertmanager_client.h"
+#include "exporters/alerting/anomaly_pager.h"
+#include "exporters/metrics/anomaly_collector.h"
+#include "exporters/metrics/collector.h"
+#include "exporters/http/http_server.h"
+#include "exporters/metrics/metric_builders.h"
+#include "exporters/metrics/process_collector.h"
+#include "exporters/pages/runs_pages.h"
+#include "exporters/http/web_config.h"
 #include "log.h"
-#include "oom/oom_tracker.h"
+#include "signals/oom/oom_tracker.h"
 #include "probes/libbpf_log.h"
-#include "memory/memory_sampler.h"
+#include "sampler/memory_sampler.h"
 #include "probes/program_stats.h"
-#include "memory/memory_tracker.h"
+#include "signals/memory/memory_tracker.h"
 #include "runs/run_watcher.h"
 #include "runs/runs_source.h"
-#include "sched/sched_tracker.h"
+#include "signals/sched/sched_tracker.h"
 #include "signals/signal.h"
 #include "signals/snapshot_source.h"
 #include "stages/stage_resolver.h"
@@ -196,7 +196,7 @@ int RunAgent(const AgentOptions& options) {
     absl::Status s = StartSignals(Signals(), signals, first);
     if (!s.ok()) Log::Error("signal misdeclared", {{"err", s.message()}});
   };
-  start_signals(/*first=*/true);  // the cgroup probe, before the start walk
+  start_signals(/*first=*/true);  // the lifecycle probe, before the start walk
   Log::Info("cgroup naming", {{"source", paths.uses_events() ? "lifecycle_events" : "walks"}});
 
   // Served from here on (/-/healthy answers while probes attach); /-/ready waits for the

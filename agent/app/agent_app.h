@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "config.h"
+#include "config/config.h"
 #include "probes/attach_policy.h"
 #include "probes/features.h"
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
-#include "config.h"
+#include "config/config.h"
 
 namespace stagewatch {
 

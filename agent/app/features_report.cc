@@ -58,9 +58,9 @@ int RunFeaturesReport(const FeaturesReportOptions& options, std::ostream& out) {
                  .lifecycle_events = options.lifecycle_events,
                  .task_iterator = options.task_iterator},
                 btf_path);
-  // The agent learns cgroups from the cgroup probe's events where it attaches, else by walks.
+  // The agent learns cgroups from the lifecycle probe's events where it attaches, else by walks.
   bool events = false;
-  for (const ProbeStatus& p : probes) events |= p.name == "cgroup" && p.attached;
+  for (const ProbeStatus& p : probes) events |= p.name == "lifecycle" && p.attached;
   const std::string naming = events ? "lifecycle_events" : "walks";
 
   const std::vector<std::pair<const char*, bool>> flags = {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "config.h"
+#include "config/config.h"
 
 namespace stagewatch {
 

@@ -8,7 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "cgroup/task_states.h"
-#include "probes/task_states_probe.h"
+#include "signals/memory/task_states_probe.h"
 
 namespace stagewatch {
 

@@ -24,7 +24,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/time/time.h"
 #include "cgroup/layout.h"
-#include "memory/sample_snapshot.h"
+#include "sampler/sample_snapshot.h"
 #include "runs/run_cgroup_files.h"
 #include "runs/run_facts.h"
 #include "runs/run_record.h"

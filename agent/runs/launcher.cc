@@ -18,7 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cgroup/layout.h"
-#include "config_validate.h"
+#include "config/config_validate.h"
 #include "runs/agent_presence.h"
 #include "runs/ledger.h"
 #include "runs/orphan_runs.h"

@@ -24,7 +24,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "bpf/cgroup.h"
+#include "bpf/lifecycle.h"
 #include "cgroup/layout.h"
 #include "config/runs_config.h"
 #include "runs/agent_presence.h"
@@ -54,7 +54,7 @@ struct RunWatcherOptions {
   std::string key_root;  // mount point of the keyed hierarchy: where run cgroup paths live
   // The hierarchies a dead launcher's run has cgroups in, to read and remove them.
   CgroupLayout layout;
-  // The cgroup probe sends populated flips (CGROUP_EVENT_UNPOPULATED): a dead launcher's run
+  // The lifecycle probe sends populated flips (CGROUP_EVENT_UNPOPULATED): a dead launcher's run
   // is closed the moment its last task exits. Without them, every open launcher run's
   // launcher is looked at every orphan_sweep, and its end is when it was last known alive.
   bool populated_events = false;
@@ -67,7 +67,7 @@ struct RunWatcherOptions {
   absl::Duration write_samples_every = absl::Seconds(10);  // batched ledger writes
 };
 
-// What the kernel held in a removed cgroup's own memcg at its rmdir (bpf/cgroup.h), in bytes;
+// What the kernel held in a removed cgroup's own memcg at its rmdir (bpf/lifecycle.h), in bytes;
 // all nullopt when the event had none (no memcg of its own, or an older kernel).
 struct MemcgAtRmdir {
   std::optional<uint64_t> peak_bytes;
@@ -106,7 +106,7 @@ class RunWatcher {
 
   // Call before the path cache applies the event (an rmdir's probe entries are still there).
   void OnCgroupEvent(const cgroup_event& event);
-  // The cgroup probe lost events: open runs are looked at again at the next tick.
+  // The lifecycle probe lost events: open runs are looked at again at the next tick.
   void OnEventsLost();
   // Waits until every event queued so far is in the ledger (for tests and shutdown).
   void Flush();

@@ -5,7 +5,7 @@
 
 namespace stagewatch {
 
-Signal CgroupSignal();
+Signal LifecycleSignal();
 Signal OomSignal();
 Signal SchedSignal();
 Signal MemorySignal();

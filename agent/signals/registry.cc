@@ -1,6 +1,6 @@
 #include "absl/strings/str_cat.h"
-#include "config.h"
-#include "exporters/collector.h"
+#include "config/config.h"
+#include "exporters/metrics/collector.h"
 #include "signals/modules.h"
 #include "signals/signal.h"
 #include "string_util.h"
@@ -10,7 +10,7 @@ namespace stagewatch {
 // Adding a signal: write its <name>_signal.cc, declare it in modules.h, list it here.
 const std::vector<Signal>& Signals() {
   static const std::vector<Signal> kSignals = {OomSignal(), SchedSignal(), MemorySignal(),
-                                               CgroupSignal(), RunsSignal()};
+                                               LifecycleSignal(), RunsSignal()};
   return kSignals;
 }
 

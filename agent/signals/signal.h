@@ -13,7 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "bpf/cgroup_key.h"
-#include "memory/sample_snapshot.h"
+#include "sampler/sample_snapshot.h"
 #include "probes/features.h"
 #include "probes/probe_status.h"
 #include "probes/program_stats.h"
@@ -25,7 +25,7 @@ struct CgroupLayout;
 class AnomalyEngine;
 class CgroupNamer;
 class CgroupPathCache;
-class CgroupProbe;
+class LifecycleProbe;
 class MemoryProbe;
 class MemorySampler;
 class MemoryTracker;
@@ -82,7 +82,7 @@ struct RingPoller {
 // The parts the signals started, for one another (runs reads the sched and memory probes),
 // the anomaly feeder and the agent's self-metrics. Null where a signal is off or failed.
 struct RunningSignals {
-  std::unique_ptr<CgroupProbe> cgroup_probe;
+  std::unique_ptr<LifecycleProbe> cgroup_probe;
   std::unique_ptr<OomProbe> oom_probe;
   std::unique_ptr<SchedProbe> sched_probe;
   std::unique_ptr<SchedTracker> sched;
@@ -134,7 +134,7 @@ struct Signal {
   // names: CollectorFlagNames()); otherwise always started (a setting of its own, such as
   // cgroup.lifecycle_events or runs.ledger_path, may idle it).
   bool collector_flag = false;
-  // Started before the agent serves or names a cgroup (the cgroup probe's events name them).
+  // Started before the agent serves or names a cgroup (the lifecycle probe's events name them).
   bool starts_first = false;
   // `stagewatch features`: its probes started for real (then stopped), or why each could not
   // start. Both null for a signal without a probe of its own.

@@ -7,8 +7,8 @@
 #include <memory>
 
 #include "absl/synchronization/mutex.h"
-#include "memory/memory_sampler.h"
-#include "memory/sample_snapshot.h"
+#include "sampler/memory_sampler.h"
+#include "sampler/sample_snapshot.h"
 
 namespace stagewatch {
 

@@ -16,7 +16,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "config.h"
+#include "config/config.h"
 #include "stages/stage_id.h"
 
 namespace stagewatch {

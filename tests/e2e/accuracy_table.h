@@ -114,7 +114,7 @@ inline constexpr AccuracyRow kAccuracyTable[] = {
     {"stagewatch_unknown_cgroup_events_total", "e2e:AccuracyE2E.AgentSelfMetricsMatchTheKernel",
      "NOT PROVEN: host-wide, other tests' dying cgroups count too; only its presence is checked"},
     {"stagewatch_cgroup_cache_rescans_total", "e2e:AccuracyE2E.AgentSelfMetricsMatchTheKernel",
-     "1 walk at start with the cgroup probe attached and nothing lost"},
+     "1 walk at start with the lifecycle probe attached and nothing lost"},
     {"stagewatch_cgroup_cache_truncated", "e2e:AccuracyE2E.AgentSelfMetricsMatchTheKernel",
      "cgroups in the key hierarchy beyond cgroup.cache_max_entries (walked before and after), "
      "plus up to 10 made by other tests meanwhile"},

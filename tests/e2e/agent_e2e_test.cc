@@ -262,7 +262,7 @@ TEST(AgentE2E, BadConfigFileIsRefusedWithFileAndLine) {
 }
 
 TEST(AgentE2E, CheckConfigAcceptsTheShippedExample) {
-  AgentProcess check({"check-config", STAGEWATCH_SOURCE_DIR "/agent/default_config.yaml"});
+  AgentProcess check({"check-config", STAGEWATCH_SOURCE_DIR "/agent/config/default_config.yaml"});
   EXPECT_EQ(check.WaitExit(), 0) << check.log();
 }
 

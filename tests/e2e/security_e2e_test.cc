@@ -86,7 +86,7 @@ TEST_F(TlsAgent, PromtoolAcceptsTheWebConfig) {
   auto [rc, out] = testing::RunWithInput("cd " + dir_ + " && promtool check web-config web.yml", "");
   EXPECT_EQ(rc, 0) << out;
   AgentProcess check({"--web.config.file", dir_ + "/web.yml", "check-config",
-                      STAGEWATCH_SOURCE_DIR "/agent/default_config.yaml"});
+                      STAGEWATCH_SOURCE_DIR "/agent/config/default_config.yaml"});
   EXPECT_EQ(check.WaitExit(), 0) << check.log();
 }
 

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
-#include "config.h"
-#include "exporters/web_config.h"
+#include "config/config.h"
+#include "exporters/http/web_config.h"
 #include "yaml-cpp/yaml.h"
 
 namespace {

@@ -7,7 +7,7 @@
 #include "cgroup/cgroup_namer.h"
 #include "cgroup/path_cache.h"
 #include "gtest/gtest.h"
-#include "memory/memory_sampler.h"
+#include "sampler/memory_sampler.h"
 #include "stages/stage_resolver.h"
 #include "test_support.h"
 

@@ -20,7 +20,7 @@
 
 #include "cgroup/path_cache.h"
 #include "gtest/gtest.h"
-#include "probes/memory_probe.h"
+#include "signals/memory/memory_probe.h"
 #include "test_support.h"
 
 namespace stagewatch {

@@ -14,8 +14,8 @@
 #include "absl/synchronization/mutex.h"
 #include "cgroup/path_cache.h"
 #include "gtest/gtest.h"
-#include "oom/oom_tracker.h"
-#include "probes/oom_probe.h"
+#include "signals/oom/oom_tracker.h"
+#include "signals/oom/oom_probe.h"
 #include "stages/stage_resolver.h"
 #include "test_support.h"
 

@@ -9,7 +9,7 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "gtest/gtest.h"
-#include "probes/sched_probe.h"
+#include "signals/sched/sched_probe.h"
 #include "test_support.h"
 
 namespace stagewatch {

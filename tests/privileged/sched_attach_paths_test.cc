@@ -10,7 +10,7 @@
 
 #include "gtest/gtest.h"
 #include "probes/attach_policy.h"
-#include "probes/sched_probe.h"
+#include "signals/sched/sched_probe.h"
 #include "test_support.h"
 
 namespace stagewatch {

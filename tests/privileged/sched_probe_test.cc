@@ -15,8 +15,8 @@
 #include "cgroup/cgroup_namer.h"
 #include "cgroup/path_cache.h"
 #include "gtest/gtest.h"
-#include "probes/sched_probe.h"
-#include "sched/sched_tracker.h"
+#include "signals/sched/sched_probe.h"
+#include "signals/sched/sched_tracker.h"
 #include "stages/stage_resolver.h"
 #include "test_support.h"
 

@@ -1,7 +1,7 @@
 // The task_states iterator against the running kernel: for a cgroup of threads in known
 // states, its counts equal what /proc/<tid>/stat says of every thread whose /proc/<tid>/cgroup
 // names that cgroup; and the /proc fallback counts the same live threads.
-#include "probes/task_states_probe.h"
+#include "signals/memory/task_states_probe.h"
 
 #include <dirent.h>
 #include <signal.h>

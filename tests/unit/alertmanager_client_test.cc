@@ -1,6 +1,6 @@
 // The Alertmanager client against a fake Alertmanager: a real httplib server on a loopback
 // ephemeral port that records what it receives and can fail, sleep or hold requests.
-#include "exporters/alertmanager_client.h"
+#include "exporters/alerting/alertmanager_client.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "exporters/metric_builders.h"
+#include "exporters/metrics/metric_builders.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "httplib.h"

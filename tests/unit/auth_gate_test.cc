@@ -1,7 +1,7 @@
 // The auth gate and the failed-login budget it keeps per client address: a password flood
 // costs bcrypt only within each address's budget, a known credential is never checked twice,
 // and every waiting request is answered.
-#include "exporters/auth_gate.h"
+#include "exporters/http/auth_gate.h"
 
 #include <arpa/inet.h>
 #include <crypt.h>
@@ -15,7 +15,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/time/clock.h"
-#include "exporters/failure_budget.h"
+#include "exporters/http/failure_budget.h"
 #include "gtest/gtest.h"
 
 namespace stagewatch::exporters {

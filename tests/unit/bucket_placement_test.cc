@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "exporters/metric_builders.h"
+#include "exporters/metrics/metric_builders.h"
 #include "gtest/gtest.h"
 
 // What the BPF headers get from vmlinux.h and bpf_helpers.h, for a host build.

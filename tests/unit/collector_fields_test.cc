@@ -12,12 +12,12 @@
 
 #include "cgroup/cgroup_namer.h"
 #include "cgroup/path_cache.h"
-#include "exporters/memory_collector.h"
-#include "exporters/oom_collector.h"
+#include "exporters/metrics/memory_collector.h"
+#include "exporters/metrics/oom_collector.h"
 #include "gtest/gtest.h"
 #include "metric_values.h"
-#include "memory/memory_sampler.h"
-#include "oom/oom_tracker.h"
+#include "sampler/memory_sampler.h"
+#include "signals/oom/oom_tracker.h"
 #include "stages/stage_resolver.h"
 
 namespace stagewatch {

@@ -1,4 +1,4 @@
-#include "exporters/collector.h"
+#include "exporters/metrics/collector.h"
 
 #include <atomic>
 #include <chrono>
@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "exporters/metric_builders.h"
+#include "exporters/metrics/metric_builders.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

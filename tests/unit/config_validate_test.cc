@@ -1,6 +1,6 @@
 // The single-value checks return absl::Status: OK for a good value, InvalidArgument with the
 // whole advice for a bad one (the parser adds the position, the CLI its flag name).
-#include "config_validate.h"
+#include "config/config_validate.h"
 
 #include <functional>
 #include <string>

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "exporters/runs_pages.h"
+#include "exporters/pages/runs_pages.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"

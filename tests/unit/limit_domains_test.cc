@@ -8,9 +8,9 @@
 #include "anomaly/anomaly_feeder.h"
 #include "cgroup/cgroup_namer.h"
 #include "cgroup/path_cache.h"
-#include "exporters/memory_collector.h"
+#include "exporters/metrics/memory_collector.h"
 #include "gtest/gtest.h"
-#include "memory/memory_sampler.h"
+#include "sampler/memory_sampler.h"
 #include "stages/stage_resolver.h"
 
 namespace stagewatch {

@@ -1,6 +1,6 @@
 // Pins the exact exposition text that prometheus-cpp 1.0.1's TextSerializer gives for the
 // families our builders make, since dashboards and promtool depend on it.
-#include "exporters/metric_builders.h"
+#include "exporters/metrics/metric_builders.h"
 
 #include <sys/wait.h>
 #include <unistd.h>

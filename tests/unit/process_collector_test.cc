@@ -1,4 +1,4 @@
-#include "exporters/process_collector.h"
+#include "exporters/metrics/process_collector.h"
 
 #include <fcntl.h>
 #include <unistd.h>

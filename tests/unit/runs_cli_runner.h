@@ -9,7 +9,7 @@
 
 #include "CLI/CLI.hpp"
 #include "app/runs_cli.h"
-#include "config.h"
+#include "config/config.h"
 
 namespace stagewatch::testing {
 

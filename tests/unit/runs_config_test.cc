@@ -1,6 +1,6 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "config.h"
+#include "config/config.h"
 #include "signals/signal.h"
 
 namespace stagewatch {

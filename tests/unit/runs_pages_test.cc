@@ -1,9 +1,9 @@
 // The run pages and their JSON, read from a real SQLite ledger: escaping, filters, errors, charts.
-#include "exporters/runs_pages.h"
+#include "exporters/pages/runs_pages.h"
 
 #include <regex>
 
-#include "exporters/run_charts.h"
+#include "exporters/pages/run_charts.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"

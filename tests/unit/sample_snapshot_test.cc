@@ -12,13 +12,13 @@
 #include "cgroup/cgroup_namer.h"
 #include "cgroup/open_cgroup_files.h"
 #include "cgroup/path_cache.h"
-#include "exporters/memory_collector.h"
-#include "exporters/oom_collector.h"
-#include "exporters/sched_collector.h"
+#include "exporters/metrics/memory_collector.h"
+#include "exporters/metrics/oom_collector.h"
+#include "exporters/metrics/sched_collector.h"
 #include "gtest/gtest.h"
 #include "metric_values.h"
-#include "memory/memory_sampler.h"
-#include "oom/oom_tracker.h"
+#include "sampler/memory_sampler.h"
+#include "signals/oom/oom_tracker.h"
 #include "stages/stage_resolver.h"
 
 namespace stagewatch {

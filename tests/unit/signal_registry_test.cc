@@ -8,8 +8,8 @@
 
 #include "app/collector_flags.h"
 #include "cgroup/layout.h"
-#include "config.h"
-#include "exporters/collector.h"
+#include "config/config.h"
+#include "exporters/metrics/collector.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "signals/signal.h"
@@ -29,7 +29,7 @@ TEST(SignalRegistryTest, NamesAreUniqueAndTheKnownOnesAreListed) {
     EXPECT_TRUE(names.insert(std::string(s.name)).second) << "listed twice: " << s.name;
   }
   // The signals the agent had when the registry was made; one gone missing is a lost signal.
-  for (const char* known : {"oom", "sched", "memory", "cgroup", "runs"}) {
+  for (const char* known : {"oom", "sched", "memory", "lifecycle", "runs"}) {
     EXPECT_EQ(names.count(known), 1u) << known;
   }
 }

@@ -1,7 +1,7 @@
 // The task_states iterator sends raw task->__state and exit_state words; these must become
 // the letter /proc/<tid>/stat prints for the same task (include/linux/sched.h values).
 #include "gtest/gtest.h"
-#include "probes/task_states_probe.h"
+#include "signals/memory/task_states_probe.h"
 
 namespace stagewatch {
 namespace {

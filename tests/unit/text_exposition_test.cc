@@ -1,7 +1,7 @@
 // The exposition writer against prometheus-cpp's own TextSerializer: the same bytes for
 // counters, gauges, histograms, summaries and untyped samples, escaped labels, timestamps,
 // NaN and infinities, and many doubles chosen to catch any difference in rounding.
-#include "exporters/text_exposition.h"
+#include "exporters/metrics/text_exposition.h"
 
 #include <cmath>
 #include <cstring>
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "exporters/metric_builders.h"
+#include "exporters/metrics/metric_builders.h"
 #include "gtest/gtest.h"
 #include "prometheus/text_serializer.h"
 

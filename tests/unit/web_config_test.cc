@@ -1,12 +1,12 @@
 // The web configuration file: the exporter-toolkit format, strict, with file:line:col errors.
-#include "exporters/web_config.h"
+#include "exporters/http/web_config.h"
 
 #include <crypt.h>
 
 #include <memory>
 
 #include "absl/strings/escaping.h"
-#include "exporters/basic_auth.h"
+#include "exporters/http/basic_auth.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 

@@ -1,0 +1,462 @@
+#include "sampler/memory_sampler.h"
+
+#include <algorithm>
+
+#include "cgroup/memcg_counters.h"
+#include "thread_name.h"
+
+namespace stagewatch {
+
+namespace {
+
+// The fields `reader` leaves empty read cgroupfs, the tops' files through `files`.
+SampleReader WithCgroupfs(SampleReader reader, const CgroupLayout& layout,
+                          OpenCgroupFiles* files) {
+  if (!reader.stats) {
+    reader.stats = [layout, files](const NamedCgroup& c) {
+      return ReadMemoryStats(layout, c.path,
+                             [&](const std::string& file) { return files->Read(c.id, file); });
+    };
+    if (!reader.usage) {
+      reader.usage = [layout, files](const NamedCgroup& c) {
+        return ReadMemoryUsage(layout, c.path,
+                               [&](const std::string& file) { return files->Read(c.id, file); });
+      };
+    }
+  }
+  if (!reader.limit) {
+    reader.limit = [layout](const std::string& path) { return ReadMemoryLimit(layout, path); };
+  }
+  if (!reader.pressure) {
+    reader.pressure = [layout, files](const NamedCgroup& top, std::string_view resource) {
+      return ReadPsi(layout, top.path, resource,
+                     [&](const std::string& file) { return files->Read(top.id, file); });
+    };
+  }
+  if (!reader.cpu) {
+    reader.cpu = [layout, files](const NamedCgroup& top) {
+      return ReadCpuStats(layout, top.path,
+                          [&](const std::string& file) { return files->Read(top.id, file); });
+    };
+  }
+  if (!reader.oom_kills) {
+    reader.oom_kills = [layout](const NamedCgroup& c) {
+      return ReadOomKillCount(layout.key_root + c.path, layout.key);
+    };
+  }
+  return reader;
+}
+
+}  // namespace
+
+MemorySampler::MemorySampler(CgroupNamer* namer, CgroupLayout layout, MemoryConfig config,
+                             SampleReader reader, unsigned parts)
+    : namer_(namer),
+      layout_(std::move(layout)),
+      config_(config),
+      parts_(parts | kMemoryPart),
+      reader_(WithCgroupfs(std::move(reader), layout_, &files_)),
+      events_(kMemoryEvents.size()),
+      pressure_(4),
+      cpu_(6),
+      latest_(std::make_shared<const Snapshot>()) {}
+
+MemorySampler::~MemorySampler() {
+  {
+    absl::MutexLock lock(&wake_mu_);
+    stopping_ = true;
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void MemorySampler::Start(Observer observer) {
+  observer_ = std::move(observer);
+  thread_ = std::thread([this] {
+    NameThisThread("sw-sampler");
+    absl::Time due = absl::InfinitePast();
+    do {
+      const absl::Time now = absl::Now();
+      if (now < due) {  // woken by a kill
+        ReadVictims(now);
+        continue;
+      }
+      SampleOnce(now);
+      if (observer_) observer_(now, *Latest());
+      due = absl::Now() + config_.sample_interval;
+    } while (Wait(due));
+  });
+}
+
+bool MemorySampler::Wait(absl::Time due) {
+  absl::MutexLock lock(&wake_mu_);
+  auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(wake_mu_) {
+    return stopping_ || !victims_.empty();
+  };
+  wake_mu_.AwaitWithDeadline(absl::Condition(&woken), due);
+  return !stopping_;
+}
+
+void MemorySampler::OnOomKill(absl::Time at, uint64_t victim) {
+  last_oom_kill_ns_ = absl::ToUnixNanos(at);
+  if (!(parts_ & kOomPart)) return;
+  absl::MutexLock lock(&wake_mu_);
+  victims_.push_back(victim);
+}
+
+const std::vector<NamedCgroup>& MemorySampler::Tops(
+    const std::shared_ptr<const std::vector<NamedCgroup>>& live) {
+  if (live != tops_live_) {
+    tops_ = namer_->StageTops();
+    tops_live_ = live;
+  }
+  return tops_;
+}
+
+void MemorySampler::FindLimited(const std::shared_ptr<const std::vector<NamedCgroup>>& live,
+                                const absl::flat_hash_set<uint64_t>& tops) {
+  // The first sample checks every cgroup; after it, a cgroup not seen before is new.
+  const bool first = samples_ == 0;
+  if (live != seen_list_) {
+    absl::flat_hash_set<uint64_t> alive;
+    alive.reserve(live->size());
+    for (const NamedCgroup& c : *live) {
+      alive.insert(c.id);
+      if (!first && !seen_.contains(c.id)) new_checks_[c.id] = kNewCgroupChecks;
+    }
+    auto gone = [&alive](uint64_t id) { return !alive.contains(id); };
+    absl::erase_if(limited_, gone);
+    absl::erase_if(new_checks_, [&gone](const auto& e) { return gone(e.first); });
+    absl::erase_if(no_psi_, gone);
+    seen_ = std::move(alive);
+    seen_list_ = live;
+  }
+  for (const NamedCgroup& c : *live) {
+    bool due = first || InRound(c.id);
+    if (auto fresh = new_checks_.find(c.id); fresh != new_checks_.end()) {
+      due = true;
+      if (--fresh->second == 0) new_checks_.erase(fresh);
+    }
+    // A domain's limit comes with its stats, every sample; unattributed cgroups are no stage's.
+    if (!due || c.stage.id == kUnattributedStageId || tops.contains(c.id) ||
+        limited_.contains(c.id)) {
+      continue;
+    }
+    absl::StatusOr<std::optional<uint64_t>> limit = reader_.limit(c.path);
+    if (!limit.ok()) {
+      skips_++;
+      continue;
+    }
+    if (limit->has_value()) limited_.insert(c.id);
+  }
+}
+
+// The stage tops first (always tracked: their hierarchical usage is the stage's), then every
+// other cgroup of a stage known to have a limit of its own, up to memory.max_limit_domains.
+std::vector<MemorySampler::Domain> MemorySampler::ReadDomains(
+    const std::shared_ptr<const std::vector<NamedCgroup>>& live,
+    const std::vector<NamedCgroup>& tops) {
+  absl::flat_hash_set<uint64_t> top_ids;
+  for (const NamedCgroup& top : tops) top_ids.insert(top.id);
+  FindLimited(live, top_ids);
+
+  std::vector<Domain> domains;
+  for (const NamedCgroup& top : tops) domains.push_back(ReadDomain(top, true));
+  // Oldest cgroup (lowest id) first, so that past the bound the same ones stay watched.
+  std::vector<const NamedCgroup*> limited;
+  for (const NamedCgroup& c : *live) {
+    if (limited_.contains(c.id) && !top_ids.contains(c.id)) limited.push_back(&c);
+  }
+  std::sort(limited.begin(), limited.end(),
+            [](const NamedCgroup* a, const NamedCgroup* b) { return a->id < b->id; });
+  const size_t max = static_cast<size_t>(config_.max_limit_domains);
+  size_t room = max > tops.size() ? max - tops.size() : 0;
+  for (const NamedCgroup* c : limited) {
+    if (room == 0) {
+      overflows_++;
+      continue;
+    }
+    room--;
+    Domain d = ReadDomain(*c, false);
+    if (d.stats && !d.limit) {
+      limited_.erase(c->id);  // its limit was lifted: no longer a domain
+      continue;
+    }
+    domains.push_back(std::move(d));
+  }
+  return domains;
+}
+
+MemorySampler::Domain MemorySampler::ReadDomain(const NamedCgroup& c, bool top) {
+  Domain d{.cgroup = c, .top = top};
+  auto last = full_reads_.find(c.id);
+  if (reader_.usage && last != full_reads_.end() &&
+      samples_ - last->second.sample < kFullReadEvery) {
+    if (absl::StatusOr<uint64_t> usage = reader_.usage(c);
+        usage.ok() && *usage == last->second.stats.usage_bytes) {
+      d.stats = last->second.stats;
+      d.limit = LowerLimit(d.stats->limit_bytes, d.stats->high_bytes);
+      return d;
+    }
+  }
+  if (absl::StatusOr<MemoryCgroupStats> m = reader_.stats(c); m.ok()) {
+    d.limit = LowerLimit(m->limit_bytes, m->high_bytes);
+    full_reads_[c.id] = {.stats = *m, .sample = samples_};
+    d.stats = std::move(*m);
+  } else {
+    // Removed since the refresh, or a file that does not parse: this domain sits the sample
+    // out, the others go on.
+    full_reads_.erase(c.id);
+    skips_++;
+  }
+  return d;
+}
+
+std::map<StageId, std::optional<double>> MemorySampler::ReadTops(
+    const std::vector<NamedCgroup>& tops, Snapshot* next) {
+  std::map<StageId, std::optional<double>> memory_full;
+  std::vector<CgroupCounterSample> pressure, cpu;
+  for (const NamedCgroup& top : tops) {
+    // A top without PSI (on a hybrid host, a path only the v1 hierarchies have) counts zero,
+    // asked again on the slower round; a top still has a sample, or it would be retired.
+    PsiTotals mem, io, cpu_psi;
+    if (!no_psi_.contains(top.id) || InRound(top.id)) {
+      absl::StatusOr<PsiTotals> m = reader_.pressure(top, "memory");
+      if (absl::IsNotFound(m.status())) no_psi_.insert(top.id);
+      if (m.ok()) {
+        no_psi_.erase(top.id);
+        mem = *m;
+        memory_full[top.stage.id] =
+            memory_full[top.stage.id].value_or(0) + m->full_us.value_or(0) * 1e-6;
+        io = reader_.pressure(top, "io").value_or(PsiTotals{});
+        if (parts_ & kCpuPart) cpu_psi = reader_.pressure(top, "cpu").value_or(PsiTotals{});
+      }
+    }
+    pressure.push_back(
+        {top.id, top.stage.id,
+         {mem.some_us, mem.full_us.value_or(0), io.some_us, io.full_us.value_or(0)}});
+    if (!(parts_ & kCpuPart)) continue;
+    absl::StatusOr<CpuCgroupStats> stat = reader_.cpu(top);
+    if (!stat.ok() && !absl::IsNotFound(stat.status()) && next->cpu_error.ok()) {
+      next->cpu_error = stat.status();
+    }
+    const CpuCgroupStats c = stat.value_or(CpuCgroupStats{});
+    cpu.push_back({top.id, top.stage.id,
+                   {c.usage_ns.value_or(0), c.nr_periods.value_or(0), c.nr_throttled.value_or(0),
+                    c.throttled_ns.value_or(0), cpu_psi.some_us, cpu_psi.full_us.value_or(0)}});
+  }
+  const absl::flat_hash_set<StageId> known = namer_->stages()->KnownStageIds();
+  pressure_.Update(pressure);
+  pressure_.KeepStages(known);
+  for (const auto& [id, v] : pressure_.Totals()) {
+    next->pressure[id] = {.memory_some_us = v[0], .memory_full_us = v[1], .io_some_us = v[2],
+                          .io_full_us = v[3]};
+  }
+  if (parts_ & kCpuPart) {
+    cpu_.Update(cpu);
+    cpu_.KeepStages(known);
+    for (const auto& [id, v] : cpu_.Totals()) {
+      next->cpu[id] = {.usage_ns = v[0], .periods = v[1], .throttled_periods = v[2],
+                       .throttled_ns = v[3], .pressure_some_us = v[4], .pressure_full_us = v[5]};
+    }
+  }
+  return memory_full;
+}
+
+void MemorySampler::SampleOnce(absl::Time now) {
+  namer_->Refresh();
+  const std::shared_ptr<const std::vector<NamedCgroup>> live = namer_->Live();
+  const std::vector<NamedCgroup>& tops = Tops(live);
+  const std::vector<Domain> domains = ReadDomains(live, tops);
+  auto next = std::make_shared<Snapshot>();
+  next->taken = now;
+  const std::map<StageId, std::optional<double>> psi = ReadTops(tops, next.get());
+  absl::flat_hash_set<uint64_t> read_ids;
+  for (const Domain& d : domains) read_ids.insert(d.cgroup.id);
+  for (const NamedCgroup& top : tops) read_ids.insert(top.id);
+  files_.Retain(read_ids);  // the files of a removed top or a domain no more close
+  absl::erase_if(full_reads_, [&read_ids](const auto& e) { return !read_ids.contains(e.first); });
+  if (parts_ & kOomPart) {
+    ReadOomKills(now, *live);
+    next->oom_kills = oom_kills_;
+    next->oom_kills_read = oom_kills_read_;
+  }
+  samples_++;
+  Fold(now, domains);
+  for (auto& [stage, m] : stages_) {
+    auto it = psi.find(stage);
+    m.psi_full_seconds = it == psi.end() ? std::nullopt : it->second;
+  }
+  next->memory = stages_;
+  absl::MutexLock lock(&mu_);
+  latest_ = std::move(next);
+}
+
+void MemorySampler::Fold(absl::Time now, const std::vector<Domain>& domains) {
+  struct Sum {
+    Stage stage;
+    uint64_t usage = 0, working_set = 0, swap = 0, kernel_peak = 0;
+    bool has_swap = false, near = false;
+    int tops = 0;
+    size_t read = 0;
+    const Domain* closest = nullptr;  // highest usage / limit
+    double closest_fraction = -1;
+    std::vector<DomainMemory> domains;
+  };
+  std::map<StageId, Sum> sums;
+  std::vector<CgroupCounterSample> event_samples;
+  // v2 memory.events are hierarchical: the tops' count each event once. v1 keeps failcnt and
+  // oom_kill per cgroup: every domain's own count is added.
+  const bool hierarchical_events = layout_.key == CGROUP_KEY_DEFAULT;
+  for (const Domain& d : domains) {
+    Sum& s = sums[d.cgroup.stage.id];
+    s.stage = d.cgroup.stage;
+    s.domains.push_back({.id = d.cgroup.id, .path = d.cgroup.path, .top = d.top,
+                         .sampled = d.stats.has_value(), .limit_bytes = d.limit});
+    if (!d.stats) continue;
+    const MemoryCgroupStats& m = *d.stats;
+    DomainMemory& read = s.domains.back();
+    read.usage_bytes = m.usage_bytes;
+    read.working_set_bytes = m.working_set_bytes;
+    read.peak_bytes = m.peak_bytes;
+    // v2 counts the hits of memory.max among its events.
+    if (auto it = m.events.find(hierarchical_events ? "max" : "failcnt"); it != m.events.end()) {
+      read.failcnt = it->second;
+    }
+    s.read++;
+    if (d.top) {
+      s.usage += m.usage_bytes;
+      s.working_set += m.working_set_bytes;
+      s.has_swap |= m.swap_bytes.has_value();
+      s.swap += m.swap_bytes.value_or(0);
+      s.kernel_peak = std::max(s.kernel_peak, m.peak_bytes.value_or(0));
+      s.tops++;
+    }
+    if (d.limit) {
+      const double fraction =
+          static_cast<double>(m.usage_bytes) / static_cast<double>(std::max<uint64_t>(*d.limit, 1));
+      s.near |= fraction >= config_.near_limit_fraction;
+      if (fraction > s.closest_fraction) {
+        s.closest_fraction = fraction;
+        s.closest = &d;
+      }
+    }
+    if (d.top || !hierarchical_events) {
+      std::vector<uint64_t> values;
+      for (const char* e : kMemoryEvents) {
+        auto it = m.events.find(e);
+        values.push_back(it == m.events.end() ? 0 : it->second);
+      }
+      event_samples.push_back({d.cgroup.id, d.cgroup.stage.id, std::move(values)});
+    }
+  }
+
+  const absl::flat_hash_set<StageId> known = namer_->stages()->KnownStageIds();
+  events_.Update(event_samples);
+  events_.KeepStages(known);
+  const auto event_totals = events_.Totals();
+  // A forgotten stage's peak and near-limit time start again if it comes back.
+  std::erase_if(stages_, [&known](const auto& entry) { return !known.contains(entry.first); });
+  for (auto& [stage, m] : stages_) {
+    if (!sums.contains(stage)) m.domains.clear();  // no cgroup left: its domains are gone
+  }
+  for (auto& [stage, s] : sums) {
+    if (s.tops == 0) {  // its top vanished mid-sample: keep the last sample
+      if (auto it = stages_.find(stage); it != stages_.end()) {
+        it->second.domains = std::move(s.domains);
+      }
+      continue;
+    }
+    StageMemory& m = stages_[stage];
+    m.stage = s.stage;
+    m.domains = std::move(s.domains);
+    // The interval since the last sample counts as near the limit if that sample was.
+    if (m.near_limit && m.sampled_at != absl::InfinitePast()) {
+      m.near_limit_seconds += absl::ToDoubleSeconds(now - m.sampled_at);
+    }
+    m.near_limit = s.near;
+    m.usage_bytes = s.usage;
+    m.working_set_bytes = s.working_set;
+    m.swap_bytes = s.has_swap ? std::optional<uint64_t>(s.swap) : std::nullopt;
+    m.limit_bytes = std::nullopt;
+    m.headroom_bytes = std::nullopt;
+    if (s.closest) {
+      const uint64_t limit = *s.closest->limit, usage = s.closest->stats->usage_bytes;
+      m.limit_bytes = limit;
+      m.headroom_bytes = usage < limit ? limit - usage : 0;
+    }
+    m.limit_domains = s.read;
+    // A single cgroup's own high-water mark also catches spikes between samples.
+    m.peak_bytes = std::max({m.peak_bytes, s.usage, s.tops == 1 ? s.kernel_peak : 0});
+    if (auto it = event_totals.find(stage); it != event_totals.end()) m.events = it->second;
+    m.sampled_at = now;
+  }
+}
+
+void MemorySampler::ReadOomKills(absl::Time now, const std::vector<NamedCgroup>& live) {
+  const absl::Time last_kill = absl::FromUnixNanos(last_oom_kill_ns_.load());
+  const bool due = oom_all_read_ == absl::InfinitePast() ||
+                   now - oom_all_read_ >= kOomCountsInterval || now - last_kill <= kAfterOomKill;
+  if (!due) return;
+  oom_all_read_ = now;
+  oom_cgroups_.clear();
+  for (const NamedCgroup& c : live) {
+    absl::StatusOr<uint64_t> kills = reader_.oom_kills(c);
+    if (!kills.ok()) continue;  // removed since the refresh, or no memory controller here
+    oom_cgroups_[c.id] = {c, *kills};
+  }
+  FoldOomKills(now);
+}
+
+void MemorySampler::ReadOomBaseline(absl::Time now) {
+  if (!(parts_ & kOomPart)) return;
+  namer_->Refresh();
+  ReadOomKills(now, *namer_->Live());
+}
+
+void MemorySampler::ReadVictims(absl::Time now) {
+  std::vector<uint64_t> victims;
+  {
+    absl::MutexLock lock(&wake_mu_);
+    victims.swap(victims_);
+  }
+  if (victims.empty() || oom_all_read_ == absl::InfinitePast()) return;  // no baseline yet
+  if (std::find(victims.begin(), victims.end(), 0) != victims.end()) {
+    oom_all_read_ = absl::InfinitePast();  // not known where: every cgroup is read
+    ReadOomKills(now, *namer_->Live());
+  } else {
+    std::sort(victims.begin(), victims.end());
+    victims.erase(std::unique(victims.begin(), victims.end()), victims.end());
+    for (uint64_t id : victims) {
+      // Often made a moment before its job started, since the last refresh.
+      std::optional<NamedCgroup> c = namer_->LookupNow(id);
+      if (!c) continue;
+      if (absl::StatusOr<uint64_t> kills = reader_.oom_kills(*c); kills.ok()) {
+        oom_cgroups_[id] = {*std::move(c), *kills};
+      }
+    }
+    FoldOomKills(now);
+  }
+  auto next = std::make_shared<Snapshot>(*Latest());
+  next->oom_kills = oom_kills_;
+  next->oom_kills_read = oom_kills_read_;
+  absl::MutexLock lock(&mu_);
+  latest_ = std::move(next);
+}
+
+void MemorySampler::FoldOomKills(absl::Time now) {
+  oom_kills_read_ = now;
+  std::vector<CgroupCounterSample> samples;
+  samples.reserve(oom_cgroups_.size());
+  for (const auto& [id, c] : oom_cgroups_) samples.push_back({id, c.cgroup.stage.id, {c.kills}});
+  oom_counts_.Update(samples);
+  oom_counts_.KeepStages(namer_->stages()->KnownStageIds());
+  oom_kills_.clear();
+  for (const auto& [stage, values] : oom_counts_.Totals()) oom_kills_[stage] = values[0];
+}
+
+std::shared_ptr<const Snapshot> MemorySampler::Latest() const {
+  absl::MutexLock lock(&mu_);
+  return latest_;
+}
+
+}  // namespace stagewatch

@@ -1,0 +1,209 @@
+// Samples each stage's memory, pressure, CPU and the kernel's OOM kill counts on a fixed
+// interval into one immutable Snapshot that the memory, sched and oom collectors and the
+// anomaly detectors all adapt: the only reader of memory limits, PSI, cpu.stat and oom_kill
+// counts in the agent, and the only caller of the namer's refresh (its walks, without
+// lifecycle events), all on the sampler's one thread.
+//
+// A stage's limit lives on whichever of its cgroups has one (often a run's cgroup beneath an
+// unlimited stage top). Each such cgroup, and each top, is a limit domain, watched on its own;
+// per stage the snapshot shows the domain closest to its limit, time any domain was near its
+// limit, and events summed so that each is counted once, and lists every domain for the
+// detectors, which follow each on its own.
+//
+// Which cgroups have a limit is learnt as they are born (the cgroup events put them in the
+// namer's live set), not by reading every cgroup's limit file every sample: the per-sample
+// cost follows the domains, not the whole tree.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "cgroup/cgroup_namer.h"
+#include "cgroup/layout.h"
+#include "cgroup/cpu_stats.h"
+#include "cgroup/memory_stats.h"
+#include "cgroup/open_cgroup_files.h"
+#include "cgroup/psi.h"
+#include "config/config.h"
+#include "sampler/sample_snapshot.h"
+#include "stages/stage_counters.h"
+
+namespace stagewatch {
+
+// How the sampler reads cgroupfs; tests count the reads. A field left empty reads cgroupfs.
+struct SampleReader {
+  // Everything about one cgroup's memory, from files kept open between samples.
+  std::function<absl::StatusOr<MemoryCgroupStats>(const NamedCgroup&)> stats;
+  // Only its usage, asked first (kFullReadEvery). Left empty while `stats` is given, every
+  // sample reads `stats`.
+  std::function<absl::StatusOr<uint64_t>(const NamedCgroup&)> usage;
+  // Only its own limit: memory.limit_in_bytes on v1, the lower of memory.max and memory.high
+  // on v2; nullopt when unlimited. Asked of cgroups that are not domains, only on the clock
+  // below (kNewCgroupChecks, kLimitRecheckSamples).
+  std::function<absl::StatusOr<std::optional<uint64_t>>(const std::string&)> limit;
+  // A stage top's PSI totals of "memory", "io" or "cpu" (NotFound where there is no PSI), and
+  // its cpu.stat (with cpuacct.usage on v1): from files kept open between samples.
+  std::function<absl::StatusOr<PsiTotals>(const NamedCgroup&, std::string_view)> pressure;
+  std::function<absl::StatusOr<CpuCgroupStats>(const NamedCgroup&)> cpu;
+  // A cgroup's own oom_kill count (ReadOomKillCount), with kOomPart, on the clock below.
+  std::function<absl::StatusOr<uint64_t>(const NamedCgroup&)> oom_kills;
+};
+
+// Launchers (systemd, Slurm, runc, `stagewatch run`) write a cgroup's limit just after its
+// mkdir, before its first task moves in: a new cgroup's limit is checked in each of its first
+// few samples, so a limit written then is a domain from the sample after.
+inline constexpr int kNewCgroupChecks = 5;
+// A limit written later on a living cgroup (`systemctl set-property`, by hand) is found by a
+// slower round: each cgroup's limit is checked once every this many samples (within a minute
+// at the default 1 s interval), spread so that one sample checks 1/60 of the cgroups. A top
+// without memory PSI is asked for it on the same round.
+inline constexpr uint64_t kLimitRecheckSamples = 60;
+// A domain's usage is read every sample, its other files (memory.stat, the limit, the kernel's
+// peak, the event counts) only when the usage moved since they were last read, or after this
+// many samples: memory that did not move is an idle stage's, and what else it may have changed
+// (a limit written, an event counted, a peak of the same height) waits at most as long.
+inline constexpr uint64_t kFullReadEvery = 10;
+// The oom_kill counts are a file per live cgroup, and they move only with kills: every
+// cgroup's is read first as the agent starts (ReadOomBaseline, else the first sample), then in
+// every sample within kAfterOomKill of a traced kill event, else once per kOomCountsInterval,
+// which still catches kills no event reported; a victim's own at once (OnOomKill).
+inline constexpr absl::Duration kOomCountsInterval = absl::Seconds(60);
+inline constexpr absl::Duration kAfterOomKill = absl::Seconds(5);
+
+class MemorySampler {
+ public:
+  // `parts`: the SnapshotParts to read; the memory part is always read (the detectors').
+  MemorySampler(CgroupNamer* namer, CgroupLayout layout, MemoryConfig config,
+                SampleReader reader = {}, unsigned parts = kMemoryPart | kCpuPart);
+  ~MemorySampler();  // stops the thread
+
+  // Called after each sample, on the sampler's thread (the anomaly detectors' clock).
+  using Observer = std::function<void(absl::Time, const Snapshot&)>;
+
+  // Samples every config.sample_interval on a thread of its own.
+  void Start(Observer observer = nullptr);
+
+  // One sample, now (the thread calls this; tests call it directly, from one thread at a time).
+  void SampleOnce(absl::Time now);
+
+  // The last sample, never null: what every scrape and detector adapts until the next one.
+  std::shared_ptr<const Snapshot> Latest() const;
+
+  // With kOomPart, before Start() and before the OOM probe attaches: reads every cgroup's
+  // oom_kill count now, the baseline (kills counted before the agent started are not news).
+  // Without it, the first sample's reading is the baseline.
+  void ReadOomBaseline(absl::Time now);
+
+  // The OOM probe traced a kill in cgroup `victim` (0: unknown), from any thread. No file is
+  // read here: the sampler's thread wakes and reads the victim's own oom_kill count (the
+  // kernel raises it before the event), and the counts of every cgroup in each sample until
+  // kAfterOomKill has passed.
+  void OnOomKill(absl::Time at, uint64_t victim);
+  // Reads the oom_kill count of the victims OnOomKill named since the last call (every live
+  // cgroup's if one was unknown) into a new snapshot (the thread calls it when woken by a
+  // kill; tests call it directly, from the thread that calls SampleOnce).
+  void ReadVictims(absl::Time now);
+
+  // Limited cgroups left untracked because memory.max_limit_domains was reached.
+  uint64_t domain_overflows() const { return overflows_.load(); }
+  // Domains skipped for one sample because a file vanished or could not be parsed.
+  uint64_t domain_skips() const { return skips_.load(); }
+
+ private:
+  struct Domain {
+    NamedCgroup cgroup;
+    bool top = false;
+    std::optional<MemoryCgroupStats> stats;  // none: could not be read, sits the sample out
+    std::optional<uint64_t> limit;  // the lower of the hard and the soft limit
+  };
+  // The namer's stage tops, asked again only when its live cgroups (or their stages) changed.
+  const std::vector<NamedCgroup>& Tops(const std::shared_ptr<const std::vector<NamedCgroup>>& live);
+  // Whether `id` is due in this sample's share of the slower round.
+  bool InRound(uint64_t id) const {
+    return id % kLimitRecheckSamples == samples_ % kLimitRecheckSamples;
+  }
+  // Checks the limits of the cgroups due a check (new ones, and this sample's share of the
+  // round), and forgets what was known of cgroups that are gone.
+  void FindLimited(const std::shared_ptr<const std::vector<NamedCgroup>>& live,
+                   const absl::flat_hash_set<uint64_t>& tops);
+  std::vector<Domain> ReadDomains(const std::shared_ptr<const std::vector<NamedCgroup>>& live,
+                                  const std::vector<NamedCgroup>& tops);
+  // One domain's stats: its last full reading while its usage has not moved (kFullReadEvery).
+  Domain ReadDomain(const NamedCgroup& c, bool top);
+  // Pressure (and cpu.stat with kCpuPart) of every top, folded per stage into `next`; also
+  // memory PSI "full" seconds per stage, for the detectors.
+  std::map<StageId, std::optional<double>> ReadTops(const std::vector<NamedCgroup>& tops,
+                                                    Snapshot* next);
+  void Fold(absl::Time now, const std::vector<Domain>& domains);
+  // With kOomPart: reads every live cgroup's oom_kill count if due, into oom_kills_.
+  void ReadOomKills(absl::Time now, const std::vector<NamedCgroup>& live);
+  // Folds oom_cgroups_ into oom_kills_.
+  void FoldOomKills(absl::Time now);
+  // Until the next sample is due (true), a kill event (true) or the destructor (false).
+  bool Wait(absl::Time due);
+
+  CgroupNamer* const namer_;
+  const CgroupLayout layout_;
+  const MemoryConfig config_;
+  const unsigned parts_;
+  OpenCgroupFiles files_;  // before reader_, whose cgroupfs fields use it
+  const SampleReader reader_;
+  std::atomic<uint64_t> overflows_{0}, skips_{0};
+  // Only SampleOnce touches these.
+  uint64_t samples_ = 0;
+  // The namer's live cgroups as of the last sample, and their ids.
+  std::shared_ptr<const std::vector<NamedCgroup>> seen_list_;
+  absl::flat_hash_set<uint64_t> seen_;
+  absl::flat_hash_map<uint64_t, int> new_checks_;  // new cgroups: limit checks left
+  absl::flat_hash_set<uint64_t> limited_;          // cgroups beneath a top with a limit
+  // Tops without a memory.pressure file (on a hybrid host, a path only the v1 memory hierarchy
+  // has): asked again on the slower round, not every sample.
+  absl::flat_hash_set<uint64_t> no_psi_;
+  std::shared_ptr<const std::vector<NamedCgroup>> tops_live_;  // what tops_ was found for
+  std::vector<NamedCgroup> tops_;
+  struct FullRead {
+    MemoryCgroupStats stats;
+    uint64_t sample = 0;  // samples_ when read
+  };
+  absl::flat_hash_map<uint64_t, FullRead> full_reads_;  // by domain, the last of each
+  std::map<StageId, StageMemory> stages_;
+  StageCounters events_;    // kMemoryEvents per domain
+  StageCounters pressure_;  // memory some, memory full, io some, io full (µs) per top
+  StageCounters cpu_;       // usage, periods, throttled periods, throttled ns, PSI some, full
+  struct OomCount {
+    NamedCgroup cgroup;
+    uint64_t kills = 0;
+  };
+  // Every live cgroup's oom_kill count as last read (a victim's at its kill, the others at the
+  // last full reading), and their totals from the first reading on.
+  absl::flat_hash_map<uint64_t, OomCount> oom_cgroups_;
+  StageCounters oom_counts_{1, /*count_from_first_snapshot=*/true};
+  std::map<StageId, uint64_t> oom_kills_;  // oom_counts_'s totals as of oom_kills_read_
+  absl::Time oom_kills_read_ = absl::InfinitePast();
+  absl::Time oom_all_read_ = absl::InfinitePast();  // the last reading of every cgroup's
+  std::atomic<int64_t> last_oom_kill_ns_{std::numeric_limits<int64_t>::min()};
+  // What wakes the thread between samples.
+  absl::Mutex wake_mu_;
+  std::vector<uint64_t> victims_ ABSL_GUARDED_BY(wake_mu_);  // killed in since ReadVictims()
+  bool stopping_ ABSL_GUARDED_BY(wake_mu_) = false;
+  mutable absl::Mutex mu_;
+  std::shared_ptr<const Snapshot> latest_ ABSL_GUARDED_BY(mu_);
+  Observer observer_;
+  std::thread thread_;
+};
+
+}  // namespace stagewatch

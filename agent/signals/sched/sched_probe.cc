@@ -1,0 +1,207 @@
+#include "signals/sched/sched_probe.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <time.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "probes/cgroup_map.h"
+#include "sched.skel.h"
+
+namespace stagewatch {
+
+static_assert(sizeof(log2_hist) == (HIST_SLOTS + 2) * 8);
+static_assert(sizeof(sched_cgroup_stats) == 40 + sizeof(log2_hist));
+static_assert(offsetof(sched_cgroup_stats, runq_latency) == 32);
+static_assert(offsetof(sched_cgroup_stats, runq_throttled_ns) == 32 + sizeof(log2_hist));
+static_assert(sizeof(sched_pair) == 16);
+
+namespace {
+
+constexpr const char* kSwitchProbe = "sched_switch";
+constexpr const char* kExitProbe = "sched_process_exit";
+constexpr const char* kWakeupProbe = "sched_wakeup";
+
+void AddStats(sched_cgroup_stats& sum, const sched_cgroup_stats& cpu) {
+  sum.voluntary_switches += cpu.voluntary_switches;
+  sum.nonvoluntary_switches += cpu.nonvoluntary_switches;
+  sum.oncpu_ns += cpu.oncpu_ns;
+  sum.exited_processes += cpu.exited_processes;
+  for (int i = 0; i < HIST_SLOTS; i++) sum.runq_latency.slots[i] += cpu.runq_latency.slots[i];
+  sum.runq_latency.above += cpu.runq_latency.above;
+  sum.runq_latency.sum += cpu.runq_latency.sum;
+  sum.runq_throttled_ns += cpu.runq_throttled_ns;
+}
+
+void AddCount(uint64_t& sum, const uint64_t& cpu) { sum += cpu; }
+
+// Whether the kernel sums each task's run-queue waits (CONFIG_SCHED_INFO).
+bool HasSchedInfo(const KernelFeatures& f) {
+  return BtfStructHasMember(f.btf_path, "sched_info", "run_delay");
+}
+
+// Whether the kernel keeps each cfs_rq's throttled time, own or an ancestor's (Linux 6.6).
+bool HasCfsThrottledTime(const KernelFeatures& f) {
+  return BtfStructHasMember(f.btf_path, "cfs_rq", "throttled_clock_self_time") &&
+         BtfStructHasMember(f.btf_path, "sched_entity", "cfs_rq");
+}
+
+uint64_t MonotonicNowNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+struct Attempt {
+  SkeletonPtr<sched_bpf, DestroySchedSkeleton> skel;
+  int err = 0;
+};
+
+// Opens and loads with the chosen switch variant; tp_btf and raw_tp are otherwise the same.
+Attempt OpenAndLoad(const SchedProbeOptions& o, bool tp_btf, bool sched_info) {
+  Attempt a;
+  LIBBPF_OPTS(bpf_object_open_opts, open_opts);
+  if (!o.features.btf_path.empty()) open_opts.btf_custom_path = o.features.btf_path.c_str();
+  a.skel.reset(sched_bpf__open_opts(&open_opts));
+  if (!a.skel) {
+    a.err = -errno;
+    return a;
+  }
+  sched_bpf* s = a.skel.get();
+  s->rodata->cgroup_key = o.key;
+  s->rodata->runq_source = sched_info ? SCHED_RUNQ_SCHED_INFO : SCHED_RUNQ_WAKEUP_HOOK;
+  s->rodata->loaded_at_ns = MonotonicNowNs();
+  bpf_program__set_autoload(s->progs.sched_switch_btf, tp_btf);
+  bpf_program__set_autoload(s->progs.sched_switch_raw, !tp_btf);
+  bpf_program__set_autoload(s->progs.sched_wakeup_raw, !sched_info);
+  bpf_program__set_autoload(s->progs.sched_wakeup_new_raw, !sched_info);
+  a.err = sched_bpf__load(s);
+  if (a.err) a.skel.reset();
+  return a;
+}
+
+ProbeStatus AttachOne(const char* name, const char* type, bpf_program* prog, bpf_link** slot) {
+  ProbeStatus status{.name = name, .attach_type = type};
+  *slot = bpf_program__attach(prog);
+  if (*slot) {
+    status.attached = true;
+  } else {
+    status.error = absl::StrCat("attaching ", bpf_program__name(prog), ": ", strerror(errno));
+  }
+  return status;
+}
+
+}  // namespace
+
+void DestroySchedSkeleton(sched_bpf* skel) { sched_bpf__destroy(skel); }
+
+std::vector<ProbeStatus> SchedProbe::NotStarted(const std::string& why) {
+  return {{.name = kSwitchProbe, .error = why}, {.name = kExitProbe, .error = why}};
+}
+
+absl::StatusOr<std::unique_ptr<SchedProbe>> SchedProbe::Start(const SchedProbeOptions& options) {
+  const bool sched_info = options.runq_source == RunqSource::kAuto
+                              ? HasSchedInfo(options.features)
+                              : options.runq_source == RunqSource::kSchedInfo;
+  bool tp_btf = options.features.tracing;
+  Attempt a = OpenAndLoad(options, tp_btf, sched_info);
+  if (!a.skel && tp_btf) {  // trampolines refused after all: the raw form needs none
+    tp_btf = false;
+    a = OpenAndLoad(options, tp_btf, sched_info);
+  }
+  if (!a.skel) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "loading the sched BPF programs: ", strerror(-a.err),
+        "; run with --log.level=debug to see the verifier log"));
+  }
+  std::unique_ptr<SchedProbe> probe(new SchedProbe());
+  probe->skel_ = std::move(a.skel);
+  probe->splits_throttled_wait_ = sched_info && HasCfsThrottledTime(options.features);
+  sched_bpf* s = probe->skel_.get();
+  probe->statuses_.push_back(
+      tp_btf ? AttachOne(kSwitchProbe, "tp_btf", s->progs.sched_switch_btf, &s->links.sched_switch_btf)
+             : AttachOne(kSwitchProbe, "raw_tracepoint", s->progs.sched_switch_raw,
+                         &s->links.sched_switch_raw));
+  probe->statuses_.push_back(AttachOne(kExitProbe, "raw_tracepoint", s->progs.sched_process_exit_raw,
+                                       &s->links.sched_process_exit_raw));
+  if (!sched_info) {
+    ProbeStatus wakeup = AttachOne(kWakeupProbe, "raw_tracepoint", s->progs.sched_wakeup_raw,
+                                   &s->links.sched_wakeup_raw);
+    if (wakeup.attached) {
+      wakeup = AttachOne(kWakeupProbe, "raw_tracepoint", s->progs.sched_wakeup_new_raw,
+                         &s->links.sched_wakeup_new_raw);
+    }
+    probe->statuses_.push_back(wakeup);
+  }
+  return probe;
+}
+
+std::string SchedProbe::runq_source() const {
+  return skel_->rodata->runq_source == SCHED_RUNQ_SCHED_INFO ? "sched_info" : "wakeup_hook";
+}
+
+std::map<uint64_t, sched_cgroup_stats> SchedProbe::ReadCgroups() const {
+  std::map<uint64_t, sched_cgroup_stats> out;
+  for (const auto& [id, s] : ReadPerCpuHash<uint64_t, sched_cgroup_stats>(
+           bpf_map__fd(skel_->maps.sched_stats), AddStats)) {
+    out[id] = s;
+  }
+  return out;
+}
+
+std::map<std::pair<uint64_t, uint64_t>, uint64_t> SchedProbe::ReadPreemptions() const {
+  std::map<std::pair<uint64_t, uint64_t>, uint64_t> out;
+  for (const auto& [key, n] : ReadPerCpuHash<sched_pair, uint64_t>(
+           bpf_map__fd(skel_->maps.sched_preemptions), AddCount)) {
+    out[{key.preempted, key.preempting}] = n;
+  }
+  return out;
+}
+
+std::map<uint64_t, int> SchedProbe::ReadRunning() const {
+  static const int cpus = libbpf_num_possible_cpus();
+  std::vector<uint64_t> per_cpu(cpus);
+  uint32_t zero = 0;
+  std::map<uint64_t, int> out;
+  const int map_fd = bpf_map__fd(skel_->maps.sched_cpu_cgroup);
+  // Offline CPUs refuse the run below and keep these zeros.
+  if (bpf_map_update_elem(map_fd, &zero, per_cpu.data(), BPF_ANY) != 0) return out;
+  const int prog_fd = bpf_program__fd(skel_->progs.sched_running_now);
+  for (int cpu = 0; cpu < cpus; cpu++) {
+    LIBBPF_OPTS(bpf_test_run_opts, run, .flags = BPF_F_TEST_RUN_ON_CPU,
+                .cpu = static_cast<__u32>(cpu));
+    (void)bpf_prog_test_run_opts(prog_fd, &run);
+  }
+  if (bpf_map_lookup_elem(map_fd, &zero, per_cpu.data()) != 0) return out;
+  for (uint64_t cgroup : per_cpu) {
+    if (cgroup) out[cgroup]++;
+  }
+  return out;
+}
+
+void SchedProbe::Forget(uint64_t cgroup_id) {
+  bpf_map_delete_elem(bpf_map__fd(skel_->maps.sched_stats), &cgroup_id);
+  const int fd = bpf_map__fd(skel_->maps.sched_preemptions);
+  for (const auto& [key, n] : ReadPerCpuHash<sched_pair, uint64_t>(fd, AddCount)) {
+    if (key.preempted == cgroup_id || key.preempting == cgroup_id) bpf_map_delete_elem(fd, &key);
+  }
+}
+
+uint64_t SchedProbe::stats_overflows() const {
+  return __atomic_load_n(&skel_->bss->sched_stats_overflows, __ATOMIC_RELAXED);
+}
+
+uint64_t SchedProbe::pair_overflows() const {
+  return __atomic_load_n(&skel_->bss->sched_pairs_overflows, __ATOMIC_RELAXED);
+}
+
+std::vector<ProgramStats> SchedProbe::program_stats() const {
+  return ReadProgramStats(skel_->obj);
+}
+
+}  // namespace stagewatch

@@ -24,23 +24,7 @@ void AnomalyFeeder::Feed(absl::Time now, const Snapshot& sampled) {
     engine_->OnMemory(m.stage, now, domains, fresh ? m.psi_full_seconds : std::nullopt);
   }
   // Totals of stages forgotten since `known` was listed are left out.
-  if (memory_) {
-    memory_->CollectForMajorFaults();
-    for (const auto& [id, t] : memory_->Totals()) {
-      const Stage* stage = known.Find(id);
-      if (stage && id != kUnattributedStageId) engine_->OnMajorFaults(*stage, now, t.major_faults);
-    }
-  }
-  if (sched_ && now - runq_fed_ >= kRunqFeedInterval) {
-    runq_fed_ = now;
-    sched_->CollectCounters();  // the detectors need no running_now
-    for (const auto& [id, t] : sched_->Totals()) {
-      const Stage* stage = known.Find(id);
-      if (stage && id != kUnattributedStageId) {
-        engine_->OnRunqLatency(*stage, now, t.runq_slots, t.runq_above);
-      }
-    }
-  }
+  for (const AnomalyFeed& feed : feeds_) feed(now, known);
   engine_->Tick(now);
 }
 

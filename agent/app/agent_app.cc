@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "anomaly/anomaly_engine.h"
 #include "bounded_file.h"
@@ -28,15 +29,12 @@
 #include "exporters/pages/runs_pages.h"
 #include "exporters/http/web_config.h"
 #include "log.h"
-#include "signals/oom/oom_tracker.h"
 #include "probes/libbpf_log.h"
 #include "sampler/memory_sampler.h"
 #include "probes/program_stats.h"
-#include "signals/memory/memory_tracker.h"
-#include "runs/run_watcher.h"
 #include "runs/runs_source.h"
-#include "signals/sched/sched_tracker.h"
 #include "signals/signal.h"
+#include "signals/signal_bus.h"
 #include "signals/snapshot_source.h"
 #include "stages/stage_resolver.h"
 #include "version.h"
@@ -184,19 +182,20 @@ int RunAgent(const AgentOptions& options) {
                         {.min_rescan_interval = config.cgroup.rescan_min_interval,
                          .max_entries = static_cast<size_t>(config.cgroup.cache_max_entries)});
   StageResolver stages(config.stages, config.discovery);
-  OomTracker oom(&paths, &stages, layout->key);
-  std::atomic<RunWatcher*> runs = nullptr;  // set once the probes it reads are up
+  SignalBus bus;
+  // The sampler's snapshots as the run watcher's thread asks for them: attached once the
+  // sampler is made, detached before it goes.
+  SnapshotSource snapshots;
   exporters::CollectorRegistry registry;
   RunningSignals running;
   SignalContext signals{.config = config, .layout = *layout, .features = features,
-                        .paths = &paths, .stages = &stages, .oom = &oom, .runs = &runs,
-                        .running = &running};
+                        .paths = &paths, .stages = &stages, .bus = &bus, .running = &running};
   auto start_signals = [&signals](bool first) {
     // A signal whose collector is misnamed is a bug in it: said, and the agent runs on.
     absl::Status s = StartSignals(Signals(), signals, first);
     if (!s.ok()) Log::Error("signal misdeclared", {{"err", s.message()}});
   };
-  start_signals(/*first=*/true);  // the lifecycle probe, before the start walk
+  start_signals(/*first=*/true);  // the probes that name cgroups, before the start walk
   Log::Info("cgroup naming", {{"source", paths.uses_events() ? "lifecycle_events" : "walks"}});
 
   // Served from here on (/-/healthy answers while probes attach); /-/ready waits for the
@@ -226,11 +225,10 @@ int RunAgent(const AgentOptions& options) {
   registry.Add(std::make_unique<exporters::AlertmanagerCollector>(&alertmanager));
 
   CgroupNamer namer(&paths, &stages);
-  AnomalyEngine anomalies(config.anomalies, [&pager, &runs](const AnomalyChange& c) {
+  AnomalyEngine anomalies(config.anomalies, [&pager, &bus](const AnomalyChange& c) {
     LogAnomaly(c);
     pager.OnChange(c);
-    RunWatcher* w = runs.load();
-    if (w && c.active) w->OnAnomaly(c.stage.name, {AnomalyRuleName(c.rule), c.at, c.summary});
+    bus.PublishAnomaly(c);
   });
   // The snapshot holds the parts of the signals that are on.
   unsigned parts = 0;
@@ -239,15 +237,18 @@ int RunAgent(const AgentOptions& options) {
   }
   auto sampler =
       std::make_unique<MemorySampler>(&namer, *layout, config.memory, SampleReader{}, parts);
+  snapshots.Attach(sampler.get());
+  absl::Cleanup detach_snapshots = [&snapshots] { snapshots.Detach(); };
 
   signals.namer = &namer;
   signals.anomalies = &anomalies;
   signals.sampler = sampler.get();
+  signals.snapshots = &snapshots;
   signals.collectors = &registry;
   start_signals(/*first=*/false);
 
   // The sampler's clock drives near-limit time, peaks and the anomaly detectors.
-  AnomalyFeeder feeder(&anomalies, &stages, running.memory.get(), running.sched.get());
+  AnomalyFeeder feeder(&anomalies, &stages, running.anomaly_feeds);
   sampler->Start(
       [&feeder, &ready](absl::Time now, const Snapshot& sampled) {
         feeder.Feed(now, sampled);
@@ -276,10 +277,10 @@ int RunAgent(const AgentOptions& options) {
             return all;
           },
       .unknown_cgroup_events =
-          [&] {
-            return oom.unknown_cgroups() +
-                   (running.sched ? running.sched->unknown_cgroups() : 0) +
-                   (running.memory ? running.memory->unknown_cgroups() : 0);
+          [&running] {
+            uint64_t n = 0;
+            for (const auto& count : running.unknown_cgroup_counts) n += count();
+            return n;
           },
       .path_cache = &paths,
       .stages = &stages,
@@ -311,9 +312,9 @@ int RunAgent(const AgentOptions& options) {
 
   http->reset();  // stop serving before the collectors' sources go away
   rings.Stop();
-  if (running.snapshots) running.snapshots->Detach();  // the watcher reads on without it
-  sampler.reset();  // the last caller of the watcher (through the anomaly engine)
-  runs = nullptr;
+  snapshots.Detach();  // the run watcher reads on without it
+  sampler.reset();     // the last publisher of anomalies (through the anomaly engine)
+  bus.Close();
   running.Stop();  // detaches the BPF programs
   Log::Info("stopped");
   return 0;

@@ -30,15 +30,19 @@ std::string JsonString(std::string_view s) {
   return out + "\"";
 }
 
-// Each signal's probes started for real (then stopped), or the reason they cannot be.
-std::vector<ProbeStatus> TryProbes(const ProbeTrial& trial, const std::string& btf_path) {
+// Each signal's probes started for real (then stopped), or the reason they cannot be; and
+// whether the probe that names cgroups by events attached (else the agent walks).
+std::vector<ProbeStatus> TryProbes(const ProbeTrial& trial, const std::string& btf_path,
+                                   bool* named_by_events) {
   const absl::Status can_load = CheckCanLoadBpf(trial.features, btf_path);
   std::vector<ProbeStatus> all;
+  *named_by_events = false;
   for (const Signal& signal : Signals()) {
     if (!signal.try_probes) continue;
     std::vector<ProbeStatus> some = can_load.ok()
                                         ? signal.try_probes(trial)
                                         : signal.not_started(std::string(can_load.message()));
+    if (signal.names_cgroups && !some.empty() && some.front().attached) *named_by_events = true;
     all.insert(all.end(), some.begin(), some.end());
   }
   return all;
@@ -52,15 +56,13 @@ int RunFeaturesReport(const FeaturesReportOptions& options, std::ostream& out) {
   RouteLibbpfLogs();
   const KernelFeatures f = ProbeKernelFeatures(btf_path);
   absl::StatusOr<CgroupLayout> layout = DetectHostCgroupLayout();
+  bool events = false;
   const std::vector<ProbeStatus> probes =
       TryProbes({.features = ApplyAttachPolicy(f, options.attach),
                  .key = layout.ok() ? layout->key : CGROUP_KEY_DEFAULT,
                  .lifecycle_events = options.lifecycle_events,
                  .task_iterator = options.task_iterator},
-                btf_path);
-  // The agent learns cgroups from the lifecycle probe's events where it attaches, else by walks.
-  bool events = false;
-  for (const ProbeStatus& p : probes) events |= p.name == "lifecycle" && p.attached;
+                btf_path, &events);
   const std::string naming = events ? "lifecycle_events" : "walks";
 
   const std::vector<std::pair<const char*, bool>> flags = {

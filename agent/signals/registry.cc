@@ -1,18 +1,29 @@
 #include "absl/strings/str_cat.h"
 #include "config/config.h"
 #include "exporters/metrics/collector.h"
-#include "signals/modules.h"
 #include "signals/signal.h"
 #include "string_util.h"
 
 namespace stagewatch {
+namespace {
 
-// Adding a signal: write its <name>_signal.cc, declare it in modules.h, list it here.
-const std::vector<Signal>& Signals() {
-  static const std::vector<Signal> kSignals = {OomSignal(), SchedSignal(), MemorySignal(),
-                                               LifecycleSignal(), RunsSignal()};
-  return kSignals;
+// Filled by the signals' own files as the program starts (static initialisation), read after.
+std::vector<Signal>& Registered() {
+  static std::vector<Signal> signals;
+  return signals;
 }
+
+}  // namespace
+
+bool RegisterSignal(Signal signal) {
+  std::vector<Signal>& all = Registered();
+  auto at = all.begin();
+  while (at != all.end() && at->order <= signal.order) ++at;
+  all.insert(at, std::move(signal));
+  return true;
+}
+
+const std::vector<Signal>& Signals() { return Registered(); }
 
 std::vector<std::string> CollectorFlagNames() {
   std::vector<std::string> names;

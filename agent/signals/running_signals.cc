@@ -1,13 +1,4 @@
-#include "signals/memory/memory_tracker.h"
-#include "signals/lifecycle/lifecycle_probe.h"
-#include "signals/memory/memory_probe.h"
-#include "signals/oom/oom_probe.h"
-#include "signals/sched/sched_probe.h"
-#include "signals/memory/task_states_probe.h"
-#include "runs/run_watcher.h"
-#include "signals/sched/sched_tracker.h"
 #include "signals/signal.h"
-#include "signals/snapshot_source.h"
 
 namespace stagewatch {
 
@@ -15,14 +6,10 @@ RunningSignals::RunningSignals() = default;
 RunningSignals::~RunningSignals() { Stop(); }
 
 void RunningSignals::Stop() {
-  run_watcher.reset();
-  oom_probe.reset();  // detaches the BPF programs
-  sched.reset();
-  sched_probe.reset();
-  memory.reset();
-  memory_probe.reset();
-  task_states_probe.reset();
-  cgroup_probe.reset();
+  // What reads the others goes first: the runs signal (started last), each tracker before its
+  // probe (made after it). A probe's destructor detaches its BPF programs.
+  found_.clear();
+  while (!parts_.empty()) parts_.pop_back();
 }
 
 }  // namespace stagewatch

@@ -1,22 +1,29 @@
-// A signal (oom, sched, memory, cgroup, runs) as one module: its probe, its tracker, its
-// collector, its `collectors.<name>` switch and its `stagewatch features` lines. The agent, the
-// features report and the command line's --collector.<name> flags all iterate Signals().
+// A signal (oom, sched, memory, lifecycle, runs) as one module, in agent/signals/<name>/: its
+// probe, its tracker, its collector, its `collectors.<name>` switch and its `stagewatch
+// features` lines. Each registers itself in one line (RegisterSignal); the agent, the features
+// report and the --collector.<name> flags all iterate Signals(), and name no signal.
 #pragma once
 
-#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <typeindex>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "anomaly/anomaly_feeder.h"
 #include "bpf/cgroup_key.h"
-#include "sampler/sample_snapshot.h"
 #include "probes/features.h"
 #include "probes/probe_status.h"
 #include "probes/program_stats.h"
+#include "runs/run_watcher.h"
+#include "sampler/sample_snapshot.h"
+#include "signals/signal_bus.h"
+#include "stages/stage_directory.h"
 
 namespace stagewatch {
 
@@ -25,17 +32,8 @@ struct CgroupLayout;
 class AnomalyEngine;
 class CgroupNamer;
 class CgroupPathCache;
-class LifecycleProbe;
-class MemoryProbe;
 class MemorySampler;
-class MemoryTracker;
-class OomProbe;
-class OomTracker;
-class RunWatcher;
-class SchedProbe;
-class SchedTracker;
 class SnapshotSource;
-class TaskStatesProbe;
 class StageResolver;
 namespace exporters {
 class Collector;
@@ -79,43 +77,64 @@ struct RingPoller {
   std::function<int()> consume;  // handles them; the number handled or a negative errno
 };
 
-// The parts the signals started, for one another (runs reads the sched and memory probes),
-// the anomaly feeder and the agent's self-metrics. Null where a signal is off or failed.
-struct RunningSignals {
-  std::unique_ptr<LifecycleProbe> cgroup_probe;
-  std::unique_ptr<OomProbe> oom_probe;
-  std::unique_ptr<SchedProbe> sched_probe;
-  std::unique_ptr<SchedTracker> sched;
-  std::unique_ptr<MemoryProbe> memory_probe;
-  std::unique_ptr<MemoryTracker> memory;
-  std::unique_ptr<TaskStatesProbe> task_states_probe;
-  std::unique_ptr<RunWatcher> run_watcher;
-  // The sampler's snapshots as the run watcher asks for them; the agent detaches it before
-  // it destroys the sampler.
-  std::shared_ptr<SnapshotSource> snapshots;
+// What the signals started, by purpose, for one another and the agent: never a member per
+// signal. A signal keeps the parts it started here (Keep), and one started after it may use
+// them (Find); Stop() stops them in the reverse of their start.
+class RunningSignals {
+ public:
+  RunningSignals();
+  ~RunningSignals();  // Stop()s
+  RunningSignals(const RunningSignals&) = delete;
+  RunningSignals& operator=(const RunningSignals&) = delete;
+
   std::vector<ProbeReport> probe_reports;
   std::vector<RingPoller> pollers;
+  // What the probes hold of a run's cgroups, each reader filled in by the signal whose probe
+  // observes it (the runs signal reads them; an empty one is a fact not observed).
+  RunProbeReaders run_readers;
+  bool observes_oom_kills = false;  // a run without kill events had none
+  bool observes_populated = false;  // a run's last task's exit comes as an event
+  // Events of cgroups that were gone before they could be named, per signal that counts them.
+  std::vector<std::function<uint64_t()>> unknown_cgroup_counts;
+  std::vector<AnomalyFeed> anomaly_feeds;
 
-  RunningSignals();
-  ~RunningSignals();  // the parts stop in the order Stop() gives
-  // Stops what reads the others first: runs, then each tracker before its probe.
+  // Keeps `part` until Stop(); null stays null. Returns it, for the caller to use.
+  template <typename T>
+  T* Keep(std::unique_ptr<T> part) {
+    T* raw = part.get();
+    if (raw != nullptr) {
+      parts_.push_back(std::shared_ptr<void>(std::move(part)));
+      found_[std::type_index(typeid(T))] = raw;
+    }
+    return raw;
+  }
+  // The part of type T a signal started before, or null (its signal is off, or failed).
+  template <typename T>
+  T* Find() const {
+    auto it = found_.find(std::type_index(typeid(T)));
+    return it == found_.end() ? nullptr : static_cast<T*>(it->second);
+  }
   void Stop();
+
+ private:
+  std::vector<std::shared_ptr<void>> parts_;  // in start order
+  std::unordered_map<std::type_index, void*> found_;
 };
 
 // What the agent lends every signal it starts. The first phase (Signal::starts_first) runs
-// before the agent serves or names cgroups: there `namer`, `anomalies`, `sampler` and
-// `collectors` are still null.
+// before the agent serves or names cgroups: there `namer`, `anomalies`, `sampler`,
+// `snapshots` and `collectors` are still null.
 struct SignalContext {
   const Config& config;
   const CgroupLayout& layout;
   const KernelFeatures& features;
   CgroupPathCache* paths = nullptr;
   StageResolver* stages = nullptr;
-  OomTracker* oom = nullptr;
-  std::atomic<RunWatcher*>* runs = nullptr;  // set by the runs signal once its watcher is up
+  SignalBus* bus = nullptr;
   CgroupNamer* namer = nullptr;
   AnomalyEngine* anomalies = nullptr;
   MemorySampler* sampler = nullptr;
+  SnapshotSource* snapshots = nullptr;  // the sampler's, for threads that outlive it
   exporters::CollectorRegistry* collectors = nullptr;
   RunningSignals* running = nullptr;
 };
@@ -130,12 +149,17 @@ struct ProbeTrial {
 
 struct Signal {
   std::string_view name;
+  // Where it starts and is listed among the others (lower first, within its phase): a signal
+  // that uses another's parts comes after it.
+  int order = 0;
   // Switched by `collectors.<name>` and --collector.<name> (the configuration is told these
   // names: CollectorFlagNames()); otherwise always started (a setting of its own, such as
   // cgroup.lifecycle_events or runs.ledger_path, may idle it).
   bool collector_flag = false;
   // Started before the agent serves or names a cgroup (the lifecycle probe's events name them).
   bool starts_first = false;
+  // Its probe's events name cgroups as they are made; where it does not attach, walks do.
+  bool names_cgroups = false;
   // `stagewatch features`: its probes started for real (then stopped), or why each could not
   // start. Both null for a signal without a probe of its own.
   std::vector<ProbeStatus> (*try_probes)(const ProbeTrial& trial) = nullptr;
@@ -150,6 +174,10 @@ struct Signal {
   // The sampler reads the parts of the signals that are on.
   unsigned snapshot_parts = 0;
 };
+
+// A signal's own file registers it, in one line:
+//   [[maybe_unused]] const bool kRegistered = RegisterSignal({.name = "sched", ...});
+bool RegisterSignal(Signal signal);
 
 // Every signal, in the order the agent starts them (within each phase) and `stagewatch
 // features` lists their probes.

@@ -14,7 +14,12 @@ namespace stagewatch {
 
 class SnapshotSource {
  public:
+  SnapshotSource() = default;
   explicit SnapshotSource(const MemorySampler* sampler) : sampler_(sampler) {}
+  void Attach(const MemorySampler* sampler) {
+    absl::MutexLock lock(&mu_);
+    sampler_ = sampler;
+  }
 
   // The sampler's latest snapshot; null once detached.
   std::shared_ptr<const Snapshot> Latest() const {
@@ -29,7 +34,7 @@ class SnapshotSource {
 
  private:
   mutable absl::Mutex mu_;
-  const MemorySampler* sampler_ ABSL_GUARDED_BY(mu_);
+  const MemorySampler* sampler_ ABSL_GUARDED_BY(mu_) = nullptr;
 };
 
 }  // namespace stagewatch

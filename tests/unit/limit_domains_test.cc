@@ -355,7 +355,7 @@ TEST_F(LimitDomainsTest, TwoDomainsClimbingAtDifferentSpeedsEachGetTheirOwnEta) 
   AnomalyEngine engine(config, [&](const AnomalyChange& c) {
     if (c.rule == AnomalyRule::kLimitEta) changes.push_back(c);
   });
-  AnomalyFeeder feeder(&engine, &naming.stages, nullptr, nullptr);
+  AnomalyFeeder feeder(&engine, &naming.stages, {});
   const absl::Time t0 = absl::FromUnixSeconds(1000);
   auto sample = [&](int i) {
     sampler.SampleOnce(t0 + absl::Seconds(i));
@@ -423,7 +423,7 @@ TEST_F(LimitDomainsTest, TheScrapeAndTheDetectorsSeeOneSnapshotReadOncePerInterv
   Naming naming(root_);
   MemorySampler sampler(&naming.namer, layout_, MemoryConfig{}, Reader());
   AnomalyEngine engine(AnomalyConfig{}, [](const AnomalyChange&) {});
-  AnomalyFeeder feeder(&engine, &naming.stages, nullptr, nullptr);
+  AnomalyFeeder feeder(&engine, &naming.stages, {});
   exporters::MemoryCollector collector(
       {.sampler = &sampler, .namer = &naming.namer, .layout = layout_});
 

@@ -94,7 +94,7 @@ TEST_F(SampleSnapshotTest, ScrapesReadNothingAndSeeWhatTheDetectorsWereFed) {
   CgroupNamer namer(&paths, &stages, absl::ZeroDuration());
   MemorySampler sampler(&namer, layout_, MemoryConfig{}, Reader());
   AnomalyEngine engine(AnomalyConfig{}, [](const AnomalyChange&) {});
-  AnomalyFeeder feeder(&engine, &stages, nullptr, nullptr);
+  AnomalyFeeder feeder(&engine, &stages, {});
   exporters::MemoryCollector memory({.sampler = &sampler, .namer = &namer, .layout = layout_});
   exporters::SchedCollector sched(nullptr, nullptr, &stages, &sampler);
   const Labels train = {{"pipeline_stage", "snapshot-train"}};

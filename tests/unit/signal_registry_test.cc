@@ -94,9 +94,13 @@ TEST(SignalRegistryTest, EverySignalStartsAndHasAProbeOrACollector) {
         << "a probe needs both its trial and its not-started lines";
     EXPECT_TRUE(s.try_probes != nullptr || s.adds_collector) << "it would do nothing";
     // What collectors.<name> switches off is a collector, labelled collector="<name>".
-    if (s.collector_flag) EXPECT_TRUE(s.adds_collector);
+    if (s.collector_flag) {
+      EXPECT_TRUE(s.adds_collector);
+    }
     // The first phase runs before the agent has a collector registry to add to.
-    if (s.starts_first) EXPECT_FALSE(s.adds_collector);
+    if (s.starts_first) {
+      EXPECT_FALSE(s.adds_collector);
+    }
   }
 }
 

@@ -1,13 +1,15 @@
 // memory: reclaim stalls and page faults from the memory probe; usage, limits and near-limit
 // time from the sampler's snapshot; task states from the task_states iterator, else /proc.
+#include "anomaly/anomaly_engine.h"
 #include "cgroup/layout.h"
 #include "config/config.h"
 #include "exporters/metrics/collector.h"
 #include "exporters/metrics/memory_collector.h"
-#include "signals/memory/memory_tracker.h"
 #include "signals/memory/memory_probe.h"
+#include "signals/memory/memory_tracker.h"
 #include "signals/memory/task_states_probe.h"
-#include "signals/modules.h"
+#include "signals/sched/sched_tracker.h"
+#include "signals/signal.h"
 
 namespace stagewatch {
 namespace {
@@ -28,34 +30,56 @@ std::vector<ProbeStatus> NotStarted(const std::string& why) {
   return all;
 }
 
+// A run's reclaim stalls, from the probe's map.
+void ObserveRuns(const MemoryProbe* memory, RunProbeReaders& r) {
+  r.reclaim_stall_seconds = [memory](const std::set<uint64_t>& ids) -> std::optional<double> {
+    uint64_t ns = 0;
+    for (const MemoryCgroupCounters& c : memory->Read()) {
+      if (ids.count(c.cgroup_id)) ns += c.reclaim_stall_ns.sum;
+    }
+    return ns / 1e9;
+  };
+}
+
 std::unique_ptr<exporters::Collector> Start(const SignalContext& ctx) {
   RunningSignals& r = *ctx.running;
-  r.memory_probe = Adopt(MemoryProbe::Start({.key = ctx.layout.key, .features = ctx.features}),
-                         &r.probe_reports);
-  if (r.memory_probe) {
-    r.memory = std::make_unique<MemoryTracker>(r.memory_probe.get(), ctx.namer);
+  MemoryProbe* probe = r.Keep(Adopt(
+      MemoryProbe::Start({.key = ctx.layout.key, .features = ctx.features}), &r.probe_reports));
+  MemoryTracker* tracker = nullptr;
+  if (probe != nullptr) {
+    tracker = r.Keep(std::make_unique<MemoryTracker>(probe, ctx.namer));
+    r.unknown_cgroup_counts.push_back([tracker] { return tracker->unknown_cgroups(); });
+    ObserveRuns(probe, r.run_readers);
+    // The fault-storm detector keeps every sample: it trims lone bursts out of its window by
+    // whole sampling intervals, which coarser points would not leave room for.
+    r.anomaly_feeds.push_back([tracker, engine = ctx.anomalies](absl::Time now,
+                                                                const StageDirectory& known) {
+      tracker->CollectForMajorFaults();
+      for (const auto& [id, t] : tracker->Totals()) {
+        const Stage* stage = known.Find(id);
+        if (stage && id != kUnattributedStageId) engine->OnMajorFaults(*stage, now, t.major_faults);
+      }
+    });
   }
-  r.task_states_probe = Adopt(TaskStatesProbe::Start({.enabled = ctx.config.memory.task_iterator,
-                                                      .key = ctx.layout.key,
-                                                      .features = ctx.features}),
-                              &r.probe_reports);
+  TaskStatesProbe* task_states = r.Keep(Adopt(
+      TaskStatesProbe::Start({.enabled = ctx.config.memory.task_iterator,
+                              .key = ctx.layout.key, .features = ctx.features}),
+      &r.probe_reports));
   // Listed after "sched", whose collection refreshes the tasks running right now.
   return std::make_unique<exporters::MemoryCollector>(exporters::MemoryCollectorSources{
-      .tracker = r.memory.get(), .probe = r.memory_probe.get(), .sampler = ctx.sampler,
-      .sched = r.sched.get(), .namer = ctx.namer, .task_states = r.task_states_probe.get(),
+      .tracker = tracker, .probe = probe, .sampler = ctx.sampler,
+      .sched = r.Find<SchedTracker>(), .namer = ctx.namer, .task_states = task_states,
       .layout = ctx.layout});
 }
 
+[[maybe_unused]] const bool kRegistered = RegisterSignal({.name = "memory",
+                                                          .order = 30,
+                                                          .collector_flag = true,
+                                                          .try_probes = TryProbes,
+                                                          .not_started = NotStarted,
+                                                          .start = Start,
+                                                          .adds_collector = true,
+                                                          .snapshot_parts = kMemoryPart});
+
 }  // namespace
-
-Signal MemorySignal() {
-  return {.name = "memory",
-          .collector_flag = true,
-          .try_probes = TryProbes,
-          .not_started = NotStarted,
-          .start = Start,
-          .adds_collector = true,
-          .snapshot_parts = kMemoryPart};
-}
-
 }  // namespace stagewatch

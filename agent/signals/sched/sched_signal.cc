@@ -1,39 +1,98 @@
 // sched: run-queue latency and preemptions from the sched probe; throttling, CPU usage and
 // pressure from cgroupfs.
+#include "anomaly/anomaly_engine.h"
+#include "cgroup/cgroup_namer.h"
 #include "cgroup/layout.h"
 #include "exporters/metrics/collector.h"
 #include "exporters/metrics/sched_collector.h"
 #include "signals/sched/sched_probe.h"
 #include "signals/sched/sched_tracker.h"
-#include "signals/modules.h"
+#include "signals/signal.h"
 
 namespace stagewatch {
 namespace {
+
+// The CPU-starvation detector judges the run-queue p99 over a 30 s window by its median
+// (anomalies.cpu_starvation), so a few seconds between its points lose nothing
+// (DetectorQualityTest at this cadence), while collecting the sched tracker's BPF maps (every
+// cgroup's entry and every preemption pair, named and folded per stage) every second was a
+// quarter of an idle agent's CPU. At least this long between two collections: every third
+// sample at the default 1 s interval (the half second absorbs the samples' jitter).
+constexpr absl::Duration kRunqFeedInterval = absl::Milliseconds(2500);
 
 std::vector<ProbeStatus> TryProbes(const ProbeTrial& t) {
   return StatusesOf(SchedProbe::Start({.key = t.key, .features = t.features}));
 }
 
+// Seconds of one of the sched probe's nanosecond figures, summed over a run's cgroups.
+std::function<std::optional<double>(const std::set<uint64_t>&)> SchedSeconds(
+    const SchedProbe* sched, uint64_t (*figure)(const sched_cgroup_stats&)) {
+  return [sched, figure](const std::set<uint64_t>& ids) -> std::optional<double> {
+    uint64_t ns = 0;
+    for (const auto& [id, stats] : sched->ReadCgroups()) {
+      if (ids.count(id)) ns += figure(stats);
+    }
+    return ns / 1e9;
+  };
+}
+
+// A run's run-queue wait (and its throttled part) and its preemptors, from the probe's maps.
+void ObserveRuns(const SchedProbe* sched, CgroupNamer* namer, RunProbeReaders& r) {
+  r.run_queue_wait_seconds = SchedSeconds(
+      sched, [](const sched_cgroup_stats& s) -> uint64_t { return s.runq_latency.sum; });
+  if (sched->splits_throttled_wait()) {
+    r.run_queue_throttled_seconds = SchedSeconds(
+        sched, [](const sched_cgroup_stats& s) -> uint64_t { return s.runq_throttled_ns; });
+  }
+  r.preemptions =
+      [sched](const std::set<uint64_t>& ids) -> std::optional<std::map<uint64_t, uint64_t>> {
+    std::map<uint64_t, uint64_t> by_preempting;
+    for (const auto& [pair, n] : sched->ReadPreemptions()) {
+      if (ids.count(pair.first)) by_preempting[pair.second] += n;
+    }
+    return by_preempting;
+  };
+  r.stage_of = [namer](uint64_t id) {
+    std::optional<Stage> stage = namer->StageOf(id);
+    return stage ? stage->name : std::string(kUnattributedStage);
+  };
+}
+
 std::unique_ptr<exporters::Collector> Start(const SignalContext& ctx) {
   RunningSignals& r = *ctx.running;
-  r.sched_probe = Adopt(SchedProbe::Start({.key = ctx.layout.key, .features = ctx.features}),
-                        &r.probe_reports);
-  if (r.sched_probe) r.sched = std::make_unique<SchedTracker>(r.sched_probe.get(), ctx.namer);
+  SchedProbe* probe = r.Keep(Adopt(
+      SchedProbe::Start({.key = ctx.layout.key, .features = ctx.features}), &r.probe_reports));
+  SchedTracker* tracker = nullptr;
+  if (probe != nullptr) {
+    tracker = r.Keep(std::make_unique<SchedTracker>(probe, ctx.namer));
+    r.unknown_cgroup_counts.push_back([tracker] { return tracker->unknown_cgroups(); });
+    ObserveRuns(probe, ctx.namer, r.run_readers);
+    r.anomaly_feeds.push_back([tracker, engine = ctx.anomalies,
+                               fed = absl::InfinitePast()](absl::Time now,
+                                                           const StageDirectory& known) mutable {
+      if (now - fed < kRunqFeedInterval) return;
+      fed = now;
+      tracker->CollectCounters();  // the detectors need no running_now
+      for (const auto& [id, t] : tracker->Totals()) {
+        const Stage* stage = known.Find(id);
+        if (stage && id != kUnattributedStageId) {
+          engine->OnRunqLatency(*stage, now, t.runq_slots, t.runq_above);
+        }
+      }
+    });
+  }
   // Without the probe, the snapshot's half (throttling, usage, PSI) still runs.
-  return std::make_unique<exporters::SchedCollector>(
-      r.sched.get(), r.sched_probe.get(), ctx.stages, ctx.sampler);
+  return std::make_unique<exporters::SchedCollector>(tracker, probe, ctx.stages, ctx.sampler);
 }
+
+[[maybe_unused]] const bool kRegistered = RegisterSignal({.name = "sched",
+                                                          .order = 20,
+                                                          .collector_flag = true,
+                                                          .try_probes = TryProbes,
+                                                          .not_started = SchedProbe::NotStarted,
+                                                          .start = Start,
+                                                          .adds_collector = true,
+                                                          .snapshot_parts = kCpuPart});
 
 }  // namespace
-
-Signal SchedSignal() {
-  return {.name = "sched",
-          .collector_flag = true,
-          .try_probes = TryProbes,
-          .not_started = SchedProbe::NotStarted,
-          .start = Start,
-          .adds_collector = true,
-          .snapshot_parts = kCpuPart};
-}
-
 }  // namespace stagewatch

@@ -1,7 +1,7 @@
 /* CPU contention per cgroup, aggregated in the kernel: context switches, run-queue latency,
  * on-CPU time and who preempts whom. Nothing crosses to user space per event.
  *
- * Cheap by construction (DESIGN.md §9): at sched_switch the task switching out is current, so
+ * Cheap by construction (docs/architecture.md, "BPF cost"): at sched_switch the task switching out is current, so
  * everything is read from bpf_get_current_task_btf() with plain loads, and everything is
  * charged to current's cgroup with one hash lookup. What belongs to the task switching in is
  * counted when it switches out in turn:

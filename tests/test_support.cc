@@ -29,8 +29,10 @@
 #include "cgroup/path_cache.h"
 #include "cgroup/proc_cgroup.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 #include "httplib.h"
 #include "probes/attach_policy.h"
+#include "sampler/collect_cadence.h"
 #include "probes/features.h"
 
 namespace stagewatch::testing {
@@ -371,6 +373,13 @@ double DeadlineScale() {
     return value >= 1 ? value : 1;
   }();
   return scale;
+}
+
+void WaitForTrackerCollection() {
+  // One interval of collection, one default sample interval for the sample it waits for, and
+  // a second sample of margin.
+  const absl::Duration span = kCollectInterval + absl::Seconds(2);
+  absl::SleepFor(span * DeadlineScale());
 }
 
 bool WaitUntil(const std::function<bool()>& condition, int timeout_ms) {

@@ -153,6 +153,11 @@ double DeadlineScale();
 // Polls `condition` every 10 ms until it holds or `timeout_ms` (times DeadlineScale()) passes.
 bool WaitUntil(const std::function<bool()>& condition, int timeout_ms);
 
+// Waits until a collection of the trackers on the sampler's clock (every kCollectInterval,
+// after a sample) has surely followed what the caller did: the figures a scrape reads of BPF
+// maps are that collection's, never read at the scrape.
+void WaitForTrackerCollection();
+
 // One scrape parsed into "name{labels}" → value, labels as exposed.
 using Scrape = std::map<std::string, double>;
 Scrape ParseExposition(const std::string& text);

@@ -24,7 +24,7 @@ void AnomalyFeeder::Feed(absl::Time now, const Snapshot& sampled) {
     engine_->OnMemory(m.stage, now, domains, fresh ? m.psi_full_seconds : std::nullopt);
   }
   // Totals of stages forgotten since `known` was listed are left out.
-  for (const AnomalyFeed& feed : feeds_) feed(now, known);
+  for (const SampleHook& hook : hooks_) hook(now, known);
   engine_->Tick(now);
 }
 

@@ -1,6 +1,7 @@
-// Feeds the anomaly engine on the memory sampler's clock: memory and pressure from each
-// sample, then whatever the signals feed it from their trackers (RunningSignals::anomaly_feeds:
-// major faults, run-queue latency), then lets the engine judge.
+// Runs the agent's work on the memory sampler's clock, after each snapshot: feeds the anomaly
+// engine memory and pressure from it, runs each signal's hook (RunningSignals::sample_hooks:
+// collecting its tracker for its collector, feeding its detectors major faults or run-queue
+// latency), then lets the engine judge.
 #pragma once
 
 #include <vector>
@@ -12,13 +13,13 @@
 
 namespace stagewatch {
 
-// Fed with the stages known at the sample (`known`).
-using AnomalyFeed = std::function<void(absl::Time now, const StageDirectory& known)>;
+// Run with the stages known at the sample (`known`).
+using SampleHook = std::function<void(absl::Time now, const StageDirectory& known)>;
 
 class AnomalyFeeder {
  public:
-  AnomalyFeeder(AnomalyEngine* engine, StageResolver* stages, std::vector<AnomalyFeed> feeds)
-      : engine_(engine), stages_(stages), feeds_(std::move(feeds)) {}
+  AnomalyFeeder(AnomalyEngine* engine, StageResolver* stages, std::vector<SampleHook> hooks)
+      : engine_(engine), stages_(stages), hooks_(std::move(hooks)) {}
 
   // `sampled` is the sampler's snapshot of `now`: its memory part feeds the memory detectors.
   void Feed(absl::Time now, const Snapshot& sampled);
@@ -26,7 +27,7 @@ class AnomalyFeeder {
  private:
   AnomalyEngine* const engine_;
   StageResolver* const stages_;
-  const std::vector<AnomalyFeed> feeds_;
+  const std::vector<SampleHook> hooks_;
 };
 
 }  // namespace stagewatch

@@ -248,7 +248,7 @@ int RunAgent(const AgentOptions& options) {
   start_signals(/*first=*/false);
 
   // The sampler's clock drives near-limit time, peaks and the anomaly detectors.
-  AnomalyFeeder feeder(&anomalies, &stages, running.anomaly_feeds);
+  AnomalyFeeder feeder(&anomalies, &stages, running.sample_hooks);
   sampler->Start(
       [&feeder, &ready](absl::Time now, const Snapshot& sampled) {
         feeder.Feed(now, sampled);

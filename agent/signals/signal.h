@@ -21,6 +21,7 @@
 #include "probes/probe_status.h"
 #include "probes/program_stats.h"
 #include "runs/run_watcher.h"
+#include "sampler/collect_cadence.h"
 #include "sampler/sample_snapshot.h"
 #include "signals/signal_bus.h"
 #include "stages/stage_directory.h"
@@ -96,7 +97,9 @@ class RunningSignals {
   bool observes_populated = false;  // a run's last task's exit comes as an event
   // Events of cgroups that were gone before they could be named, per signal that counts them.
   std::vector<std::function<uint64_t()>> unknown_cgroup_counts;
-  std::vector<AnomalyFeed> anomaly_feeds;
+  // Each signal's work on the sampler's clock, after each snapshot: collecting its tracker
+  // (its collector adapts the last collection; a scrape reads nothing), feeding its detectors.
+  std::vector<SampleHook> sample_hooks;
 
   // Keeps `part` until Stop(); null stays null. Returns it, for the caller to use.
   template <typename T>

@@ -29,6 +29,7 @@
 #include "absl/time/time.h"
 #include "exporters/http/basic_auth.h"
 #include "exporters/http/failure_budget.h"
+#include "exporters/metrics/auth_gate_stats.h"
 
 namespace stagewatch::exporters {
 
@@ -39,14 +40,6 @@ struct AuthGateOptions {
   absl::Duration throttle_delay = absl::Seconds(1);  // how long a throttled answer waits
   size_t remembered = 1024;  // credentials whose outcome is kept (of each kind)
   FailureBudgetOptions budget;
-};
-
-// Cumulative, for /metrics.
-struct AuthGateStats {
-  uint64_t checks_accepted = 0;  // bcrypt checks run that matched
-  uint64_t checks_refused = 0;   // bcrypt checks run that did not
-  uint64_t throttled_failures = 0;  // answered 429: the client had no failed logins left
-  uint64_t throttled_busy = 0;      // answered 429: the check queue was full
 };
 
 class AuthGate {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "cgroup/path_cache.h"
-#include "exporters/http/auth_gate.h"
+#include "exporters/metrics/auth_gate_stats.h"
 #include "exporters/metrics/collector.h"
 #include "probes/probe_status.h"
 #include "probes/program_stats.h"

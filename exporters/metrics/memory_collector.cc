@@ -2,7 +2,6 @@
 
 #include <array>
 
-#include "cgroup/task_state_source.h"
 #include "exporters/metrics/metric_builders.h"
 #include "exporters/metrics/stage_labels.h"
 
@@ -13,20 +12,18 @@ constexpr double kHistUnitSeconds = (1 << HIST_UNIT_SHIFT) * 1e-9;
 
 }  // namespace
 
-MemoryCollector::MemoryCollector(MemoryCollectorSources sources)
-    : s_(std::move(sources)), task_states_(s_.task_states) {}
+MemoryCollector::MemoryCollector(MemoryCollectorSources sources) : s_(std::move(sources)) {}
 
 absl::Status MemoryCollector::Collect(std::vector<prometheus::MetricFamily>* out) {
   // The names are the sampler's last refresh: a scrape walks nothing.
   const std::vector<Stage> stages = s_.namer->stages()->KnownStages();
   if (s_.tracker) CollectKernel(out);
   absl::Status status = CollectCgroupfs(stages, out);
-  CollectTasks(stages, out);
+  if (s_.task_states) CollectTasks(stages, out);
   return status;
 }
 
 void MemoryCollector::CollectKernel(std::vector<prometheus::MetricFamily>* out) {
-  s_.tracker->Collect();
   const auto totals = s_.tracker->Totals();
   // Listed after the totals: a stage forgotten meanwhile is left out, not exported as zero.
   const std::vector<Stage> stages = s_.namer->stages()->KnownStages();
@@ -48,8 +45,9 @@ void MemoryCollector::CollectKernel(std::vector<prometheus::MetricFamily>* out) 
   auto overflows = CounterFamily(
       "stagewatch_memory_map_overflows_total",
       "Updates the memory probe dropped because a BPF map was full (map=cgroups|reclaimers).");
-  AddCounter(&overflows, {{"map", "cgroups"}}, s_.probe->cgroup_overflows());
-  AddCounter(&overflows, {{"map", "reclaimers"}}, s_.probe->reclaim_overflows());
+  const MemoryTracker::Overflows dropped = s_.tracker->overflows();
+  AddCounter(&overflows, {{"map", "cgroups"}}, dropped.cgroups);
+  AddCounter(&overflows, {{"map", "reclaimers"}}, dropped.reclaimers);
   for (auto* f : {&faults, &stalls, &overflows}) out->push_back(std::move(*f));
 }
 
@@ -129,21 +127,7 @@ absl::Status MemoryCollector::CollectCgroupfs(const std::vector<Stage>& stages,
 
 void MemoryCollector::CollectTasks(const std::vector<Stage>& stages,
                                    std::vector<prometheus::MetricFamily>* out) {
-  // Tasks are listed by the cgroup they sit in, not its ancestors: add up every cgroup.
-  std::map<StageId, TaskStateCounts> counts;
-  task_states_.BeginPass();
-  for (const NamedCgroup& c : *s_.namer->Live()) {
-    if (c.stage.id == kUnattributedStageId) continue;  // the rest of the host: not ours to list
-    absl::StatusOr<TaskStateCounts> t = task_states_.Read(c.id, s_.layout.key_root + c.path);
-    if (!t.ok()) continue;
-    TaskStateCounts& sum = counts[c.stage.id];
-    sum.runnable += t->runnable;
-    sum.sleeping += t->sleeping;
-    sum.uninterruptible += t->uninterruptible;
-    sum.stopped += t->stopped;
-    sum.zombie += t->zombie;
-  }
-  task_states_.EndPass();
+  const std::map<StageId, TaskStateCounts> counts = s_.task_states->Counts();
   std::map<StageId, SchedStageTotals> sched;
   if (s_.sched) sched = s_.sched->Totals();
 

@@ -1,26 +1,24 @@
-// Collector "memory": page faults and reclaim stalls from the memory probe; usage, limits,
-// events, time near the limit, peaks and pressure from the sampler's snapshot; and task
-// states per stage.
+// Collector "memory": page faults and reclaim stalls as the memory tracker last folded the
+// probe's map; usage, limits, events, time near the limit, peaks and pressure from the
+// sampler's snapshot; task states as last counted. It reads nothing itself: all three are made
+// on the sampler's clock.
 #pragma once
 
 #include "cgroup/cgroup_namer.h"
-#include "cgroup/layout.h"
-#include "cgroup/task_state_source.h"
 #include "exporters/metrics/collector.h"
 #include "sampler/memory_sampler.h"
 #include "signals/memory/memory_tracker.h"
+#include "signals/memory/task_states_tracker.h"
 #include "signals/sched/sched_tracker.h"
 
 namespace stagewatch::exporters {
 
 struct MemoryCollectorSources {
-  MemoryTracker* tracker = nullptr;  // null when the probe could not start
-  MemoryProbe* probe = nullptr;
+  const MemoryTracker* tracker = nullptr;  // null when the probe could not start
   MemorySampler* sampler = nullptr;
-  SchedTracker* sched = nullptr;     // tasks on a CPU right now; null without the sched probe
+  const SchedTracker* sched = nullptr;  // tasks on a CPU; null without the sched probe
   CgroupNamer* namer = nullptr;
-  TaskStatesProbe* task_states = nullptr;  // null: task states are read from /proc
-  CgroupLayout layout;
+  const TaskStatesTracker* task_states = nullptr;  // null: no stagewatch_tasks
 };
 
 class MemoryCollector : public Collector {
@@ -36,7 +34,6 @@ class MemoryCollector : public Collector {
   void CollectTasks(const std::vector<Stage>& stages, std::vector<prometheus::MetricFamily>* out);
 
   MemoryCollectorSources s_;
-  TaskStateSource task_states_;
 };
 
 }  // namespace stagewatch::exporters

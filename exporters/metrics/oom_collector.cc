@@ -8,7 +8,6 @@
 namespace stagewatch::exporters {
 
 absl::Status OomCollector::Collect(std::vector<prometheus::MetricFamily>* out) {
-  tracker_->KeepStages(stages_->KnownStageIds());
   const std::map<StageId, OomStageTotals> totals = tracker_->Totals();
   const std::shared_ptr<const Snapshot> snapshot = sampler_->Latest();
   const std::map<StageId, uint64_t>& kernel_counts = snapshot->oom_kills;

@@ -11,13 +11,13 @@ namespace stagewatch::exporters {
 
 class OomCollector : public Collector {
  public:
-  OomCollector(OomTracker* tracker, StageResolver* stages, const MemorySampler* sampler)
+  OomCollector(const OomTracker* tracker, StageResolver* stages, const MemorySampler* sampler)
       : tracker_(tracker), stages_(stages), sampler_(sampler) {}
   std::string_view name() const override { return "oom"; }
   absl::Status Collect(std::vector<prometheus::MetricFamily>* out) override;
 
  private:
-  OomTracker* const tracker_;
+  const OomTracker* const tracker_;
   StageResolver* const stages_;
   const MemorySampler* const sampler_;
 };

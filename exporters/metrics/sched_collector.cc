@@ -13,17 +13,16 @@ constexpr double kHistUnitSeconds = (1 << HIST_UNIT_SHIFT) * kNs;
 
 }  // namespace
 
-SchedCollector::SchedCollector(SchedTracker* tracker, SchedProbe* probe, StageResolver* stages,
+SchedCollector::SchedCollector(const SchedTracker* tracker, StageResolver* stages,
                                MemorySampler* sampler)
-    : tracker_(tracker), probe_(probe), stages_(stages), sampler_(sampler) {}
+    : tracker_(tracker), stages_(stages), sampler_(sampler) {}
 
 absl::Status SchedCollector::Collect(std::vector<prometheus::MetricFamily>* out) {
-  if (probe_) CollectKernel(out);
+  if (tracker_) CollectKernel(out);
   return CollectSnapshot(stages_->KnownStages(), out);
 }
 
 void SchedCollector::CollectKernel(std::vector<prometheus::MetricFamily>* out) {
-  tracker_->Collect();
   const auto totals = tracker_->Totals();
   // Listed after the totals: a stage forgotten meanwhile is left out, not exported as zero.
   const std::vector<Stage> stages = stages_->KnownStages();
@@ -66,8 +65,9 @@ void SchedCollector::CollectKernel(std::vector<prometheus::MetricFamily>* out) {
   auto overflows = CounterFamily(
       "stagewatch_sched_map_overflows_total",
       "Updates the sched probe dropped because a BPF map was full (map=stats|preemptions).");
-  AddCounter(&overflows, {{"map", "stats"}}, probe_->stats_overflows());
-  AddCounter(&overflows, {{"map", "preemptions"}}, probe_->pair_overflows());
+  const SchedTracker::Overflows dropped = tracker_->overflows();
+  AddCounter(&overflows, {{"map", "stats"}}, dropped.stats);
+  AddCounter(&overflows, {{"map", "preemptions"}}, dropped.pairs);
   for (auto* f : {&switches, &latency, &cpu, &exited, &preemptions, &overflows}) {
     out->push_back(std::move(*f));
   }

@@ -1,5 +1,6 @@
-// Collector "sched": CPU contention per stage, from the sched probe, and cpu.stat and
-// cpu.pressure from the sampler's snapshot (its CPU part).
+// Collector "sched": CPU contention per stage, as the sched tracker last folded the probe's
+// maps, and cpu.stat and cpu.pressure from the sampler's snapshot (its CPU part). It reads
+// nothing itself: both are made on the sampler's clock.
 #pragma once
 
 #include "exporters/metrics/collector.h"
@@ -11,9 +12,8 @@ namespace stagewatch::exporters {
 
 class SchedCollector : public Collector {
  public:
-  // `tracker` and `probe` are null without the sched probe: the snapshot's half still runs.
-  SchedCollector(SchedTracker* tracker, SchedProbe* probe, StageResolver* stages,
-                 MemorySampler* sampler);
+  // `tracker` is null without the sched probe: the snapshot's half still runs.
+  SchedCollector(const SchedTracker* tracker, StageResolver* stages, MemorySampler* sampler);
   std::string_view name() const override { return "sched"; }
   absl::Status Collect(std::vector<prometheus::MetricFamily>* out) override;
 
@@ -22,8 +22,7 @@ class SchedCollector : public Collector {
   absl::Status CollectSnapshot(const std::vector<Stage>& stages,
                                std::vector<prometheus::MetricFamily>* out);
 
-  SchedTracker* const tracker_;
-  SchedProbe* const probe_;
+  const SchedTracker* const tracker_;
   StageResolver* const stages_;
   MemorySampler* const sampler_;
 };

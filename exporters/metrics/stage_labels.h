@@ -1,4 +1,4 @@
-// The labels that name a stage on every per-stage metric (DESIGN.md §6).
+// The labels that name a stage on every per-stage metric (docs/metrics.md, "Labels").
 #pragma once
 
 #include "exporters/metrics/metric_builders.h"

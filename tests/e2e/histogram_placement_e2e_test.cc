@@ -87,6 +87,10 @@ Scrape ScrapeOnceStageIsKnown(AgentProcess& agent, const std::string& family,
       },
       15000))
       << count << " never appeared\n" << agent.log();
+  // Its figures are the last collection's: one that followed what the test did.
+  testing::WaitForTrackerCollection();
+  std::optional<std::string> body = agent.Get("/metrics");
+  if (body) m = ParseExposition(*body);
   return m;
 }
 

@@ -80,6 +80,9 @@ TEST(MemoryE2E, AStageNearItsLimitShowsUsageLimitNearLimitTimePeakEventsAndTasks
       },
       5000))
       << agent.log();
+  // Task states come from the trackers' collection, every few samples: one that saw the hog.
+  testing::WaitForTrackerCollection();
+  m = ParseExposition(agent.Get("/metrics").value_or(""));
   EXPECT_EQ(ValueOr(m, "stagewatch_memory_limit_bytes" + t, 0),
             std::stoull(testing::ReadFile(dir + "/" + files.limit)));
   const double usage = std::stoull(testing::ReadFile(dir + "/" + files.usage));

@@ -1,7 +1,7 @@
 // A limit on a run's cgroup beneath an unlimited stage top, as launchers, Slurm and
 // Kubernetes set it: the run's OOM kills reach the stage exactly, with its memory events,
 // checked against the run cgroup's own files (v1 or pure v2). The run's limit itself is not
-// exported yet: the memory collector reads stage tops only (DESIGN.md §11, limit domains).
+// exported yet: the memory collector reads stage tops only (docs/architecture.md, "Limit domains").
 #include <signal.h>
 #include <unistd.h>
 

@@ -16,7 +16,7 @@
 
 #include "absl/strings/numbers.h"
 #include "cgroup/proc_cgroup.h"
-#include "cgroup/task_state_source.h"
+#include "signals/memory/task_state_source.h"
 #include "gtest/gtest.h"
 #include "test_support.h"
 

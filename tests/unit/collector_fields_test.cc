@@ -132,7 +132,7 @@ TEST_F(CollectorFieldsTest, EachPressureSeriesShowsItsOwnTotal) {
   };
   MemorySampler sampler(&namer, layout_, MemoryConfig{}, reader);
   sampler.SampleOnce(absl::Now());  // pressure is read by the sampler, the scrape adapts it
-  exporters::MemoryCollector collector({.sampler = &sampler, .namer = &namer, .layout = layout_});
+  exporters::MemoryCollector collector({.sampler = &sampler, .namer = &namer});
   std::vector<prometheus::MetricFamily> families;
   ASSERT_TRUE(collector.Collect(&families).ok());
 

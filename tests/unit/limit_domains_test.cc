@@ -185,7 +185,7 @@ TEST_F(LimitDomainsTest, AMalformedDomainIsSkippedAndCountedAndTheRestGoOn) {
 }
 
 // The "read" errors counter as a scrape of the collector shows it.
-double ReadErrors(MemorySampler* sampler, Naming* naming, const CgroupLayout& layout);
+double ReadErrors(MemorySampler* sampler, Naming* naming);
 
 TEST_F(LimitDomainsTest, ADomainWhoseStatsVanishMidSampleIsSkippedAndCountedAndTheRestGoOn) {
   SetRun8NearItsLimit();
@@ -193,7 +193,7 @@ TEST_F(LimitDomainsTest, ADomainWhoseStatsVanishMidSampleIsSkippedAndCountedAndT
   MemorySampler sampler(&naming.namer, layout_, MemoryConfig{}, Reader());
   sampler.SampleOnce(absl::FromUnixSeconds(1000));
   EXPECT_EQ(sampler.Latest()->memory.at(naming.Id(kTop)).limit_bytes, 11 * kMiB);
-  EXPECT_EQ(ReadErrors(&sampler, &naming, layout_), 0);
+  EXPECT_EQ(ReadErrors(&sampler, &naming), 0);
 
   // run-8's files go between the refresh and its read (its directory is still listed).
   const MemoryCgroupStats run8 = stats_.at(kRun8);
@@ -203,7 +203,7 @@ TEST_F(LimitDomainsTest, ADomainWhoseStatsVanishMidSampleIsSkippedAndCountedAndT
   EXPECT_EQ(sampler.domain_skips(), 1u);
   EXPECT_EQ(m.limit_bytes, 400 * kMiB);  // run-7 gives the stage's limit this sample
   EXPECT_EQ(m.usage_bytes, 100 * kMiB);
-  EXPECT_EQ(ReadErrors(&sampler, &naming, layout_), 1);
+  EXPECT_EQ(ReadErrors(&sampler, &naming), 1);
 
   // Still a domain: once its files read again it is the closest to its limit again.
   stats_[kRun8] = run8;
@@ -211,7 +211,7 @@ TEST_F(LimitDomainsTest, ADomainWhoseStatsVanishMidSampleIsSkippedAndCountedAndT
   m = sampler.Latest()->memory.at(naming.Id(kTop));
   EXPECT_EQ(m.limit_bytes, 11 * kMiB);
   EXPECT_EQ(m.limit_domains, 3u);
-  EXPECT_EQ(ReadErrors(&sampler, &naming, layout_), 1);
+  EXPECT_EQ(ReadErrors(&sampler, &naming), 1);
 }
 
 TEST_F(LimitDomainsTest, AChildWhoseLimitCannotBeReadIsSkippedAndCountedAndTheRestGoOn) {
@@ -226,7 +226,7 @@ TEST_F(LimitDomainsTest, AChildWhoseLimitCannotBeReadIsSkippedAndCountedAndTheRe
   EXPECT_EQ(m.limit_domains, 2u);
   EXPECT_EQ(m.usage_bytes, 100 * kMiB);
   EXPECT_EQ(stats_reads_.count(kRun8), 0u);
-  EXPECT_EQ(ReadErrors(&sampler, &naming, layout_), 1);
+  EXPECT_EQ(ReadErrors(&sampler, &naming), 1);
 }
 
 TEST_F(LimitDomainsTest, AV2ChildWithOnlyMemoryHighIsADomainLimitedByIt) {
@@ -401,9 +401,9 @@ double Value(const std::vector<prometheus::MetricFamily>& families, const std::s
   return -1;
 }
 
-double ReadErrors(MemorySampler* sampler, Naming* naming, const CgroupLayout& layout) {
+double ReadErrors(MemorySampler* sampler, Naming* naming) {
   exporters::MemoryCollector collector(
-      {.sampler = sampler, .namer = &naming->namer, .layout = layout});
+      {.sampler = sampler, .namer = &naming->namer});
   std::vector<prometheus::MetricFamily> families;
   if (!collector.Collect(&families).ok()) return -1;
   for (const auto& f : families) {
@@ -425,7 +425,7 @@ TEST_F(LimitDomainsTest, TheScrapeAndTheDetectorsSeeOneSnapshotReadOncePerInterv
   AnomalyEngine engine(AnomalyConfig{}, [](const AnomalyChange&) {});
   AnomalyFeeder feeder(&engine, &naming.stages, {});
   exporters::MemoryCollector collector(
-      {.sampler = &sampler, .namer = &naming.namer, .layout = layout_});
+      {.sampler = &sampler, .namer = &naming.namer});
 
   // run-7 grows 2 MiB/s towards its 400 MiB limit; the top is unlimited.
   const absl::Time t0 = absl::FromUnixSeconds(1000);

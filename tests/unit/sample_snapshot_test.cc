@@ -95,8 +95,8 @@ TEST_F(SampleSnapshotTest, ScrapesReadNothingAndSeeWhatTheDetectorsWereFed) {
   MemorySampler sampler(&namer, layout_, MemoryConfig{}, Reader());
   AnomalyEngine engine(AnomalyConfig{}, [](const AnomalyChange&) {});
   AnomalyFeeder feeder(&engine, &stages, {});
-  exporters::MemoryCollector memory({.sampler = &sampler, .namer = &namer, .layout = layout_});
-  exporters::SchedCollector sched(nullptr, nullptr, &stages, &sampler);
+  exporters::MemoryCollector memory({.sampler = &sampler, .namer = &namer});
+  exporters::SchedCollector sched(nullptr, &stages, &sampler);
   const Labels train = {{"pipeline_stage", "snapshot-train"}};
 
   const absl::Time t0 = absl::FromUnixSeconds(5000);

@@ -8,6 +8,7 @@
 #include "signals/memory/memory_probe.h"
 #include "signals/memory/memory_tracker.h"
 #include "signals/memory/task_states_probe.h"
+#include "signals/memory/task_states_tracker.h"
 #include "signals/sched/sched_tracker.h"
 #include "signals/signal.h"
 
@@ -50,26 +51,37 @@ std::unique_ptr<exporters::Collector> Start(const SignalContext& ctx) {
     tracker = r.Keep(std::make_unique<MemoryTracker>(probe, ctx.namer));
     r.unknown_cgroup_counts.push_back([tracker] { return tracker->unknown_cgroups(); });
     ObserveRuns(probe, r.run_readers);
-    // The fault-storm detector keeps every sample: it trims lone bursts out of its window by
-    // whole sampling intervals, which coarser points would not leave room for.
-    r.anomaly_feeds.push_back([tracker, engine = ctx.anomalies](absl::Time now,
-                                                                const StageDirectory& known) {
-      tracker->CollectForMajorFaults();
-      for (const auto& [id, t] : tracker->Totals()) {
-        const Stage* stage = known.Find(id);
-        if (stage && id != kUnattributedStageId) engine->OnMajorFaults(*stage, now, t.major_faults);
-      }
-    });
   }
-  TaskStatesProbe* task_states = r.Keep(Adopt(
+  TaskStatesProbe* iterator = r.Keep(Adopt(
       TaskStatesProbe::Start({.enabled = ctx.config.memory.task_iterator,
                               .key = ctx.layout.key, .features = ctx.features}),
       &r.probe_reports));
-  // Listed after "sched", whose collection refreshes the tasks running right now.
-  return std::make_unique<exporters::MemoryCollector>(exporters::MemoryCollectorSources{
-      .tracker = tracker, .probe = probe, .sampler = ctx.sampler,
-      .sched = r.Find<SchedTracker>(), .namer = ctx.namer, .task_states = task_states,
-      .layout = ctx.layout});
+  TaskStatesTracker* task_states =
+      r.Keep(std::make_unique<TaskStatesTracker>(iterator, ctx.namer, ctx.layout.key_root));
+  r.sample_hooks.push_back([tracker, task_states, engine = ctx.anomalies,
+                            due = Cadence(kCollectInterval)](absl::Time now,
+                                                             const StageDirectory& known) mutable {
+    if (due.Due(now)) {
+      task_states->Collect();
+      if (tracker) tracker->Collect();
+    }
+    if (!tracker) return;
+    // The fault-storm detector keeps every sample: it trims lone bursts out of its window by
+    // whole sampling intervals, which coarser points would not leave room for. Between the
+    // collections above, the map is read only when a major fault was counted meanwhile.
+    tracker->CollectForMajorFaults();
+    for (const auto& [id, t] : tracker->Totals()) {
+      const Stage* stage = known.Find(id);
+      if (stage && id != kUnattributedStageId) engine->OnMajorFaults(*stage, now, t.major_faults);
+    }
+  });
+  // Listed after "sched", whose tracker tells the tasks running right now.
+  return std::make_unique<exporters::MemoryCollector>(
+      exporters::MemoryCollectorSources{.tracker = tracker,
+                                        .sampler = ctx.sampler,
+                                        .sched = r.Find<SchedTracker>(),
+                                        .namer = ctx.namer,
+                                        .task_states = task_states});
 }
 
 [[maybe_unused]] const bool kRegistered = RegisterSignal({.name = "memory",

@@ -34,6 +34,7 @@ void MemoryTracker::Collect() {
   absl::MutexLock lock(&mu_);
   // Read first: a fault counted while the map is read is news to the next call.
   major_seen_ = probe_->major_faults_seen();
+  overflows_ = {probe_->cgroup_overflows(), probe_->reclaim_overflows()};
   naming_.Begin();
   std::vector<CgroupCounterSample> samples;
   for (const MemoryCgroupCounters& c : probe_->Read()) {
@@ -59,6 +60,11 @@ std::map<StageId, MemoryStageTotals> MemoryTracker::Totals() const {
     for (int i = 0; i < HIST_SLOTS; i++) t.stall_slots[i] = v[kStallSlot0 + i];
   }
   return out;
+}
+
+MemoryTracker::Overflows MemoryTracker::overflows() const {
+  absl::MutexLock lock(&mu_);
+  return overflows_;
 }
 
 uint64_t MemoryTracker::unknown_cgroups() const {

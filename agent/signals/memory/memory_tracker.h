@@ -1,5 +1,6 @@
 // Folds the memory probe's per-cgroup page faults and reclaim stalls into per-stage totals
-// that never go backwards.
+// that never go backwards. Collected on the sampler's clock (the memory signal's); the
+// collector and the detectors read what the last collection folded.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +35,11 @@ class MemoryTracker {
   void CollectForMajorFaults();
   std::map<StageId, MemoryStageTotals> Totals() const;
   uint64_t unknown_cgroups() const;
+  // Updates the probe dropped because a map was full, as of the last collection.
+  struct Overflows {
+    uint64_t cgroups = 0, reclaimers = 0;
+  };
+  Overflows overflows() const;
 
  private:
   MemoryProbe* const probe_;
@@ -42,6 +48,7 @@ class MemoryTracker {
   StageCounters cgroups_ ABSL_GUARDED_BY(mu_);
   // major_faults_seen() as the last collection began; none yet: the maximum.
   uint64_t major_seen_ ABSL_GUARDED_BY(mu_) = UINT64_MAX;
+  Overflows overflows_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace stagewatch

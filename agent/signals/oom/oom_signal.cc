@@ -36,6 +36,10 @@ std::unique_ptr<exporters::Collector> Start(const SignalContext& ctx) {
   OomTracker* tracker =
       r.Keep(std::make_unique<OomTracker>(ctx.paths, ctx.stages, ctx.layout.key));
   r.unknown_cgroup_counts.push_back([tracker] { return tracker->unknown_cgroups(); });
+  // Forgotten stages' totals go on the sampler's clock, so that a scrape only reads.
+  r.sample_hooks.push_back([tracker, stages = ctx.stages](absl::Time, const StageDirectory&) {
+    tracker->KeepStages(stages->KnownStageIds());
+  });
   // The kernel's own counts are the sampler's (kOomPart). Kills the kernel counted before the
   // agent started are the baseline, not news: read before the probe attaches (the sampler's
   // thread has not started yet). Each traced kill has it read the victim's count at once, and
@@ -50,10 +54,12 @@ std::unique_ptr<exporters::Collector> Start(const SignalContext& ctx) {
                        bus = ctx.bus](const oom_event& e) {
                         auto [stage, summary] = tracker->OnEvent(e);
                         const absl::Time now = absl::Now();
+                        // The anomaly first: the sampler's read of the victim's count, on
+                        // its own thread, must not show the kill to a scrape before it.
+                        anomalies->OnOomKill(stage, now, summary);
                         sampler->OnOomKill(now, e.flags & OOM_FLAG_VICTIM_CGROUP_UNKNOWN
                                                     ? 0
                                                     : e.victim_cgroup_id);
-                        anomalies->OnOomKill(stage, now, summary);
                         bus->PublishOomKill({e.victim_cgroup_id, VictimOf(e)});
                       }),
       &r.probe_reports));

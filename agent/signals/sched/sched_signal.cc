@@ -12,14 +12,6 @@
 namespace stagewatch {
 namespace {
 
-// The CPU-starvation detector judges the run-queue p99 over a 30 s window by its median
-// (anomalies.cpu_starvation), so a few seconds between its points lose nothing
-// (DetectorQualityTest at this cadence), while collecting the sched tracker's BPF maps (every
-// cgroup's entry and every preemption pair, named and folded per stage) every second was a
-// quarter of an idle agent's CPU. At least this long between two collections: every third
-// sample at the default 1 s interval (the half second absorbs the samples' jitter).
-constexpr absl::Duration kRunqFeedInterval = absl::Milliseconds(2500);
-
 std::vector<ProbeStatus> TryProbes(const ProbeTrial& t) {
   return StatusesOf(SchedProbe::Start({.key = t.key, .features = t.features}));
 }
@@ -67,12 +59,10 @@ std::unique_ptr<exporters::Collector> Start(const SignalContext& ctx) {
     tracker = r.Keep(std::make_unique<SchedTracker>(probe, ctx.namer));
     r.unknown_cgroup_counts.push_back([tracker] { return tracker->unknown_cgroups(); });
     ObserveRuns(probe, ctx.namer, r.run_readers);
-    r.anomaly_feeds.push_back([tracker, engine = ctx.anomalies,
-                               fed = absl::InfinitePast()](absl::Time now,
-                                                           const StageDirectory& known) mutable {
-      if (now - fed < kRunqFeedInterval) return;
-      fed = now;
-      tracker->CollectCounters();  // the detectors need no running_now
+    r.sample_hooks.push_back([tracker, engine = ctx.anomalies, due = Cadence(kCollectInterval)](
+                                 absl::Time now, const StageDirectory& known) mutable {
+      if (!due.Due(now)) return;
+      tracker->Collect();
       for (const auto& [id, t] : tracker->Totals()) {
         const Stage* stage = known.Find(id);
         if (stage && id != kUnattributedStageId) {
@@ -82,7 +72,7 @@ std::unique_ptr<exporters::Collector> Start(const SignalContext& ctx) {
     });
   }
   // Without the probe, the snapshot's half (throttling, usage, PSI) still runs.
-  return std::make_unique<exporters::SchedCollector>(tracker, probe, ctx.stages, ctx.sampler);
+  return std::make_unique<exporters::SchedCollector>(tracker, ctx.stages, ctx.sampler);
 }
 
 [[maybe_unused]] const bool kRegistered = RegisterSignal({.name = "sched",

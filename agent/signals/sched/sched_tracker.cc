@@ -33,8 +33,9 @@ uint64_t SchedTracker::PairKey(std::pair<uint64_t, uint64_t> pair) {
 }
 
 void SchedTracker::Collect() {
+  absl::MutexLock lock(&mu_);  // one reader of the maps and per-CPU slots at a time
   CollectCounters();
-  absl::MutexLock lock(&mu_);  // one reader of the probe's per-CPU slots at a time
+  overflows_ = {probe_->stats_overflows(), probe_->pair_overflows()};
   const auto running = probe_->ReadRunning();
   running_.clear();
   for (const auto& [id, cpus] : running) {
@@ -44,7 +45,6 @@ void SchedTracker::Collect() {
 }
 
 void SchedTracker::CollectCounters() {
-  absl::MutexLock lock(&mu_);
   naming_.Begin();
   const auto cgroups = probe_->ReadCgroups();
   const auto pairs = probe_->ReadPreemptions();
@@ -107,6 +107,11 @@ std::map<StagePair, uint64_t> SchedTracker::Preemptions() const {
   std::map<StagePair, uint64_t> out;
   for (const auto& [pair, v] : pairs_.Totals()) out[pair] += v[0];
   return out;
+}
+
+SchedTracker::Overflows SchedTracker::overflows() const {
+  absl::MutexLock lock(&mu_);
+  return overflows_;
 }
 
 uint64_t SchedTracker::unknown_cgroups() const {

@@ -1,5 +1,6 @@
 // Folds the sched probe's per-cgroup aggregates into per-stage totals that never go
-// backwards, and the preemption matrix into stage pairs.
+// backwards, and the preemption matrix into stage pairs. Collected on the sampler's clock (the
+// sched signal's); the collector and the detectors read what the last collection folded.
 #pragma once
 
 #include <cstdint>
@@ -33,18 +34,21 @@ class SchedTracker {
  public:
   SchedTracker(SchedProbe* probe, CgroupNamer* namer);
 
-  // Reads the maps, folds them, and drops the entries of cgroups that died.
+  // Reads the maps, folds them, drops the entries of cgroups that died, and counts who is on a
+  // CPU now (a test run of a BPF program on every CPU, each an interrupt of that CPU).
   void Collect();
-  // Collect() without who is on a CPU now (a test run of a BPF program on every CPU, each an
-  // interrupt of that CPU): for the anomaly feeder's once-a-sample totals, which do not use
-  // it. running_now keeps the value of the last Collect() (the scrape's).
-  void CollectCounters();
 
   std::map<StageId, SchedStageTotals> Totals() const;
   std::map<StagePair, uint64_t> Preemptions() const;
   uint64_t unknown_cgroups() const;
+  // Updates the probe dropped because a map was full, as of the last collection.
+  struct Overflows {
+    uint64_t stats = 0, pairs = 0;
+  };
+  Overflows overflows() const;
 
  private:
+  void CollectCounters() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   uint64_t PairKey(std::pair<uint64_t, uint64_t> pair);
 
   SchedProbe* const probe_;
@@ -57,6 +61,7 @@ class SchedTracker {
   std::map<std::pair<uint64_t, uint64_t>, uint64_t> pair_keys_ ABSL_GUARDED_BY(mu_);
   uint64_t next_pair_key_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<StageId, uint64_t> running_ ABSL_GUARDED_BY(mu_);
+  Overflows overflows_ ABSL_GUARDED_BY(mu_);
 
 };
 

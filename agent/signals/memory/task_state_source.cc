@@ -1,4 +1,4 @@
-#include "cgroup/task_state_source.h"
+#include "signals/memory/task_state_source.h"
 
 #include "log.h"
 

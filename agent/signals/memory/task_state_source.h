@@ -1,4 +1,4 @@
-// Where stagewatch_tasks comes from at each scrape: one pass of the kernel's task iterator
+// Where stagewatch_tasks comes from at each collection: one pass of the kernel's task iterator
 // (the task_states probe) where it runs, else each cgroup's task list and /proc/<tid>/stat.
 #pragma once
 

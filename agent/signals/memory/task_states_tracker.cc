@@ -1,0 +1,29 @@
+#include "signals/memory/task_states_tracker.h"
+
+namespace stagewatch {
+
+void TaskStatesTracker::Collect() {
+  std::map<StageId, TaskStateCounts> counts;
+  source_.BeginPass();
+  for (const NamedCgroup& c : *namer_->Live()) {
+    if (c.stage.id == kUnattributedStageId) continue;
+    absl::StatusOr<TaskStateCounts> t = source_.Read(c.id, key_root_ + c.path);
+    if (!t.ok()) continue;
+    TaskStateCounts& sum = counts[c.stage.id];
+    sum.runnable += t->runnable;
+    sum.sleeping += t->sleeping;
+    sum.uninterruptible += t->uninterruptible;
+    sum.stopped += t->stopped;
+    sum.zombie += t->zombie;
+  }
+  source_.EndPass();
+  absl::MutexLock lock(&mu_);
+  counts_ = std::move(counts);
+}
+
+std::map<StageId, TaskStateCounts> TaskStatesTracker::Counts() const {
+  absl::MutexLock lock(&mu_);
+  return counts_;
+}
+
+}  // namespace stagewatch

@@ -142,6 +142,78 @@ absl::StatusOr<StartInputs> CheckStartInputs(const AgentOptions& options) {
   return in;
 }
 
+// What the agent starts on: the user's inputs, the kernel's features as the attach policy
+// leaves them, the host's cgroup layout. Any of them wrong is one message and exit 1.
+struct Host {
+  StartInputs inputs;
+  KernelFeatures features;
+  CgroupLayout layout;
+};
+
+absl::StatusOr<Host> CheckHost(const AgentOptions& options) {
+  absl::StatusOr<StartInputs> inputs = CheckStartInputs(options);
+  if (!inputs.ok()) return inputs.status();
+  const KernelFeatures features =
+      ApplyAttachPolicy(ProbeKernelFeatures(options.btf_path), options.attach);
+  if (absl::Status s = CheckCanLoadBpf(features, options.btf_path); !s.ok()) return s;
+  absl::StatusOr<CgroupLayout> layout = DetectHostCgroupLayout();
+  if (!layout.ok()) return layout.status();
+  return Host{*std::move(inputs), features, *std::move(layout)};
+}
+
+// Counts BPF run time until the agent returns, when asked (--bpf.stats); a failure is said and
+// the agent runs on.
+std::unique_ptr<BpfStatsHold> HoldBpfStatsIfAsked(bool asked) {
+  if (!asked) return nullptr;
+  absl::StatusOr<std::unique_ptr<BpfStatsHold>> held = BpfStatsHold::Acquire();
+  if (!held.ok()) {
+    Log::Warn("--bpf.stats: not counting BPF program run time", {{"err", held.status().message()}});
+    return nullptr;
+  }
+  Log::Info("counting BPF program run time while running (--bpf.stats)");
+  return *std::move(held);
+}
+
+// The parts of the sampler's snapshot the signals that are on adapt.
+unsigned SnapshotPartsOn(const Config& config) {
+  unsigned parts = 0;
+  for (const Signal& s : Signals()) {
+    if (!s.collector_flag || config.collectors.at(std::string(s.name))) parts |= s.snapshot_parts;
+  }
+  return parts;
+}
+
+// The agent's own health, summed over every signal's probes.
+exporters::AgentHealthSources HealthOf(const RunningSignals& running, CgroupPathCache* paths,
+                                       StageResolver* stages,
+                                       const exporters::HttpServer* server) {
+  return {.probes =
+              [&running] {
+                std::vector<ProbeStatus> all;
+                for (const ProbeReport& report : running.probe_reports) {
+                  for (ProbeStatus& p : report.statuses()) all.push_back(std::move(p));
+                }
+                return all;
+              },
+          .programs =
+              [&running] {
+                std::vector<ProgramStats> all;
+                for (const ProbeReport& report : running.probe_reports) {
+                  for (ProgramStats& p : report.programs()) all.push_back(std::move(p));
+                }
+                return all;
+              },
+          .unknown_cgroup_events =
+              [&running] {
+                uint64_t n = 0;
+                for (const auto& count : running.unknown_cgroup_counts) n += count();
+                return n;
+              },
+          .path_cache = paths,
+          .stages = stages,
+          .http_auth = [server] { return server->auth_stats(); }};
+}
+
 }  // namespace
 
 int RunAgent(const AgentOptions& options) {
@@ -150,33 +222,16 @@ int RunAgent(const AgentOptions& options) {
   RouteLibbpfLogs();
   Log::Info("starting stagewatch", {{"version", kVersion}, {"revision", kRevision}});
 
-  absl::StatusOr<StartInputs> inputs = CheckStartInputs(options);
-  if (!inputs.ok()) {
-    Log::Error("cannot start", {{"err", inputs.status().message()}});
+  absl::StatusOr<Host> host = CheckHost(options);
+  if (!host.ok()) {
+    Log::Error("cannot start", {{"err", host.status().message()}});
     return 1;
   }
-  const KernelFeatures features =
-      ApplyAttachPolicy(ProbeKernelFeatures(options.btf_path), options.attach);
-  if (absl::Status s = CheckCanLoadBpf(features, options.btf_path); !s.ok()) {
-    Log::Error("cannot start", {{"err", s.message()}});
-    return 1;
-  }
-  absl::StatusOr<CgroupLayout> layout = DetectHostCgroupLayout();
-  if (!layout.ok()) {
-    Log::Error("cannot start", {{"err", layout.status().message()}});
-    return 1;
-  }
+  const StartInputs* inputs = &host->inputs;
+  const KernelFeatures& features = host->features;
+  const CgroupLayout* layout = &host->layout;
   Log::Info("cgroups", {{"mode", CgroupModeName(layout->mode)}, {"keyed_on", layout->key_root}});
-  std::unique_ptr<BpfStatsHold> bpf_stats;  // counts BPF run time until the agent returns
-  if (options.bpf_stats) {
-    absl::StatusOr<std::unique_ptr<BpfStatsHold>> held = BpfStatsHold::Acquire();
-    if (held.ok()) {
-      bpf_stats = *std::move(held);
-      Log::Info("counting BPF program run time while running (--bpf.stats)");
-    } else {
-      Log::Warn("--bpf.stats: not counting BPF program run time", {{"err", held.status().message()}});
-    }
-  }
+  const std::unique_ptr<BpfStatsHold> bpf_stats = HoldBpfStatsIfAsked(options.bpf_stats);
 
   CgroupPathCache paths(layout->key_root,
                         {.min_rescan_interval = config.cgroup.rescan_min_interval,
@@ -230,13 +285,8 @@ int RunAgent(const AgentOptions& options) {
     pager.OnChange(c);
     bus.PublishAnomaly(c);
   });
-  // The snapshot holds the parts of the signals that are on.
-  unsigned parts = 0;
-  for (const Signal& s : Signals()) {
-    if (!s.collector_flag || config.collectors.at(std::string(s.name))) parts |= s.snapshot_parts;
-  }
-  auto sampler =
-      std::make_unique<MemorySampler>(&namer, *layout, config.memory, SampleReader{}, parts);
+  auto sampler = std::make_unique<MemorySampler>(&namer, *layout, config.memory, SampleReader{},
+                                                 SnapshotPartsOn(config));
   snapshots.Attach(sampler.get());
   absl::Cleanup detach_snapshots = [&snapshots] { snapshots.Detach(); };
 
@@ -259,32 +309,8 @@ int RunAgent(const AgentOptions& options) {
   for (const ProbeReport& report : running.probe_reports) {
     for (const ProbeStatus& p : report.statuses()) LogProbe(p);
   }
-  registry.Add(std::make_unique<exporters::AgentCollector>(exporters::AgentHealthSources{
-      .probes =
-          [&running] {
-            std::vector<ProbeStatus> all;
-            for (const ProbeReport& report : running.probe_reports) {
-              for (ProbeStatus& p : report.statuses()) all.push_back(std::move(p));
-            }
-            return all;
-          },
-      .programs =
-          [&running] {
-            std::vector<ProgramStats> all;
-            for (const ProbeReport& report : running.probe_reports) {
-              for (ProgramStats& p : report.programs()) all.push_back(std::move(p));
-            }
-            return all;
-          },
-      .unknown_cgroup_events =
-          [&running] {
-            uint64_t n = 0;
-            for (const auto& count : running.unknown_cgroup_counts) n += count();
-            return n;
-          },
-      .path_cache = &paths,
-      .stages = &stages,
-      .http_auth = [server = http->get()] { return server->auth_stats(); }}));
+  registry.Add(std::make_unique<exporters::AgentCollector>(
+      HealthOf(running, &paths, &stages, http->get())));
   registry.Add(std::make_unique<exporters::ProcessCollector>());
   registry.SetErrorHandler([](std::string_view collector, const absl::Status& s) {
     Log::Warn("collector failed", {{"collector", collector}, {"err", s.message()}});

@@ -291,24 +291,25 @@ void MemorySampler::SampleOnce(absl::Time now) {
   latest_ = std::move(next);
 }
 
+struct MemorySampler::StageSum {
+  Stage stage;
+  uint64_t usage = 0, working_set = 0, swap = 0, kernel_peak = 0;
+  bool has_swap = false, near = false;
+  int tops = 0;
+  size_t read = 0;
+  const Domain* closest = nullptr;  // highest usage / limit
+  double closest_fraction = -1;
+  std::vector<DomainMemory> domains;
+};
+
 void MemorySampler::Fold(absl::Time now, const std::vector<Domain>& domains) {
-  struct Sum {
-    Stage stage;
-    uint64_t usage = 0, working_set = 0, swap = 0, kernel_peak = 0;
-    bool has_swap = false, near = false;
-    int tops = 0;
-    size_t read = 0;
-    const Domain* closest = nullptr;  // highest usage / limit
-    double closest_fraction = -1;
-    std::vector<DomainMemory> domains;
-  };
-  std::map<StageId, Sum> sums;
+  std::map<StageId, StageSum> sums;
   std::vector<CgroupCounterSample> event_samples;
   // v2 memory.events are hierarchical: the tops' count each event once. v1 keeps failcnt and
   // oom_kill per cgroup: every domain's own count is added.
   const bool hierarchical_events = layout_.key == CGROUP_KEY_DEFAULT;
   for (const Domain& d : domains) {
-    Sum& s = sums[d.cgroup.stage.id];
+    StageSum& s = sums[d.cgroup.stage.id];
     s.stage = d.cgroup.stage;
     s.domains.push_back({.id = d.cgroup.id, .path = d.cgroup.path, .top = d.top,
                          .sampled = d.stats.has_value(), .limit_bytes = d.limit});
@@ -367,29 +368,33 @@ void MemorySampler::Fold(absl::Time now, const std::vector<Domain>& domains) {
       continue;
     }
     StageMemory& m = stages_[stage];
-    m.stage = s.stage;
-    m.domains = std::move(s.domains);
-    // The interval since the last sample counts as near the limit if that sample was.
-    if (m.near_limit && m.sampled_at != absl::InfinitePast()) {
-      m.near_limit_seconds += absl::ToDoubleSeconds(now - m.sampled_at);
-    }
-    m.near_limit = s.near;
-    m.usage_bytes = s.usage;
-    m.working_set_bytes = s.working_set;
-    m.swap_bytes = s.has_swap ? std::optional<uint64_t>(s.swap) : std::nullopt;
-    m.limit_bytes = std::nullopt;
-    m.headroom_bytes = std::nullopt;
-    if (s.closest) {
-      const uint64_t limit = *s.closest->limit, usage = s.closest->stats->usage_bytes;
-      m.limit_bytes = limit;
-      m.headroom_bytes = usage < limit ? limit - usage : 0;
-    }
-    m.limit_domains = s.read;
-    // A single cgroup's own high-water mark also catches spikes between samples.
-    m.peak_bytes = std::max({m.peak_bytes, s.usage, s.tops == 1 ? s.kernel_peak : 0});
+    FoldStage(now, s, m);
     if (auto it = event_totals.find(stage); it != event_totals.end()) m.events = it->second;
-    m.sampled_at = now;
   }
+}
+
+void MemorySampler::FoldStage(absl::Time now, StageSum& s, StageMemory& m) const {
+  m.stage = s.stage;
+  m.domains = std::move(s.domains);
+  // The interval since the last sample counts as near the limit if that sample was.
+  if (m.near_limit && m.sampled_at != absl::InfinitePast()) {
+    m.near_limit_seconds += absl::ToDoubleSeconds(now - m.sampled_at);
+  }
+  m.near_limit = s.near;
+  m.usage_bytes = s.usage;
+  m.working_set_bytes = s.working_set;
+  m.swap_bytes = s.has_swap ? std::optional<uint64_t>(s.swap) : std::nullopt;
+  m.limit_bytes = std::nullopt;
+  m.headroom_bytes = std::nullopt;
+  if (s.closest) {
+    const uint64_t limit = *s.closest->limit, usage = s.closest->stats->usage_bytes;
+    m.limit_bytes = limit;
+    m.headroom_bytes = usage < limit ? limit - usage : 0;
+  }
+  m.limit_domains = s.read;
+  // A single cgroup's own high-water mark also catches spikes between samples.
+  m.peak_bytes = std::max({m.peak_bytes, s.usage, s.tops == 1 ? s.kernel_peak : 0});
+  m.sampled_at = now;
 }
 
 void MemorySampler::ReadOomKills(absl::Time now, const std::vector<NamedCgroup>& live) {

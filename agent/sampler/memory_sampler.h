@@ -149,6 +149,9 @@ class MemorySampler {
   std::map<StageId, std::optional<double>> ReadTops(const std::vector<NamedCgroup>& tops,
                                                     Snapshot* next);
   void Fold(absl::Time now, const std::vector<Domain>& domains);
+  // One stage's domains of a sample, summed (the .cc's StageSum), into its StageMemory.
+  struct StageSum;
+  void FoldStage(absl::Time now, StageSum& sum, StageMemory& m) const;
   // With kOomPart: reads every live cgroup's oom_kill count if due, into oom_kills_.
   void ReadOomKills(absl::Time now, const std::vector<NamedCgroup>& live);
   // Folds oom_cgroups_ into oom_kills_.

@@ -13,7 +13,7 @@ packages=(
   # the HTTP front door (event loop, TLS via GnuTLS), bcrypt basic auth, capability dropping
   libmicrohttpd-dev libgnutls28-dev libcrypt-dev libcap-dev
   # the run ledger and its JSON
-  libsqlite3-dev nlohmann-json3-dev
+  libsqlite3-dev libsqlitecpp-dev nlohmann-json3-dev
   # tests
   libgtest-dev libgmock-dev prometheus prometheus-alertmanager python3 python3-yaml procps
   util-linux

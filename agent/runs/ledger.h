@@ -17,7 +17,10 @@
 #include "runs/run_record.h"
 #include "runs/verdict.h"
 
-struct sqlite3;
+namespace SQLite {
+class Database;
+class Transaction;
+}  // namespace SQLite
 
 namespace stagewatch {
 
@@ -131,7 +134,7 @@ class Ledger {
   // Fails while a reopen failed: no write goes to a removed ledger.
   absl::Status Writable() const { return lost_; }
   // Copies run `start.id` from the removed file `from` into db_ when db_ lacks it.
-  absl::Status CarryRun(sqlite3* from, const RunStart& start);
+  absl::Status CarryRun(SQLite::Database& from, const RunStart& start);
   // AddSamples' inserts and thinning, within the caller's transaction.
   absl::Status InsertSamples(const std::string& id, const std::vector<RunSample>& samples);
   struct SampleStatements;  // the insert and the count, prepared once for many runs
@@ -151,7 +154,8 @@ class Ledger {
   const bool read_only_;
   const RunsConfig judging_;
   const std::string judged_with_;  // VerdictJudgedWith(judging_)
-  sqlite3* db_ = nullptr;
+  std::unique_ptr<SQLite::Database> db_;
+  std::unique_ptr<SQLite::Transaction> batch_;  // between BeginBatch and CommitBatch
   absl::Status lost_;  // why the path could not be reopened, when it could not
   std::atomic<uint64_t> commits_ = 0;
   bool changed_ = false;  // a row changed in the transaction not yet committed

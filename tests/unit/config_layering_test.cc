@@ -26,5 +26,17 @@ TEST(ConfigLayeringTest, ConfigIncludesNoModuleThatUsesIt) {
   EXPECT_GT(includes, 0u);  // the scan saw the files' includes at all
 }
 
+// One parser per section (config_<section>.cc) sharing the reader (config_reader.h): no file
+// grows into a parser of every section again.
+TEST(ConfigLayeringTest, EachFileIsSmall) {
+  constexpr int kMaxLines = 200;
+  for (const std::filesystem::path& file : ConfigFiles()) {
+    std::ifstream in(file);
+    int lines = 0;
+    for (std::string line; std::getline(in, line);) ++lines;
+    EXPECT_LE(lines, kMaxLines) << file.filename() << ": split it by section";
+  }
+}
+
 }  // namespace
 }  // namespace stagewatch

@@ -1,0 +1,72 @@
+// The `anomalies:` section: each detector's switch, windows and thresholds.
+#include "config/config_sections.h"
+
+namespace stagewatch::config_internal {
+namespace {
+
+// min_level: major faults per second, or p99 run-queue latency in seconds.
+void ParseRateBaseline(ConfigReader& r, const ConfigValue& v, const std::string& name,
+                       RateBaselineConfig& rate) {
+  r.ParseMap(v, " in anomalies." + name, {
+      {"enabled", [&](const ConfigValue& f) { r.ReadBool(f, rate.enabled); }},
+      {"window", [&](const ConfigValue& f) { r.ReadDuration(f, rate.window); }},
+      {"warmup", [&](const ConfigValue& f) { r.ReadDuration(f, rate.warmup); }},
+      {"k", [&](const ConfigValue& f) { r.ReadPositive(f, rate.k); }},
+      {"min_level", [&](const ConfigValue& f) { r.ReadPositive(f, rate.min_level); }},
+  });
+}
+
+void ParseMemoryClimb(ConfigReader& r, const ConfigValue& v, MemoryClimbConfig& c) {
+  r.ParseMap(v, " in anomalies.memory_climb", {
+      {"enabled", [&](const ConfigValue& f) { r.ReadBool(f, c.enabled); }},
+      {"window", [&](const ConfigValue& f) { r.ReadDuration(f, c.window); }},
+      {"warmup", [&](const ConfigValue& f) { r.ReadDuration(f, c.warmup); }},
+      {"k", [&](const ConfigValue& f) { r.ReadPositive(f, c.k); }},
+      {"min_growth_bytes", [&](const ConfigValue& f) { r.ReadPositive(f, c.min_growth_bytes); }},
+  });
+}
+
+void ParseLimitEta(ConfigReader& r, const ConfigValue& v, LimitEtaConfig& c) {
+  r.ParseMap(v, " in anomalies.limit_eta", {
+      {"enabled", [&](const ConfigValue& f) { r.ReadBool(f, c.enabled); }},
+      {"window", [&](const ConfigValue& f) { r.ReadDuration(f, c.window); }},
+      {"warmup", [&](const ConfigValue& f) { r.ReadDuration(f, c.warmup); }},
+      {"min_span", [&](const ConfigValue& f) { r.ReadDuration(f, c.min_span); }},
+      {"threshold", [&](const ConfigValue& f) { r.ReadDuration(f, c.threshold); }},
+      {"min_usage_fraction",
+       [&](const ConfigValue& f) { r.ReadFraction(f, c.min_usage_fraction); }},
+  });
+}
+
+void ParsePressureSpike(ConfigReader& r, const ConfigValue& v, PressureSpikeConfig& c) {
+  r.ParseMap(v, " in anomalies.pressure_spike", {
+      {"enabled", [&](const ConfigValue& f) { r.ReadBool(f, c.enabled); }},
+      {"window", [&](const ConfigValue& f) { r.ReadDuration(f, c.window); }},
+      {"threshold", [&](const ConfigValue& f) { r.ReadFraction(f, c.threshold); }},
+      {"sustain", [&](const ConfigValue& f) { r.ReadDuration(f, c.sustain); }},
+  });
+}
+
+}  // namespace
+
+void ParseAnomalies(ConfigReader& r, const ConfigValue& section, AnomalyConfig& a) {
+  r.ParseMap(section, " in anomalies", {
+      {"memory_climb", [&](const ConfigValue& v) { ParseMemoryClimb(r, v, a.memory_climb); }},
+      {"limit_eta", [&](const ConfigValue& v) { ParseLimitEta(r, v, a.limit_eta); }},
+      {"pressure_spike",
+       [&](const ConfigValue& v) { ParsePressureSpike(r, v, a.pressure_spike); }},
+      {"fault_storm",
+       [&](const ConfigValue& v) { ParseRateBaseline(r, v, "fault_storm", a.fault_storm); }},
+      {"cpu_starvation", [&](const ConfigValue& v) {
+         ParseRateBaseline(r, v, "cpu_starvation", a.cpu_starvation);
+       }},
+      {"oom_kill", [&](const ConfigValue& v) {
+         r.ParseMap(v, " in anomalies.oom_kill", {
+             {"enabled", [&](const ConfigValue& f) { r.ReadBool(f, a.oom_kill); }},
+             {"hold", [&](const ConfigValue& f) { r.ReadDuration(f, a.oom_kill_hold); }},
+         });
+       }},
+  });
+}
+
+}  // namespace stagewatch::config_internal

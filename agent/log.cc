@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "units.h"
 
 namespace stagewatch {
 namespace {
@@ -155,8 +156,7 @@ bool Log::Enabled(LogLevel level) {
 
 void Log::Write(LogLevel level, std::string_view msg, std::initializer_list<LogField> fields) {
   if (!Enabled(level)) return;
-  const std::string timestamp =
-      absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone());
+  const std::string timestamp = FormatRfc3339(absl::Now());
   std::string line =
       FormatLogLine(g_format.load(std::memory_order_relaxed), timestamp, level, msg, fields);
   line += '\n';

@@ -18,8 +18,8 @@
 #include "runs/ledger_path.h"
 #include "runs/ledger_schema.h"
 #include "runs/ledger_sql.h"
-#include "runs/units.h"
 #include "string_util.h"
+#include "units.h"
 
 namespace stagewatch {
 namespace {

@@ -13,7 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "runs/ledger.h"
 #include "runs/ledger_sql.h"
-#include "runs/units.h"
+#include "units.h"
 
 namespace stagewatch {
 namespace {

@@ -14,6 +14,7 @@
 #include "exporters/metrics/metric_builders.h"
 #include "httplib.h"
 #include "log.h"
+#include "units.h"
 #include "version.h"
 
 namespace stagewatch::exporters {
@@ -78,15 +79,10 @@ std::string JsonQuote(std::string_view s) {
   return out;
 }
 
-std::string FormatRfc3339(absl::Time t) {
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", t, absl::UTCTimeZone());
-}
-
 }  // namespace alertmanager_internal
 
 namespace {
 
-using alertmanager_internal::FormatRfc3339;
 using alertmanager_internal::JsonQuote;
 
 // A down Alertmanager fails every few seconds at most; one warning a minute is enough.

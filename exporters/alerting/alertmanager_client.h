@@ -150,8 +150,6 @@ namespace alertmanager_internal {
 // A JSON string literal, quotes included. Invalid UTF-8 becomes U+FFFD, so the output is
 // always valid JSON.
 std::string JsonQuote(std::string_view s);
-// RFC 3339 in UTC with milliseconds, e.g. 2024-05-01T12:00:00.123Z.
-std::string FormatRfc3339(absl::Time t);
 }  // namespace alertmanager_internal
 
 }  // namespace stagewatch::exporters

@@ -31,7 +31,6 @@
 namespace stagewatch::exporters {
 namespace {
 
-using alertmanager_internal::FormatRfc3339;
 using alertmanager_internal::JsonQuote;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -512,11 +511,6 @@ TEST(AlertmanagerJsonTest, QuoteEscapesAndKeepsUtf8Valid) {
   Json v = ParseJson(JsonQuote(tricky));
   EXPECT_EQ(v.kind, Json::Kind::kString);
   EXPECT_EQ(v.string, tricky);
-}
-
-TEST(AlertmanagerJsonTest, Rfc3339InUtcWithMilliseconds) {
-  EXPECT_EQ(FormatRfc3339(absl::FromUnixMillis(1714564800123)), "2024-05-01T12:00:00.123Z");
-  EXPECT_EQ(FormatRfc3339(absl::FromUnixSeconds(0)), "1970-01-01T00:00:00.000Z");
 }
 
 // ---- sending -----------------------------------------------------------------------------

@@ -31,7 +31,6 @@
 namespace stagewatch::exporters {
 namespace {
 
-using alertmanager_internal::JsonQuote;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -488,31 +487,6 @@ TEST(AlertmanagerValidateTest, RejectsBadSettings) {
   EXPECT_THAT(message(o), HasSubstr("queue capacity"));
 }
 
-// ---- encoding ----------------------------------------------------------------------------
-
-TEST(AlertmanagerJsonTest, QuoteEscapesAndKeepsUtf8Valid) {
-  EXPECT_EQ(JsonQuote(""), "\"\"");
-  EXPECT_EQ(JsonQuote("plain text"), "\"plain text\"");
-  EXPECT_EQ(JsonQuote("a\"b\\c/d"), "\"a\\\"b\\\\c/d\"");
-  EXPECT_EQ(JsonQuote("\n\r\t\b\f"), "\"\\n\\r\\t\\b\\f\"");
-  EXPECT_EQ(JsonQuote(std::string("\x01\x1f\x7f", 3)), "\"\\u0001\\u001f\x7f\"");
-  EXPECT_EQ(JsonQuote(std::string("nul\0x", 5)), "\"nul\\u0000x\"");
-  EXPECT_EQ(JsonQuote("Grüße, 名前, 🚀"), "\"Grüße, 名前, 🚀\"");
-  // Invalid UTF-8: a stray continuation byte, a truncated sequence, an overlong '/',
-  // a UTF-16 surrogate, and a code point above U+10FFFF.
-  EXPECT_EQ(JsonQuote("a\x80z"), "\"a\\ufffdz\"");
-  EXPECT_EQ(JsonQuote("\xe2\x82"), "\"\\ufffd\\ufffd\"");
-  EXPECT_EQ(JsonQuote("\xc0\xaf"), "\"\\ufffd\\ufffd\"");
-  EXPECT_EQ(JsonQuote("\xed\xa0\x80"), "\"\\ufffd\\ufffd\\ufffd\"");
-  EXPECT_EQ(JsonQuote("\xf4\x90\x80\x80"), "\"\\ufffd\\ufffd\\ufffd\\ufffd\"");
-
-  // Whatever goes in, a JSON parser reads back the same (valid) text.
-  const std::string tricky = "q\"uo\\te\n\x01 ünï 🚀 </script>";
-  Json v = ParseJson(JsonQuote(tricky));
-  EXPECT_EQ(v.kind, Json::Kind::kString);
-  EXPECT_EQ(v.string, tricky);
-}
-
 // ---- sending -----------------------------------------------------------------------------
 
 const std::regex kRfc3339(R"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)");
@@ -552,6 +526,29 @@ TEST(AlertmanagerClientTest, FiredAlertArrivesPromptlyAsAlertmanagerJson) {
   EXPECT_FALSE(a.has("endsAt"));
   ASSERT_TRUE(a.has("generatorURL"));
   EXPECT_EQ(a["generatorURL"].string, "");
+}
+
+// Labels and annotations carry cgroup and process names, which are any bytes: the body is
+// valid JSON whatever they hold, every valid character arrives as it was, and bytes that are
+// not UTF-8 arrive as U+FFFD.
+TEST(AlertmanagerClientTest, AnyBytesArriveAsValidJson) {
+  FakeAlertmanager am;
+  AlertmanagerClient client(TestOptions({am.url()}));
+  PageAlert alert = OomAlert("st\x80" "age");
+  const std::string tricky = "q\"uo\\te\n\r\t\b\f\x01\x1f\x7f \u00fcn\u00ef \u540d \U0001F680 </script>";
+  alert.annotations["summary"] = tricky;
+  alert.annotations["description"] = std::string("nul\0x|\xe2\x82|\xc0\xaf|\xed\xa0\x80|", 16);
+  client.Fire(alert);
+  ASSERT_TRUE(am.WaitForAnswered(1));
+  const Json body = ParseJson(am.requests().at(0).body);
+  ASSERT_EQ(body.array.size(), 1u);
+  const Json& a = body.array[0];
+  EXPECT_EQ(a["annotations"]["summary"].string, tricky);
+  EXPECT_EQ(a["labels"]["pipeline_stage"].string, "st\xef\xbf\xbd" "age");
+  const std::string description = a["annotations"]["description"].string;
+  EXPECT_EQ(description.substr(0, 6), std::string("nul\0x|", 6));
+  EXPECT_THAT(description, HasSubstr("|\xef\xbf\xbd"));
+  EXPECT_THAT(description, Not(HasSubstr("\xc0"))) << "no byte that is not UTF-8 is sent";
 }
 
 TEST(AlertmanagerClientTest, UnsetStartsAtMeansNow) {

@@ -65,7 +65,12 @@ AlertPoster::AlertPoster(const AlertmanagerUrl& url, const AlertmanagerOptions& 
   }
   if (tls_) {
     const AlertmanagerTlsOptions& tls = options.tls;
-    if (!tls.ca_file.empty()) curl_easy_setopt(easy_, CURLOPT_CAINFO, tls.ca_file.c_str());
+    if (!tls.ca_file.empty()) {
+      // The CA file instead of the system's CAs, not besides them (curl would keep its
+      // default directory, /etc/ssl/certs, too).
+      curl_easy_setopt(easy_, CURLOPT_CAINFO, tls.ca_file.c_str());
+      curl_easy_setopt(easy_, CURLOPT_CAPATH, nullptr);
+    }
     if (!tls.cert_file.empty()) {
       curl_easy_setopt(easy_, CURLOPT_SSLCERT, tls.cert_file.c_str());
       curl_easy_setopt(easy_, CURLOPT_SSLKEY, tls.key_file.c_str());

@@ -18,8 +18,10 @@ packages=(
   # the run ledger and its JSON
   libsqlite3-dev nlohmann-json3-dev
   # tests
-  libgtest-dev libgmock-dev libcpp-httplib-dev libssl-dev prometheus prometheus-alertmanager python3 python3-yaml procps
+  libgtest-dev libgmock-dev prometheus prometheus-alertmanager python3 python3-yaml procps
   util-linux
+  # tests: their HTTP client and fake servers (httplib, with OpenSSL for TLS)
+  libcpp-httplib-dev libssl-dev
   # the VM stage (tests/vm): Linux 6.1 under software emulation, booted from an initramfs
   qemu-system-x86 busybox-static cpio
   # packaging and deployment tests: .deb, systemd-analyze, a debootstrap root, the unit's

@@ -11,6 +11,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "runs/json_text.h"
+#include "units.h"
 
 namespace stagewatch {
 namespace {
@@ -35,30 +37,11 @@ const char* LevelName(LogLevel level) {
   return "unknown";
 }
 
-// Escapes `"`, `\` and control characters. JSON needs \u00XX for the rare ones; logfmt readers
-// (go-logfmt) accept the same escapes, so both formats share this.
-void AppendEscaped(std::string& out, std::string_view text) {
-  for (char c : text) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-          absl::StrAppendFormat(&out, "\\u%04x", static_cast<unsigned char>(c));
-        } else {
-          out += c;
-        }
-    }
-  }
-}
-
+// A JSON string, by nlohmann: quotes, backslashes and control characters escaped, invalid
+// UTF-8 as U+FFFD (a cgroup or process name is any bytes; the line stays valid JSON). logfmt
+// readers (go-logfmt) take the same escapes, so both formats quote with it.
 void AppendQuoted(std::string& out, std::string_view text) {
-  out += '"';
-  AppendEscaped(out, text);
-  out += '"';
+  out += JsonText(nlohmann::json(text));
 }
 
 bool LogfmtNeedsQuotes(std::string_view value) {
@@ -155,8 +138,7 @@ bool Log::Enabled(LogLevel level) {
 
 void Log::Write(LogLevel level, std::string_view msg, std::initializer_list<LogField> fields) {
   if (!Enabled(level)) return;
-  const std::string timestamp =
-      absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone());
+  const std::string timestamp = FormatRfc3339(absl::Now());
   std::string line =
       FormatLogLine(g_format.load(std::memory_order_relaxed), timestamp, level, msg, fields);
   line += '\n';

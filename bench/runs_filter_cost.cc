@@ -21,7 +21,7 @@
 #include "exporters/pages/runs_pages.h"
 #include "runs/ledger.h"
 #include "runs/runs_source.h"
-#include "runs/units.h"
+#include "units.h"
 
 namespace {
 

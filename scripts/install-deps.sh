@@ -9,14 +9,19 @@ packages=(
   # kernel side
   libbpf-dev bpftool libelf-dev zlib1g-dev
   # user side
-  prometheus-cpp-dev libcli11-dev libabsl-dev libyaml-cpp-dev libcpp-httplib-dev libssl-dev
+  prometheus-cpp-dev libcli11-dev libabsl-dev libyaml-cpp-dev
   # the HTTP front door (event loop, TLS via GnuTLS), bcrypt basic auth, capability dropping
   libmicrohttpd-dev libgnutls28-dev libcrypt-dev libcap-dev
+  # the Alertmanager client: libcurl on GnuTLS. Its headers come from libcurl4-openssl-dev
+  # (prometheus-cpp-dev needs that one, and it conflicts with libcurl4-gnutls-dev)
+  libcurl3-gnutls libcurl4-openssl-dev
   # the run ledger and its JSON
   libsqlite3-dev libsqlitecpp-dev nlohmann-json3-dev
   # tests
   libgtest-dev libgmock-dev prometheus prometheus-alertmanager python3 python3-yaml procps
   util-linux
+  # tests: their HTTP client and fake servers (httplib, with OpenSSL for TLS)
+  libcpp-httplib-dev libssl-dev
   # the VM stage (tests/vm): Linux 6.1 under software emulation, booted from an initramfs
   qemu-system-x86 busybox-static cpio
   # packaging and deployment tests: .deb, systemd-analyze, a debootstrap root, the unit's

@@ -9,8 +9,8 @@
 #include "runs/ledger.h"
 #include "runs/orphan_runs.h"
 #include "runs/runs_report.h"
-#include "runs/units.h"
 #include "runs/verdict.h"
+#include "units.h"
 
 namespace stagewatch {
 namespace {

@@ -8,8 +8,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "config/alertmanager_url.h"
 #include "glob.h"
-#include "http_url.h"
 #include "listen_address.h"
 #include "log.h"
 
@@ -122,7 +122,7 @@ absl::Status CheckUserspaceKillerPath(std::string_view path) {
 }
 
 absl::Status CheckAlertmanagerUrl(std::string_view url) {
-  return ParseHttpUrl(url, "alertmanager URL").status();
+  return ParseAlertmanagerUrl(url).status();
 }
 
 absl::Status CheckAbsolutePath(std::string_view path) {

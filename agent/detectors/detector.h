@@ -11,11 +11,10 @@
 #include <cmath>
 #include <cstddef>
 #include <deque>
-#include <iterator>
 #include <string>
 
-#include "absl/strings/str_format.h"
 #include "absl/time/time.h"
+#include "units.h"  // FormatBytes, for the summaries
 
 namespace stagewatch {
 
@@ -92,21 +91,6 @@ class SampleWindow {
   absl::Duration span_;
   std::deque<Sample> samples_;
 };
-
-// "420 MiB", "2.0 GiB": binary units, as cgroup limits are usually set.
-inline std::string FormatBytes(double bytes) {
-  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  size_t unit = 0;
-  double v = bytes;
-  while (std::fabs(v) >= 1024 && unit + 1 < std::size(kUnits)) {
-    v /= 1024;
-    ++unit;
-  }
-  // One decimal only where it matters ("2.0 GiB", not "2 GiB"); literal formats, as absl
-  // checks them at compile time.
-  if (std::fabs(v) < 10 && unit > 0) return absl::StrFormat("%.1f %s", v, kUnits[unit]);
-  return absl::StrFormat("%.0f %s", v, kUnits[unit]);
-}
 
 // Durations rounded to the second ("9m40s"): finer digits are noise in an alert.
 inline std::string FormatRoundedDuration(absl::Duration d) {

@@ -4,8 +4,8 @@
 #include <cmath>
 
 #include "absl/strings/str_format.h"
-#include "runs/units.h"
 #include "runs/verdict.h"
+#include "units.h"
 
 namespace stagewatch {
 namespace {

@@ -27,8 +27,8 @@
 #include "runs/run_facts.h"
 #include "runs/run_id.h"
 #include "runs/terminal_text.h"
-#include "runs/units.h"
 #include "runs/verdict.h"
+#include "units.h"
 
 namespace stagewatch {
 namespace {

@@ -14,7 +14,7 @@
 #include "runs/ledger.h"
 #include "runs/ledger_row.h"
 #include "runs/ledger_sqlite.h"
-#include "runs/units.h"
+#include "units.h"
 
 namespace stagewatch {
 namespace {

@@ -8,7 +8,7 @@
 #include "nlohmann/json.hpp"
 #include "runs/json_text.h"
 #include "runs/ledger_sqlite.h"
-#include "runs/units.h"
+#include "units.h"
 
 namespace stagewatch {
 namespace {

@@ -18,7 +18,7 @@
 #include "runs/run_cgroup.h"
 #include "runs/run_facts.h"
 #include "runs/run_id.h"
-#include "runs/units.h"
+#include "units.h"
 
 namespace stagewatch {
 namespace {

@@ -17,8 +17,8 @@
 #include "absl/strings/str_split.h"
 #include "cgroup/proc_cgroup.h"
 #include "runs/cgroup_subtree.h"
-#include "runs/units.h"
 #include "string_util.h"
+#include "units.h"
 
 namespace stagewatch {
 namespace {

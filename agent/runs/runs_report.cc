@@ -6,8 +6,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "runs/terminal_text.h"
-#include "runs/units.h"
 #include "runs/verdict.h"
+#include "units.h"
 
 namespace stagewatch {
 namespace {

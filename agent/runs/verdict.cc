@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "runs/units.h"
+#include "units.h"
 
 namespace stagewatch {
 namespace {

@@ -1,7 +1,6 @@
 #include "exporters/alerting/alertmanager_client.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <random>
 #include <thread>
 #include <utility>
@@ -12,86 +11,17 @@
 #include "absl/strings/str_cat.h"
 #include "bounded_file.h"
 #include "exporters/metrics/metric_builders.h"
-#include "httplib.h"
+#include "exporters/alerting/alert_poster.h"
 #include "log.h"
-#include "version.h"
+#include "runs/json_text.h"
+#include "units.h"
 
 namespace stagewatch::exporters {
 
-namespace alertmanager_internal {
-
-std::string JsonQuote(std::string_view s) {
-  std::string out;
-  out.reserve(s.size() + 2);
-  out.push_back('"');
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const size_t n = s.size();
-  for (size_t i = 0; i < n;) {
-    const unsigned char c = p[i];
-    if (c < 0x80) {
-      switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\b': out += "\\b"; break;
-        case '\f': out += "\\f"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        default:
-          if (c < 0x20) {
-            char buf[8];
-            std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-            out += buf;
-          } else {
-            out.push_back(static_cast<char>(c));
-          }
-      }
-      ++i;
-      continue;
-    }
-    // A well-formed UTF-8 sequence (RFC 3629: no overlongs, surrogates or > U+10FFFF) is
-    // copied; anything else becomes U+FFFD, one byte at a time.
-    size_t len = 0;
-    unsigned char lo = 0x80, hi = 0xBF;  // range of the second byte
-    if (c >= 0xC2 && c <= 0xDF) {
-      len = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      len = 3;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      len = 4;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;
-    }
-    bool valid = len != 0 && i + len <= n && p[i + 1] >= lo && p[i + 1] <= hi;
-    for (size_t k = 2; valid && k < len; ++k) valid = (p[i + k] & 0xC0) == 0x80;
-    if (valid) {
-      out.append(s.data() + i, len);
-      i += len;
-    } else {
-      out += "\\ufffd";
-      ++i;
-    }
-  }
-  out.push_back('"');
-  return out;
-}
-
-std::string FormatRfc3339(absl::Time t) {
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", t, absl::UTCTimeZone());
-}
-
-}  // namespace alertmanager_internal
-
 namespace {
-
-using alertmanager_internal::FormatRfc3339;
-using alertmanager_internal::JsonQuote;
 
 // A down Alertmanager fails every few seconds at most; one warning a minute is enough.
 constexpr absl::Duration kWarnEvery = absl::Minutes(1);
-constexpr size_t kMaxErrorBody = 200;
 
 bool IsValidLabelName(const std::string& name) {
   if (name.empty()) return false;
@@ -100,33 +30,6 @@ bool IsValidLabelName(const std::string& name) {
     if (!(absl::ascii_isalpha(c) || c == '_' || (i > 0 && absl::ascii_isdigit(c)))) return false;
   }
   return true;
-}
-
-// httplib 0.11's to_string(Error) gives bare enum names ("Read"); say what happened.
-std::string DescribeError(httplib::Error e, absl::Duration timeout, bool tls) {
-  const std::string t = absl::FormatDuration(timeout);
-  switch (e) {
-    case httplib::Error::Connection:
-      return tls ? "cannot connect (refused, unreachable, not resolvable, or the TLS handshake "
-                   "or certificate check failed)"
-                 : "cannot connect (refused, unreachable or not resolvable)";
-    case httplib::Error::ConnectionTimeout:
-      return absl::StrCat("connect timed out after ", t);
-    case httplib::Error::Read:
-      return absl::StrCat("no answer: read failed or timed out after ", t);
-    case httplib::Error::Write:
-      return absl::StrCat("sending failed or timed out after ", t);
-    case httplib::Error::SSLConnection:
-      return "TLS handshake failed";
-    case httplib::Error::SSLLoadingCerts:
-      return "cannot load the system's CA certificates";
-    case httplib::Error::SSLServerVerification:
-      return "the server's TLS certificate did not verify";
-    case httplib::Error::Canceled:
-      return "canceled";
-    default:
-      return absl::StrCat("request failed (", httplib::to_string(e), ")");
-  }
 }
 
 // A client certificate and key go together; a CA file must be readable now, not at the
@@ -149,53 +52,23 @@ absl::Status ValidateTls(const AlertmanagerTlsOptions& tls) {
   return absl::OkStatus();
 }
 
-std::unique_ptr<httplib::ClientImpl> MakeTlsClient(const AlertmanagerUrl& url,
-                                                   const AlertmanagerTlsOptions& tls) {
-  auto client = std::make_unique<httplib::SSLClient>(url.host, url.port, tls.cert_file,
-                                                     tls.key_file);
-  if (!tls.ca_file.empty()) client->set_ca_cert_path(tls.ca_file);
-  client->enable_server_certificate_verification(!tls.insecure_skip_verify);
-  SSL_CTX_set_min_proto_version(client->ssl_context(),
-                                tls.min_version == "TLS13" ? TLS1_3_VERSION : TLS1_2_VERSION);
-  return client;
+nlohmann::json AlertJson(const std::map<std::string, std::string>& labels,
+                         const std::map<std::string, std::string>& annotations,
+                         absl::Time starts_at, const std::optional<absl::Time>& ends_at) {
+  nlohmann::json alert = {{"labels", labels},
+                          {"annotations", annotations},
+                          {"startsAt", FormatRfc3339(starts_at)},
+                          {"generatorURL", ""}};
+  if (ends_at) alert["endsAt"] = FormatRfc3339(*ends_at);
+  return alert;
 }
-
-struct PostOutcome {
-  bool ok = false;
-  bool retryable = true;
-  std::string error;
-};
-
-std::string AlertJson(const std::map<std::string, std::string>& labels,
-                      const std::map<std::string, std::string>& annotations,
-                      absl::Time starts_at, const std::optional<absl::Time>& ends_at) {
-  auto object = [](const std::map<std::string, std::string>& m) {
-    std::string out = "{";
-    bool first = true;
-    for (const auto& [k, v] : m) {
-      if (!first) out.push_back(',');
-      first = false;
-      absl::StrAppend(&out, JsonQuote(k), ":", JsonQuote(v));
-    }
-    out.push_back('}');
-    return out;
-  };
-  std::string out = absl::StrCat("{\"labels\":", object(labels),
-                                 ",\"annotations\":", object(annotations),
-                                 ",\"startsAt\":\"", FormatRfc3339(starts_at), "\"");
-  if (ends_at) absl::StrAppend(&out, ",\"endsAt\":\"", FormatRfc3339(*ends_at), "\"");
-  absl::StrAppend(&out, ",\"generatorURL\":\"\"}");
-  return out;
-}
-
 }  // namespace
 
-// Everything but `url`, `http`, `thread`, `cv` and the logging state is guarded by the
+// Everything but `url`, `poster`, `thread`, `cv` and the logging state is guarded by the
 // client's mu_. The logging state and `rng` belong to the sender thread.
 struct AlertmanagerClient::Target {
   AlertmanagerUrl url;
-  std::string path;  // prefix + /api/v2/alerts
-  std::unique_ptr<httplib::ClientImpl> http;
+  std::unique_ptr<AlertPoster> poster;
   absl::CondVar cv;
   std::thread thread;
 
@@ -217,7 +90,7 @@ absl::StatusOr<std::vector<AlertmanagerUrl>> AlertmanagerClient::Validate(
     const AlertmanagerOptions& options) {
   std::vector<AlertmanagerUrl> urls;
   for (const std::string& raw : options.urls) {
-    absl::StatusOr<AlertmanagerUrl> url = ParseHttpUrl(raw, "alertmanager URL");
+    absl::StatusOr<AlertmanagerUrl> url = ParseAlertmanagerUrl(raw);
     if (!url.ok()) return url.status();
     for (const AlertmanagerUrl& seen : urls) {
       if (seen.display == url->display) {
@@ -268,7 +141,7 @@ AlertmanagerClient::AlertmanagerClient(AlertmanagerOptions options)
     // Keep what can be used; the caller was meant to Validate first.
     Log::Error("alertmanager options are not valid", {{"err", all.status().message()}});
     for (const std::string& raw : options_.urls) {
-      absl::StatusOr<AlertmanagerUrl> url = ParseHttpUrl(raw, "alertmanager URL");
+      absl::StatusOr<AlertmanagerUrl> url = ParseAlertmanagerUrl(raw);
       if (url.ok()) urls.push_back(*std::move(url));
     }
     if (options_.queue_capacity == 0 || options_.timeout <= absl::ZeroDuration() ||
@@ -277,25 +150,9 @@ AlertmanagerClient::AlertmanagerClient(AlertmanagerOptions options)
       urls.clear();
     }
   }
-  const int64_t timeout_us = absl::ToInt64Microseconds(options_.timeout);
-  const time_t sec = static_cast<time_t>(timeout_us / 1000000);
-  const time_t usec = static_cast<time_t>(timeout_us % 1000000);
   for (AlertmanagerUrl& url : urls) {
     auto target = std::make_unique<Target>();
-    target->path = absl::StrCat(url.prefix, "/api/v2/alerts");
-    if (url.scheme == "https") target->http = MakeTlsClient(url, options_.tls);
-    if (!target->http) target->http = std::make_unique<httplib::ClientImpl>(url.host, url.port);
-    httplib::ClientImpl& http = *target->http;
-    http.set_connection_timeout(sec, usec);
-    http.set_read_timeout(sec, usec);
-    http.set_write_timeout(sec, usec);
-    http.set_keep_alive(false);
-    if (!options_.basic_auth_user.empty()) {
-      http.set_basic_auth(options_.basic_auth_user, options_.basic_auth_password);
-    } else if (!options_.bearer_token.empty()) {
-      http.set_bearer_token_auth(options_.bearer_token);
-    }
-    http.set_default_headers({{"User-Agent", absl::StrCat("stagewatch/", kVersion)}});
+    target->poster = std::make_unique<AlertPoster>(url, options_);
     target->url = std::move(url);
     targets_.push_back(std::move(target));
   }
@@ -312,7 +169,7 @@ AlertmanagerClient::~AlertmanagerClient() {
   }
   for (auto& t : targets_) {
     t->cv.SignalAll();
-    t->http->stop();  // thread-safe: shuts the socket of a request in flight
+    t->poster->Abort();  // thread-safe: ends a request in flight at once
   }
   for (auto& t : targets_) {
     if (t->thread.joinable()) t->thread.join();
@@ -437,38 +294,22 @@ void AlertmanagerClient::Run(Target* t) {
 
     // The body: the batch, and on a resend every active alert as it is now (newer than any
     // batched event for it: active_ already reflects calls still queued).
-    std::string body = "[";
-    size_t alerts = 0;
-    auto add = [&](const std::string& json) {
-      if (alerts++ > 0) body.push_back(',');
-      body += json;
-    };
+    nlohmann::json alerts = nlohmann::json::array();
     const bool resend = t->resend;
     for (const auto& [labels, e] : t->batch) {
       if (resend && active_.count(labels)) continue;
-      add(AlertJson(e.labels, e.annotations, e.starts_at, e.ends_at));
+      alerts.push_back(AlertJson(e.labels, e.annotations, e.starts_at, e.ends_at));
     }
     if (resend) {
       for (const auto& [labels, a] : active_) {
-        add(AlertJson(labels, a.annotations, a.starts_at, std::nullopt));
+        alerts.push_back(AlertJson(labels, a.annotations, a.starts_at, std::nullopt));
       }
     }
-    body.push_back(']');
     mu_.Unlock();
 
-    PostOutcome outcome;
-    httplib::Result res = t->http->Post(t->path, body, "application/json");
-    if (!res) {
-      outcome.error = DescribeError(res.error(), options_.timeout, t->url.scheme == "https");
-    } else if (res->status >= 200 && res->status < 300) {
-      outcome.ok = true;
-    } else {
-      std::string detail = res->body.substr(0, kMaxErrorBody);
-      while (!detail.empty() && (detail.back() == '\n' || detail.back() == ' ')) detail.pop_back();
-      outcome.error = absl::StrCat("HTTP ", res->status, detail.empty() ? "" : ": ", detail);
-      // Alertmanager answers 400 for alerts it will never accept: retrying cannot help.
-      outcome.retryable = res->status != 400 && res->status != 422;
-    }
+    // Labels and annotations are bytes from cgroup and process names: invalid UTF-8 is sent
+    // as U+FFFD rather than failing the batch.
+    const PostOutcome outcome = t->poster->Post(JsonText(alerts));
     const absl::Time done = absl::Now();
 
     mu_.Lock();
@@ -514,7 +355,7 @@ void AlertmanagerClient::Run(Target* t) {
                                   : "alertmanager rejected alerts, dropped",
                 {{"url", t->url.display},
                  {"err", outcome.error},
-                 {"alerts", static_cast<uint64_t>(alerts)},
+                 {"alerts", static_cast<uint64_t>(alerts.size())},
                  {"consecutive_failures", failures},
                  {"suppressed_warnings", t->suppressed_warnings},
                  {"retry_in", outcome.retryable ? absl::FormatDuration(delay) : "never"}});

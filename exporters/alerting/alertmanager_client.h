@@ -24,7 +24,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "exporters/metrics/collector.h"
-#include "http_url.h"
+#include "config/alertmanager_url.h"
 
 namespace stagewatch::exporters {
 
@@ -56,9 +56,6 @@ struct PageAlert {
   absl::Time starts_at;                             // the Unix epoch (unset) means now
   std::optional<absl::Time> ends_at;                // set when resolved
 };
-
-// One parsed Alertmanager base URL; display is the `alertmanager` label value.
-using AlertmanagerUrl = HttpUrl;
 
 // A point-in-time view of the client's counters, for the collector and tests.
 struct AlertmanagerStats {
@@ -145,13 +142,5 @@ class AlertmanagerCollector : public Collector {
  private:
   const AlertmanagerClient* client_;
 };
-
-namespace alertmanager_internal {
-// A JSON string literal, quotes included. Invalid UTF-8 becomes U+FFFD, so the output is
-// always valid JSON.
-std::string JsonQuote(std::string_view s);
-// RFC 3339 in UTC with milliseconds, e.g. 2024-05-01T12:00:00.123Z.
-std::string FormatRfc3339(absl::Time t);
-}  // namespace alertmanager_internal
 
 }  // namespace stagewatch::exporters

@@ -13,9 +13,9 @@
 #include "runs/json_text.h"
 #include "runs/run_id.h"
 #include "runs/runs_report.h"
-#include "runs/units.h"
 #include "runs/verdict.h"
 #include "string_util.h"
+#include "units.h"
 
 namespace stagewatch::exporters {
 namespace {

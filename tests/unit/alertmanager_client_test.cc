@@ -27,16 +27,15 @@
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "log.h"
+#include "nlohmann/json.hpp"
 
 namespace stagewatch::exporters {
 namespace {
 
-using alertmanager_internal::FormatRfc3339;
-using alertmanager_internal::JsonQuote;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// ---- a small JSON reader, enough to check what the client sends ------------------------
+// ---- what the client sends, as a test reads it -------------------------------------------
 
 struct Json {
   enum class Kind { kNull, kBool, kNumber, kString, kArray, kObject } kind = Kind::kNull;
@@ -55,163 +54,35 @@ struct Json {
   }
 };
 
-class JsonReader {
- public:
-  explicit JsonReader(std::string_view text) : s_(text) {}
-
-  std::optional<Json> Read() {
-    std::optional<Json> v = Value();
-    Space();
-    if (!v || i_ != s_.size()) return std::nullopt;
-    return v;
-  }
-
- private:
-  void Space() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t')) ++i_;
-  }
-  bool Eat(char c) {
-    Space();
-    if (i_ < s_.size() && s_[i_] == c) {
-      ++i_;
-      return true;
-    }
-    return false;
-  }
-  bool Literal(std::string_view word) {
-    if (s_.substr(i_, word.size()) != word) return false;
-    i_ += word.size();
-    return true;
-  }
-  static void AppendUtf8(std::string* out, uint32_t cp) {
-    if (cp < 0x80) {
-      out->push_back(static_cast<char>(cp));
-    } else if (cp < 0x800) {
-      out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-      out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-      out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else {
-      out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-      out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    }
-  }
-  std::optional<uint32_t> Hex4() {
-    if (i_ + 4 > s_.size()) return std::nullopt;
-    uint32_t v = 0;
-    for (int k = 0; k < 4; ++k) {
-      const char c = s_[i_++];
-      v <<= 4;
-      if (c >= '0' && c <= '9') v |= c - '0';
-      else if (c >= 'a' && c <= 'f') v |= c - 'a' + 10;
-      else if (c >= 'A' && c <= 'F') v |= c - 'A' + 10;
-      else return std::nullopt;
-    }
-    return v;
-  }
-  std::optional<std::string> String() {
-    if (!Eat('"')) return std::nullopt;
-    std::string out;
-    while (i_ < s_.size()) {
-      const unsigned char c = s_[i_++];
-      if (c == '"') return out;
-      if (c < 0x20) return std::nullopt;  // raw control characters are not allowed
-      if (c != '\\') {
-        out.push_back(static_cast<char>(c));
-        continue;
-      }
-      if (i_ >= s_.size()) return std::nullopt;
-      const char e = s_[i_++];
-      switch (e) {
-        case '"': out.push_back('"'); break;
-        case '\\': out.push_back('\\'); break;
-        case '/': out.push_back('/'); break;
-        case 'b': out.push_back('\b'); break;
-        case 'f': out.push_back('\f'); break;
-        case 'n': out.push_back('\n'); break;
-        case 'r': out.push_back('\r'); break;
-        case 't': out.push_back('\t'); break;
-        case 'u': {
-          std::optional<uint32_t> cp = Hex4();
-          if (!cp) return std::nullopt;
-          if (*cp >= 0xD800 && *cp < 0xDC00) {
-            if (!Literal("\\u")) return std::nullopt;
-            std::optional<uint32_t> low = Hex4();
-            if (!low || *low < 0xDC00 || *low > 0xDFFF) return std::nullopt;
-            *cp = 0x10000 + ((*cp - 0xD800) << 10) + (*low - 0xDC00);
-          }
-          AppendUtf8(&out, *cp);
-          break;
-        }
-        default:
-          return std::nullopt;
-      }
-    }
-    return std::nullopt;
-  }
-  std::optional<Json> Value() {
-    Space();
-    if (i_ >= s_.size()) return std::nullopt;
+// nlohmann's parse, strict (it refuses invalid UTF-8 too), into the Json above.
+std::optional<Json> ReadJson(const std::string& text) {
+  const nlohmann::json parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded()) return std::nullopt;
+  const std::function<Json(const nlohmann::json&)> convert = [&](const nlohmann::json& j) {
     Json v;
-    const char c = s_[i_];
-    if (c == '"') {
-      std::optional<std::string> str = String();
-      if (!str) return std::nullopt;
-      v.kind = Json::Kind::kString;
-      v.string = *std::move(str);
-    } else if (c == '{') {
-      ++i_;
-      v.kind = Json::Kind::kObject;
-      if (Eat('}')) return v;
-      do {
-        std::optional<std::string> key = String();
-        if (!key || !Eat(':')) return std::nullopt;
-        std::optional<Json> member = Value();
-        if (!member || v.object.count(*key)) return std::nullopt;  // no duplicate keys
-        v.object.emplace(*key, *std::move(member));
-      } while (Eat(','));
-      if (!Eat('}')) return std::nullopt;
-    } else if (c == '[') {
-      ++i_;
-      v.kind = Json::Kind::kArray;
-      if (Eat(']')) return v;
-      do {
-        std::optional<Json> element = Value();
-        if (!element) return std::nullopt;
-        v.array.push_back(*std::move(element));
-      } while (Eat(','));
-      if (!Eat(']')) return std::nullopt;
-    } else if (Literal("true")) {
+    if (j.is_boolean()) {
       v.kind = Json::Kind::kBool;
-      v.boolean = true;
-    } else if (Literal("false")) {
-      v.kind = Json::Kind::kBool;
-    } else if (Literal("null")) {
-      v.kind = Json::Kind::kNull;
-    } else {
-      size_t used = 0;
-      const std::string rest(s_.substr(i_, 64));
-      try {
-        v.number = std::stod(rest, &used);
-      } catch (...) {
-        return std::nullopt;
-      }
+      v.boolean = j.get<bool>();
+    } else if (j.is_number()) {
       v.kind = Json::Kind::kNumber;
-      i_ += used;
+      v.number = j.get<double>();
+    } else if (j.is_string()) {
+      v.kind = Json::Kind::kString;
+      v.string = j.get<std::string>();
+    } else if (j.is_array()) {
+      v.kind = Json::Kind::kArray;
+      for (const nlohmann::json& element : j) v.array.push_back(convert(element));
+    } else if (j.is_object()) {
+      v.kind = Json::Kind::kObject;
+      for (const auto& [key, member] : j.items()) v.object.emplace(key, convert(member));
     }
     return v;
-  }
-
-  std::string_view s_;
-  size_t i_ = 0;
-};
+  };
+  return convert(parsed);
+}
 
 Json ParseJson(const std::string& text) {
-  std::optional<Json> v = JsonReader(text).Read();
+  std::optional<Json> v = ReadJson(text);
   EXPECT_TRUE(v.has_value()) << "not valid JSON: " << text;
   return v.value_or(Json{});
 }
@@ -303,7 +174,7 @@ class FakeAlertmanager {
       r.status = 200;
       res.status = 200;
     }
-    r.alerts = JsonReader(r.body).Read().value_or(Json{});
+    r.alerts = ReadJson(r.body).value_or(Json{});
     answered_.push_back(std::move(r));
     cv_.notify_all();
   }
@@ -489,36 +360,6 @@ TEST(AlertmanagerValidateTest, RejectsBadSettings) {
   EXPECT_THAT(message(o), HasSubstr("queue capacity"));
 }
 
-// ---- encoding ----------------------------------------------------------------------------
-
-TEST(AlertmanagerJsonTest, QuoteEscapesAndKeepsUtf8Valid) {
-  EXPECT_EQ(JsonQuote(""), "\"\"");
-  EXPECT_EQ(JsonQuote("plain text"), "\"plain text\"");
-  EXPECT_EQ(JsonQuote("a\"b\\c/d"), "\"a\\\"b\\\\c/d\"");
-  EXPECT_EQ(JsonQuote("\n\r\t\b\f"), "\"\\n\\r\\t\\b\\f\"");
-  EXPECT_EQ(JsonQuote(std::string("\x01\x1f\x7f", 3)), "\"\\u0001\\u001f\x7f\"");
-  EXPECT_EQ(JsonQuote(std::string("nul\0x", 5)), "\"nul\\u0000x\"");
-  EXPECT_EQ(JsonQuote("Grüße, 名前, 🚀"), "\"Grüße, 名前, 🚀\"");
-  // Invalid UTF-8: a stray continuation byte, a truncated sequence, an overlong '/',
-  // a UTF-16 surrogate, and a code point above U+10FFFF.
-  EXPECT_EQ(JsonQuote("a\x80z"), "\"a\\ufffdz\"");
-  EXPECT_EQ(JsonQuote("\xe2\x82"), "\"\\ufffd\\ufffd\"");
-  EXPECT_EQ(JsonQuote("\xc0\xaf"), "\"\\ufffd\\ufffd\"");
-  EXPECT_EQ(JsonQuote("\xed\xa0\x80"), "\"\\ufffd\\ufffd\\ufffd\"");
-  EXPECT_EQ(JsonQuote("\xf4\x90\x80\x80"), "\"\\ufffd\\ufffd\\ufffd\\ufffd\"");
-
-  // Whatever goes in, a JSON parser reads back the same (valid) text.
-  const std::string tricky = "q\"uo\\te\n\x01 ünï 🚀 </script>";
-  Json v = ParseJson(JsonQuote(tricky));
-  EXPECT_EQ(v.kind, Json::Kind::kString);
-  EXPECT_EQ(v.string, tricky);
-}
-
-TEST(AlertmanagerJsonTest, Rfc3339InUtcWithMilliseconds) {
-  EXPECT_EQ(FormatRfc3339(absl::FromUnixMillis(1714564800123)), "2024-05-01T12:00:00.123Z");
-  EXPECT_EQ(FormatRfc3339(absl::FromUnixSeconds(0)), "1970-01-01T00:00:00.000Z");
-}
-
 // ---- sending -----------------------------------------------------------------------------
 
 const std::regex kRfc3339(R"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)");
@@ -558,6 +399,29 @@ TEST(AlertmanagerClientTest, FiredAlertArrivesPromptlyAsAlertmanagerJson) {
   EXPECT_FALSE(a.has("endsAt"));
   ASSERT_TRUE(a.has("generatorURL"));
   EXPECT_EQ(a["generatorURL"].string, "");
+}
+
+// Labels and annotations carry cgroup and process names, which are any bytes: the body is
+// valid JSON whatever they hold, every valid character arrives as it was, and bytes that are
+// not UTF-8 arrive as U+FFFD.
+TEST(AlertmanagerClientTest, AnyBytesArriveAsValidJson) {
+  FakeAlertmanager am;
+  AlertmanagerClient client(TestOptions({am.url()}));
+  PageAlert alert = OomAlert("st\x80" "age");
+  const std::string tricky = "q\"uo\\te\n\r\t\b\f\x01\x1f\x7f \u00fcn\u00ef \u540d \U0001F680 </script>";
+  alert.annotations["summary"] = tricky;
+  alert.annotations["description"] = std::string("nul\0x|\xe2\x82|\xc0\xaf|\xed\xa0\x80|", 16);
+  client.Fire(alert);
+  ASSERT_TRUE(am.WaitForAnswered(1));
+  const Json body = ParseJson(am.requests().at(0).body);
+  ASSERT_EQ(body.array.size(), 1u);
+  const Json& a = body.array[0];
+  EXPECT_EQ(a["annotations"]["summary"].string, tricky);
+  EXPECT_EQ(a["labels"]["pipeline_stage"].string, "st\xef\xbf\xbd" "age");
+  const std::string description = a["annotations"]["description"].string;
+  EXPECT_EQ(description.substr(0, 6), std::string("nul\0x|", 6));
+  EXPECT_THAT(description, HasSubstr("|\xef\xbf\xbd"));
+  EXPECT_THAT(description, Not(HasSubstr("\xc0"))) << "no byte that is not UTF-8 is sent";
 }
 
 TEST(AlertmanagerClientTest, UnsetStartsAtMeansNow) {

@@ -61,10 +61,11 @@ TEST(SampleWindowTest, RejectsStaleAndNonFiniteSamples) {
 }
 
 TEST(FormatTest, BytesAndDurationsReadLikeAnAlert) {
-  EXPECT_EQ(FormatBytes(420 * kMiB), "420 MiB");
-  EXPECT_EQ(FormatBytes(2 * kGiB), "2.0 GiB");
+  // The one byte format of units.h, as the runs' reports print it.
+  EXPECT_EQ(FormatBytes(420 * kMiB), "420.0 MiB");
+  EXPECT_EQ(FormatBytes(2 * kGiB), "2.00 GiB");
   EXPECT_EQ(FormatBytes(512), "512 B");
-  EXPECT_EQ(FormatBytes(-3 * kMiB), "-3.0 MiB");
+  EXPECT_EQ(FormatBytes(-3 * kMiB), "-3.00 MiB");
   EXPECT_EQ(FormatRoundedDuration(absl::Seconds(580.4)), "9m40s");
 }
 
@@ -206,7 +207,7 @@ TEST(LimitEtaTest, FiresWhenNearAndClearsWithHysteresis) {
   double usage = 6 * kGiB;
   for (int i = 0; i < 60; ++i) eta.Update(S(i, usage += 5 * kMiB), limit);  // ~ 5 min left
   ASSERT_TRUE(eta.state().active);
-  EXPECT_NE(eta.state().summary.find("of 8.0 GiB limit"), std::string::npos) << eta.state().summary;
+  EXPECT_NE(eta.state().summary.find("of 8.00 GiB limit"), std::string::npos) << eta.state().summary;
   EXPECT_NE(eta.state().summary.find("limit reached in about"), std::string::npos);
   // The growth stops: no ETA, cleared once the hold has passed.
   int cleared_at = -1;

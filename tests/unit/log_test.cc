@@ -58,6 +58,17 @@ TEST(LogFormatTest, JsonEscaping) {
             "\"ctl\":\"x\\u0001y\\n\\t\\r\\u0000\",\"empty\":\"\"}");
 }
 
+// A cgroup or process name is any bytes: the line stays valid JSON (and valid UTF-8 for a
+// logfmt reader), with U+FFFD for the bytes that are not UTF-8.
+TEST(LogFormatTest, InvalidUtf8BecomesReplacementCharacter) {
+  EXPECT_EQ(FormatLogLine(LogFormat::kJson, kTs, LogLevel::kInfo, "m",
+                          {{"cgroup", "tr\xff" "ain/\xc3\xa9t\xc3\xa9"}}),
+            "{\"ts\":\"2026-11-29T19:42:13.123Z\",\"level\":\"info\",\"msg\":\"m\","
+            "\"cgroup\":\"tr\xef\xbf\xbd" "ain/\xc3\xa9t\xc3\xa9\"}");
+  EXPECT_EQ(FormatLogLine(LogFormat::kLogfmt, kTs, LogLevel::kInfo, "m\xff", {}),
+            "ts=2026-11-29T19:42:13.123Z level=info msg=\"m\xef\xbf\xbd\"");
+}
+
 TEST(LogFieldTest, RendersValues) {
   EXPECT_EQ(LogField("x", 0.123456789).value, "0.123457");
   EXPECT_EQ(LogField("x", 1e20).value, "1e+20");

@@ -11,9 +11,9 @@
 #include "nlohmann/json.hpp"
 #include "runs/ledger.h"
 #include "runs/runs_source.h"
-#include "runs/units.h"
 #include "runs_cli_runner.h"
 #include "runs_test_util.h"
+#include "units.h"
 
 namespace stagewatch {
 namespace {

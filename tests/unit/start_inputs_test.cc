@@ -1,4 +1,4 @@
-// Inputs checked before the agent starts: URLs (one parser for check-config and start),
+// Inputs checked before the agent starts (the Alertmanager URL: alertmanager_url_test.cc):
 // files that must be regular and small, capability names.
 #include <sys/stat.h>
 #include <unistd.h>
@@ -7,47 +7,12 @@
 #include "capabilities.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "http_url.h"
 
 namespace stagewatch {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-TEST(HttpUrlTest, ParsesWhatTheClientUses) {
-  absl::StatusOr<HttpUrl> url = ParseHttpUrl("https://[::1]:9093/am/", "alertmanager URL");
-  ASSERT_TRUE(url.ok()) << url.status();
-  EXPECT_EQ(url->host, "::1");
-  EXPECT_EQ(url->port, 9093);
-  EXPECT_EQ(url->prefix, "/am");
-  EXPECT_EQ(url->display, "https://[::1]:9093/am");
-  EXPECT_EQ(ParseHttpUrl("http://am", "u")->port, 80);
-}
-
-TEST(HttpUrlTest, RefusesBrokenUrlsWithoutQuotingSecrets) {
-  for (const auto& [raw, why] : std::vector<std::pair<std::string, std::string>>{
-           {"http://", "no host"},
-           {"https://[::1", "unterminated IPv6"},
-           {"https://[::g]:1", "is not an IPv6 address"},
-           {"http://a b", "spaces"},
-           {"http://am:9093/a b", "spaces"},
-           {"http://am:9093/%zz", "percent-encode"},
-           {"http://-am", "not a valid host"},
-           {"http://a..b", "not a valid host"},
-           {"ftp://am", "scheme \"ftp\""}}) {
-    absl::StatusOr<HttpUrl> url = ParseHttpUrl(raw, "alertmanager URL");
-    ASSERT_FALSE(url.ok()) << raw;
-    EXPECT_THAT(std::string(url.status().message()), HasSubstr(why)) << raw;
-  }
-  absl::StatusOr<HttpUrl> url = ParseHttpUrl("http://user:hunter2@am:9093", "alertmanager URL");
-  ASSERT_FALSE(url.ok());
-  EXPECT_EQ(url.status().message(), "alertmanager URL \"http://***@am:9093\": credentials in the "
-                                    "URL are not supported; use alerting.basic_auth (with "
-                                    "password_file) or bearer_token");
-  EXPECT_EQ(RedactUrl("http://u:p@h/x@y"), "http://***@h/x@y");
-  EXPECT_EQ(RedactUrl("http://h/x@y"), "http://h/x@y");
-}
 
 TEST(BoundedFileTest, RefusesWhatIsNotASmallRegularFile) {
   char dir[] = "/tmp/stagewatch-bounded-XXXXXX";

@@ -1,4 +1,4 @@
-#include "runs/units.h"
+#include "units.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -11,7 +11,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
 
-TEST(RunsUnitsTest, SizesArePowersOf1024) {
+TEST(UnitsTest, SizesArePowersOf1024) {
   EXPECT_EQ(*ParseSize("400M", "--memory-max"), 400ull << 20);
   EXPECT_EQ(*ParseSize("2G", "--memory-max"), 2ull << 30);
   EXPECT_EQ(*ParseSize("1.5g", "--memory-max"), 3ull << 29);
@@ -25,7 +25,7 @@ TEST(RunsUnitsTest, SizesArePowersOf1024) {
   EXPECT_THAT(ParseSize("0", "--memory-high").status().message(), HasSubstr("above 0"));
 }
 
-TEST(RunsUnitsTest, CoresAndSince) {
+TEST(UnitsTest, CoresAndSince) {
   EXPECT_DOUBLE_EQ(*ParseCores("0.2", "--cpu-max"), 0.2);
   EXPECT_DOUBLE_EQ(*ParseCores("2", "--cpu-max"), 2);
   EXPECT_FALSE(ParseCores("0", "--cpu-max").ok());
@@ -36,19 +36,25 @@ TEST(RunsUnitsTest, CoresAndSince) {
   EXPECT_THAT(ParseSince("yesterday").status().message(), HasSubstr("e.g. 30m, 24h or 7d"));
 }
 
-TEST(RunsUnitsTest, FormatsAndParsesTimesAndSizes) {
+TEST(UnitsTest, FormatsAndParsesTimesAndSizes) {
   const absl::Time t = absl::FromUnixMillis(1'796'111'112'345);
   EXPECT_EQ(FormatRfc3339(t), "2026-12-01T07:45:12.345Z");
+  EXPECT_EQ(FormatRfc3339(absl::FromUnixMillis(1714564800123)), "2024-05-01T12:00:00.123Z");
+  EXPECT_EQ(FormatRfc3339(absl::FromUnixSeconds(0)), "1970-01-01T00:00:00.000Z");  // fixed width
   EXPECT_EQ(*ParseRfc3339("2026-12-01T07:45:12.345Z"), t);
   EXPECT_EQ(*ParseRfc3339("2026-12-01T08:45:12.345+01:00"), t);
   EXPECT_EQ(FormatBytes(512), "512 B");
   EXPECT_EQ(FormatBytes(200 << 20), "200.0 MiB");
   EXPECT_EQ(FormatBytes(3ull << 29), "1.50 GiB");
+  EXPECT_EQ(FormatBytes(2.0 * (1 << 30)), "2.00 GiB");
+  EXPECT_EQ(FormatBytes(-3.0 * (1 << 20)), "-3.00 MiB");  // a shrinking series' growth
+  EXPECT_EQ(FormatBytes(5ull << 40), "5.00 TiB");
+  EXPECT_EQ(FormatBytes(2048ull << 40), "2048.0 TiB");  // TiB is the largest unit
   EXPECT_EQ(FormatSeconds(12.34), "12.3 s");
   EXPECT_EQ(FormatSeconds(125), "2m05s");
 }
 
-TEST(RunsUnitsTest, GeneratedRunIdsSortByTimeAndPassTheCheck) {
+TEST(UnitsTest, GeneratedRunIdsSortByTimeAndPassTheCheck) {
   const absl::Time t = absl::FromUnixSeconds(1'796'111'112);
   const std::string a = NewRunId(t);
   EXPECT_THAT(a, MatchesRegex("20261201T074512Z-[0-9a-f]{4}"));

@@ -1,8 +1,9 @@
-#include "runs/units.h"
+#include "units.h"
 
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <iterator>
 #include <string>
 
 #include "absl/status/status.h"
@@ -81,16 +82,19 @@ absl::StatusOr<absl::Duration> ParseSince(std::string_view text) {
   return d;
 }
 
-std::string FormatBytes(uint64_t bytes) {
-  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB"};
-  if (bytes < 1024) return absl::StrFormat("%d B", bytes);
-  double value = static_cast<double>(bytes) / 1024;
-  int unit = 0;
-  while (value >= 1024 && unit < 3) {
+std::string FormatBytes(double bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  const char* sign = bytes < 0 ? "-" : "";
+  double value = std::fabs(bytes);
+  size_t unit = 0;
+  while (value >= 1024 && unit + 1 < std::size(kUnits)) {
     value /= 1024;
     ++unit;
   }
-  return absl::StrFormat(value < 10 ? "%.2f %s" : "%.1f %s", value, kUnits[unit]);
+  // Literal formats: absl checks them at compile time.
+  if (unit == 0) return absl::StrFormat("%s%.0f B", sign, value);
+  if (value < 10) return absl::StrFormat("%s%.2f %s", sign, value, kUnits[unit]);
+  return absl::StrFormat("%s%.1f %s", sign, value, kUnits[unit]);
 }
 
 std::string FormatSeconds(double seconds) {

@@ -1,4 +1,6 @@
-// Sizes and CPU amounts as users write them on the command line, and back as people read them.
+// Sizes, CPU amounts and times as users write them, and back as people read them: one format
+// for each, wherever the agent prints one (runs, verdicts, advice, detector summaries, pages,
+// logs, alerts).
 #pragma once
 
 #include <cstdint>
@@ -20,8 +22,10 @@ absl::StatusOr<double> ParseCores(std::string_view text, std::string_view flag);
 // "24h", "30m", "7d": absl durations plus whole days, not negative.
 absl::StatusOr<absl::Duration> ParseSince(std::string_view text);
 
-// "200.0 MiB", "1.50 GiB", "512 B".
-std::string FormatBytes(uint64_t bytes);
+// "512 B", "200.0 MiB", "1.50 GiB", "-3.00 MiB": binary units, as memory limits are set, with
+// at least three significant digits (a peak beside its limit, an advised limit, must not round
+// to the same figure).
+std::string FormatBytes(double bytes);
 
 // "12.3 s", "2m05s", "1h02m".
 std::string FormatSeconds(double seconds);

@@ -24,6 +24,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/time/time.h"
 #include "cgroup/layout.h"
+#include "cgroup/open_cgroup_files.h"
 #include "sampler/sample_snapshot.h"
 #include "runs/run_cgroup_files.h"
 #include "runs/run_facts.h"
@@ -82,7 +83,7 @@ class DiscoveredSampler {
   void RefreshSnapshot();
 
   const DiscoveredSamplerOptions options_;
-  OpenFileBudget open_files_;
+  OpenCgroupFiles open_files_;  // every run's; before runs_, whose files it holds
   std::map<std::string, Sampled> runs_;
   std::deque<std::string> turn_;  // round-robin order of run ids
   double credit_ = 0;             // reads (and points) that may be made now

@@ -69,7 +69,9 @@ absl::StatusOr<std::string> RunCgroupFiles::FileText(const std::string& path, bo
   File& f = files_.try_emplace(path, open_files_, path).first->second;
   // Not looked for again once the window is past.
   if (!f.gone && !f.file.is_open() && now - f.first_miss >= kOpenWindow) f.gone = true;
-  if (f.gone) return absl::NotFoundError(absl::StrCat(path, ": given up on"));
+  // Not NotFound: a reader explains a missing file by looking at its directory (cgroup/psi),
+  // a lookup that giving up is there to save.
+  if (f.gone) return absl::FailedPreconditionError(absl::StrCat(path, ": no longer looked for"));
   OpenCgroupFiles::File::Failure failure;
   absl::StatusOr<std::string> text = f.file.Read(keep, &failure);
   if (text.ok() || !failure.at_open) {

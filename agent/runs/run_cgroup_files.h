@@ -99,7 +99,7 @@ class RunCgroupFiles {
   };
   class Reading;
 
-  // The file at `path` (as a reader names it), or why not: NotFound once given up on.
+  // The file at `path` (as a reader names it), or why not: FailedPrecondition once given up on.
   absl::StatusOr<std::string> FileText(const std::string& path, bool keep, absl::Time now);
   RunLimits ReadLimits(Reading& reading);
   std::optional<uint64_t> ReadMemoryMax(Reading& reading);

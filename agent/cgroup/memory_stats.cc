@@ -285,7 +285,9 @@ absl::StatusOr<std::optional<uint64_t>> ReadMemoryFailcnt(const CgroupLayout& la
                                                           CgroupFileRead read) {
   absl::StatusOr<std::string> dir = MemoryDir(layout, cgroup_path);
   if (!dir.ok()) return dir.status();
-  if (layout.key != CGROUP_KEY_DEFAULT) return ReadIn(read, *dir, "memory.failcnt", ParseMemoryValue);
+  if (layout.key != CGROUP_KEY_DEFAULT) {
+    return ReadIn(read, *dir, "memory.failcnt", ParseMemoryValue);
+  }
   absl::StatusOr<std::map<std::string, uint64_t>> events = EventsIn(read, *dir);
   if (!events.ok()) return events.status();
   auto max = events->find("max");  // v2 counts the hits of memory.max among its events

@@ -94,7 +94,8 @@ std::string Bracketed(const std::string& text, size_t open) {
 // or a process's cgroup file, as a string literal of a source names it.
 bool NamesCgroupfs(const std::string& literal) {
   static const std::regex kFile(
-      R"re((^|/)(memory|memsw|cpu|cpuacct|cpuset|io|pids|hugetlb|rdma|misc|irq|cgroup)\.[a-z_.]+$)re");
+      R"re((^|/)(memory|memsw|cpu|cpuacct|cpuset|io|pids|hugetlb|rdma|misc|irq|cgroup))re"
+      R"re(\.[a-z_.]+$)re");
   static const std::regex kMount(R"re(/sys/fs/cgroup|^/proc/.*/?cgroup$|/cgroup$)re");
   return std::regex_search(literal, kFile) || std::regex_search(literal, kMount);
 }
@@ -121,7 +122,10 @@ std::vector<std::string> Scan(const std::string& name, const std::string& source
   // Calls that open, read, make or remove a file or directory; an fstream's argument follows
   // its variable's name (std::ifstream in(path)) or the type (std::ifstream{path}).
   static const std::regex kCall(
-      R"re(\b(open|openat|open64|creat|fopen|freopen|opendir|mkdir|mkdirat|rmdir|unlink|stat|lstat|statx|access|truncate|ReadCgroupFile|ReadProcFile|ReadSmallFile|ReadFile|ReadFileToString)\s*\(|\b(?:std::)?[io]?fstream\b\s*(?:[A-Za-z_]\w*\s*)?[({])re");
+      R"re(\b(open|openat|open64|creat|fopen|freopen|opendir|mkdir|mkdirat|rmdir|unlink|)re"
+      R"re(stat|lstat|statx|access|truncate|ReadCgroupFile|ReadProcFile|ReadSmallFile|)re"
+      R"re(ReadFile|ReadFileToString)\s*\(|)re"
+      R"re(\b(?:std::)?[io]?fstream\b\s*(?:[A-Za-z_]\w*\s*)?[({])re");
   static const std::regex kCgroupish(
       R"re(cgroup|key_root|layout|memory|cpu|procs|/sys/fs|\bdir\(\)|\broot\b)re",
       std::regex::icase);

@@ -31,9 +31,19 @@ absl::StatusOr<uint64_t> UsecToNs(uint64_t usec, std::string_view key, std::stri
   return usec * 1000;
 }
 
-absl::StatusOr<std::string> ReadIn(CgroupFileRead read, const std::string& dir,
-                                   std::string_view name) {
-  return read(absl::StrCat(dir, "/", ToAbsl(name)));
+// cpu.stat of the cgroup directory `dir`, v2's or v1's (the cpu hierarchy's).
+absl::StatusOr<CpuCgroupStats> CpuStatIn(CgroupFileRead read, const std::string& dir, bool v2) {
+  const std::string file = absl::StrCat(dir, "/cpu.stat");
+  absl::StatusOr<std::string> contents = read(file);
+  if (!contents.ok()) return contents.status();
+  return v2 ? ParseCpuStatV2(*contents, file) : ParseCpuStatV1(*contents, file);
+}
+
+absl::StatusOr<uint64_t> CpuacctUsageIn(CgroupFileRead read, const std::string& dir) {
+  const std::string file = absl::StrCat(dir, "/cpuacct.usage");
+  absl::StatusOr<std::string> contents = read(file);
+  if (!contents.ok()) return contents.status();
+  return ParseCpuacctUsage(*contents, file);
 }
 
 }  // namespace
@@ -105,9 +115,7 @@ absl::StatusOr<CpuCgroupStats> ReadCpuStats(const CgroupLayout& layout,
   if (layout.key == CGROUP_KEY_DEFAULT) {
     const std::string dir = ControllerDir(layout, "cpu", cgroup_path);
     if (dir.empty()) return absl::NotFoundError("no cgroup2 hierarchy is mounted to read cpu.stat");
-    absl::StatusOr<std::string> contents = ReadIn(read, dir, "cpu.stat");
-    if (!contents.ok()) return contents.status();
-    return ParseCpuStatV2(*contents, absl::StrCat(dir, "/cpu.stat"));
+    return CpuStatIn(read, dir, true);
   }
 
   const std::string cpu_dir = ControllerDir(layout, "cpu", cgroup_path);
@@ -117,22 +125,31 @@ absl::StatusOr<CpuCgroupStats> ReadCpuStats(const CgroupLayout& layout,
   }
   CpuCgroupStats stats;
   if (!cpu_dir.empty()) {
-    absl::StatusOr<std::string> contents = ReadIn(read, cpu_dir, "cpu.stat");
-    if (!contents.ok()) return contents.status();
-    absl::StatusOr<CpuCgroupStats> throttling =
-        ParseCpuStatV1(*contents, absl::StrCat(cpu_dir, "/cpu.stat"));
+    absl::StatusOr<CpuCgroupStats> throttling = CpuStatIn(read, cpu_dir, false);
     if (!throttling.ok()) return throttling.status();
     stats = *throttling;
   }
   if (!cpuacct_dir.empty()) {
-    absl::StatusOr<std::string> contents = ReadIn(read, cpuacct_dir, "cpuacct.usage");
-    if (!contents.ok()) return contents.status();
-    absl::StatusOr<uint64_t> usage =
-        ParseCpuacctUsage(*contents, absl::StrCat(cpuacct_dir, "/cpuacct.usage"));
+    absl::StatusOr<uint64_t> usage = CpuacctUsageIn(read, cpuacct_dir);
     if (!usage.ok()) return usage.status();
     stats.usage_ns = *usage;
   }
   return stats;
+}
+
+absl::StatusOr<CpuCgroupStats> ReadCpuStat(const CgroupLayout& layout,
+                                           std::string_view cgroup_path, CgroupFileRead read) {
+  const std::string dir = ControllerDir(layout, "cpu", cgroup_path);
+  if (dir.empty()) return absl::NotFoundError("no cpu hierarchy is mounted to read cpu.stat");
+  return CpuStatIn(read, dir, layout.key == CGROUP_KEY_DEFAULT);
+}
+
+absl::StatusOr<uint64_t> ReadCpuacctUsage(const CgroupLayout& layout,
+                                          std::string_view cgroup_path, CgroupFileRead read) {
+  const std::string dir =
+      layout.key == CGROUP_KEY_DEFAULT ? "" : ControllerDir(layout, "cpuacct", cgroup_path);
+  if (dir.empty()) return absl::NotFoundError("no v1 cpuacct hierarchy is mounted");
+  return CpuacctUsageIn(read, dir);
 }
 
 }  // namespace stagewatch

@@ -18,6 +18,7 @@ struct CpuCgroupStats {
   std::optional<uint64_t> nr_periods;
   std::optional<uint64_t> nr_throttled;
   std::optional<uint64_t> throttled_ns;
+  bool operator==(const CpuCgroupStats&) const = default;
 };
 
 // v1 cpu.stat: nr_periods, nr_throttled, throttled_time (ns). usage_ns stays nullopt.
@@ -37,5 +38,16 @@ absl::StatusOr<CpuCgroupStats> ParseCpuStatV2(std::string_view contents, std::st
 absl::StatusOr<CpuCgroupStats> ReadCpuStats(const CgroupLayout& layout,
                                             std::string_view cgroup_path,
                                             CgroupFileRead read = ReadCgroupFile);
+
+// Each of its two files alone, for a reader that reads them at different rates (a run's,
+// runs/run_cgroup_files.h); NotFound when missing. cpu.stat: v2's (usage and throttling), or
+// the v1 cpu hierarchy's (throttling only).
+absl::StatusOr<CpuCgroupStats> ReadCpuStat(const CgroupLayout& layout,
+                                           std::string_view cgroup_path,
+                                           CgroupFileRead read = ReadCgroupFile);
+// v1 cpuacct.usage, in nanoseconds; NotFound on cgroup2, whose cpu.stat holds the usage.
+absl::StatusOr<uint64_t> ReadCpuacctUsage(const CgroupLayout& layout,
+                                          std::string_view cgroup_path,
+                                          CgroupFileRead read = ReadCgroupFile);
 
 }  // namespace stagewatch

@@ -1,5 +1,6 @@
 #include "cgroup/layout.h"
 
+#include <algorithm>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -7,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "cgroup/cgroup_control.h"
 #include "string_util.h"
 
 namespace stagewatch {
@@ -70,15 +72,6 @@ std::optional<CgroupMount> ParseCgroupMountLine(std::string_view line) {
   return mount;
 }
 
-bool ControllersListMemory(const std::string& path) {
-  std::ifstream in(path);
-  std::string word;
-  while (in >> word) {
-    if (word == "memory") return true;
-  }
-  return false;
-}
-
 bool HasController(const CgroupMount& mount, std::string_view controller) {
   for (const std::string& c : mount.controllers) {
     if (c == controller) return true;
@@ -131,8 +124,9 @@ absl::StatusOr<CgroupLayout> DetectCgroupLayout(std::string_view mountinfo_text,
   }
   layout.mode = !has_v2 ? CgroupMode::kV1 : v1_controllers ? CgroupMode::kHybrid : CgroupMode::kV2;
   if (has_v2) {
-    layout.v2_has_memory = ControllersListMemory(
-        absl::StrCat(ToAbsl(fs_prefix), layout.v2_root, "/cgroup.controllers"));
+    const std::vector<std::string> offered =
+        AvailableControllers(absl::StrCat(ToAbsl(fs_prefix), layout.v2_root));
+    layout.v2_has_memory = std::find(offered.begin(), offered.end(), "memory") != offered.end();
   }
 
   // Key on the hierarchy where the memory controller tracks tasks: OOM kills and memory
@@ -164,6 +158,10 @@ std::string ControllerDir(const CgroupLayout& layout, std::string_view controlle
   }
   if (root.empty()) return "";
   return cgroup_path == "/" ? root : absl::StrCat(root, ToAbsl(cgroup_path));
+}
+
+std::string KeyedDir(const CgroupLayout& layout, std::string_view cgroup_path) {
+  return absl::StrCat(layout.key_root, ToAbsl(cgroup_path));
 }
 
 absl::StatusOr<CgroupLayout> DetectHostCgroupLayout() {

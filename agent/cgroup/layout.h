@@ -38,6 +38,9 @@ absl::StatusOr<CgroupLayout> DetectCgroupLayout(std::string_view mountinfo_text,
 std::string ControllerDir(const CgroupLayout& layout, std::string_view controller,
                           std::string_view cgroup_path);
 
+// The directory of the cgroup at `cgroup_path` in the keyed hierarchy.
+std::string KeyedDir(const CgroupLayout& layout, std::string_view cgroup_path);
+
 // Reads /proc/self/mountinfo and detects the running host's layout.
 absl::StatusOr<CgroupLayout> DetectHostCgroupLayout();
 

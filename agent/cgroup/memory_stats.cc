@@ -9,6 +9,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "cgroup/cgroup_tree.h"
+#include "cgroup/limit_files.h"
 #include "string_util.h"
 
 namespace stagewatch {
@@ -17,35 +18,62 @@ namespace {
 // v1 shows "no limit" as PAGE_COUNTER_MAX pages in bytes, which is never below 2^62.
 constexpr uint64_t kV1Unlimited = uint64_t{1} << 62;
 
+// A figure's file in each version.
+struct MemoryFile {
+  const char* v1;
+  const char* v2;
+  const char* Of(bool v2_file) const { return v2_file ? v2 : v1; }
+};
+constexpr MemoryFile kUsageFile{"memory.usage_in_bytes", "memory.current"};
+constexpr MemoryFile kPeakFile{"memory.max_usage_in_bytes", "memory.peak"};
+constexpr MemoryFile kMaxFile{kV1LimitFiles.memory_max, kV2LimitFiles.memory_max};
+constexpr MemoryFile kSoftLimitFile{kV1LimitFiles.memory_high, kV2LimitFiles.memory_high};
+
 std::string Path(std::string_view dir, std::string_view name) {
   return absl::StrCat(ToAbsl(dir), "/", ToAbsl(name));
 }
 
-// The contents of dir/name, nullopt when the file does not exist.
-absl::StatusOr<std::optional<std::string>> ReadOptional(CgroupFileRead read, std::string_view dir,
-                                                        std::string_view name) {
-  absl::StatusOr<std::string> contents = read(Path(dir, name));
-  if (absl::IsNotFound(contents.status())) return std::nullopt;
+// dir/name read and parsed; the read's error (NotFound when missing) or the parser's.
+template <typename Parser>
+auto ReadIn(CgroupFileRead read, std::string_view dir, std::string_view name, Parser parse)
+    -> decltype(parse(std::string_view(), std::string_view())) {
+  const std::string file = Path(dir, name);
+  absl::StatusOr<std::string> contents = read(file);
   if (!contents.ok()) return contents.status();
-  return std::move(*contents);
+  return parse(*contents, file);
 }
 
-// Reads and parses dir/name into `out` when the file exists; leaves `out` alone otherwise.
-template <typename T, typename Parser>
-absl::Status ReadOptionalInto(CgroupFileRead read, std::string_view dir, std::string_view name, Parser parse, T& out) {
-  absl::StatusOr<std::optional<std::string>> contents = ReadOptional(read, dir, name);
-  if (!contents.ok()) return contents.status();
-  if (!contents->has_value()) return absl::OkStatus();
-  auto parsed = parse(**contents, Path(dir, name));
-  if (!parsed.ok()) return parsed.status();
-  out = std::move(*parsed);
+// Sets `out` from a figure whose file may be missing: NotFound leaves `out` alone.
+template <typename T, typename Out>
+absl::Status SetIfPresent(absl::StatusOr<T> value, Out& out) {
+  if (absl::IsNotFound(value.status())) return absl::OkStatus();
+  if (!value.ok()) return value.status();
+  out = std::move(*value);
   return absl::OkStatus();
 }
 
-absl::StatusOr<uint64_t> ReadRequiredValue(CgroupFileRead read, std::string_view dir, std::string_view name) {
-  absl::StatusOr<std::string> contents = read(Path(dir, name));
-  if (!contents.ok()) return contents.status();
-  return ParseMemoryValue(*contents, Path(dir, name));
+// The figures, each from its one file, of the cgroup directory `dir`.
+absl::StatusOr<uint64_t> UsageIn(CgroupFileRead read, std::string_view dir, bool v2) {
+  return ReadIn(read, dir, kUsageFile.Of(v2), ParseMemoryValue);
+}
+
+absl::StatusOr<std::optional<uint64_t>> MaxIn(CgroupFileRead read, std::string_view dir,
+                                              bool v2) {
+  return ReadIn(read, dir, kMaxFile.Of(v2), v2 ? ParseMemoryLimitV2 : ParseMemoryLimitV1);
+}
+
+absl::StatusOr<std::optional<uint64_t>> SoftLimitIn(CgroupFileRead read, std::string_view dir,
+                                                    bool v2) {
+  return ReadIn(read, dir, kSoftLimitFile.Of(v2), v2 ? ParseMemoryLimitV2 : ParseMemoryLimitV1);
+}
+
+absl::StatusOr<uint64_t> PeakIn(CgroupFileRead read, std::string_view dir, bool v2) {
+  return ReadIn(read, dir, kPeakFile.Of(v2), ParseMemoryValue);
+}
+
+absl::StatusOr<std::map<std::string, uint64_t>> EventsIn(CgroupFileRead read,
+                                                         std::string_view dir) {
+  return ReadIn(read, dir, "memory.events", ParseMemoryKeyedFile);
 }
 
 absl::Status ReadMemoryStat(CgroupFileRead read, std::string_view dir, MemoryCgroupStats& stats) {
@@ -66,7 +94,7 @@ void FinishWorkingSet(MemoryCgroupStats& stats) {
 
 absl::StatusOr<MemoryCgroupStats> ReadV1(CgroupFileRead read, const std::string& dir) {
   MemoryCgroupStats stats;
-  absl::StatusOr<uint64_t> usage = ReadRequiredValue(read, dir, "memory.usage_in_bytes");
+  absl::StatusOr<uint64_t> usage = UsageIn(read, dir, false);
   if (!usage.ok()) return usage.status();
   stats.usage_bytes = *usage;
 
@@ -74,11 +102,11 @@ absl::StatusOr<MemoryCgroupStats> ReadV1(CgroupFileRead read, const std::string&
   std::optional<uint64_t> failcnt;
   std::optional<std::map<std::string, uint64_t>> oom_control;
   for (absl::Status status :
-       {ReadOptionalInto(read, dir, "memory.limit_in_bytes", ParseMemoryLimitV1, stats.limit_bytes),
-        ReadOptionalInto(read, dir, "memory.max_usage_in_bytes", ParseMemoryValue, stats.peak_bytes),
-        ReadOptionalInto(read, dir, "memory.memsw.usage_in_bytes", ParseMemoryValue, memsw),
-        ReadOptionalInto(read, dir, "memory.failcnt", ParseMemoryValue, failcnt),
-        ReadOptionalInto(read, dir, "memory.oom_control", ParseMemoryKeyedFile, oom_control),
+       {SetIfPresent(MaxIn(read, dir, false), stats.limit_bytes),
+        SetIfPresent(PeakIn(read, dir, false), stats.peak_bytes),
+        SetIfPresent(ReadIn(read, dir, "memory.memsw.usage_in_bytes", ParseMemoryValue), memsw),
+        SetIfPresent(ReadIn(read, dir, "memory.failcnt", ParseMemoryValue), failcnt),
+        SetIfPresent(ReadIn(read, dir, "memory.oom_control", ParseMemoryKeyedFile), oom_control),
         ReadMemoryStat(read, dir, stats)}) {
     if (!status.ok()) return status;
   }
@@ -97,7 +125,7 @@ absl::StatusOr<MemoryCgroupStats> ReadV1(CgroupFileRead read, const std::string&
 
 absl::StatusOr<MemoryCgroupStats> ReadV2(CgroupFileRead read, const std::string& dir) {
   MemoryCgroupStats stats;
-  absl::StatusOr<uint64_t> usage = ReadRequiredValue(read, dir, "memory.current");
+  absl::StatusOr<uint64_t> usage = UsageIn(read, dir, true);
   if (absl::IsNotFound(usage.status())) {
     return absl::NotFoundError(
         absl::StrCat(usage.status().message(),
@@ -107,16 +135,23 @@ absl::StatusOr<MemoryCgroupStats> ReadV2(CgroupFileRead read, const std::string&
   stats.usage_bytes = *usage;
 
   for (absl::Status status :
-       {ReadOptionalInto(read, dir, "memory.max", ParseMemoryLimitV2, stats.limit_bytes),
-        ReadOptionalInto(read, dir, "memory.high", ParseMemoryLimitV2, stats.high_bytes),
-        ReadOptionalInto(read, dir, "memory.swap.current", ParseMemoryValue, stats.swap_bytes),
-        ReadOptionalInto(read, dir, "memory.peak", ParseMemoryValue, stats.peak_bytes),
-        ReadOptionalInto(read, dir, "memory.events", ParseMemoryKeyedFile, stats.events),
+       {SetIfPresent(MaxIn(read, dir, true), stats.limit_bytes),
+        SetIfPresent(SoftLimitIn(read, dir, true), stats.high_bytes),
+        SetIfPresent(ReadIn(read, dir, "memory.swap.current", ParseMemoryValue), stats.swap_bytes),
+        SetIfPresent(PeakIn(read, dir, true), stats.peak_bytes),
+        SetIfPresent(EventsIn(read, dir), stats.events),
         ReadMemoryStat(read, dir, stats)}) {
     if (!status.ok()) return status;
   }
   FinishWorkingSet(stats);
   return stats;
+}
+
+// The cgroup's directory in the memory hierarchy; NotFound when the host has none.
+absl::StatusOr<std::string> MemoryDir(const CgroupLayout& layout, std::string_view cgroup_path) {
+  std::string dir = ControllerDir(layout, "memory", cgroup_path);
+  if (dir.empty()) return absl::NotFoundError("no memory hierarchy is mounted");
+  return dir;
 }
 
 }  // namespace
@@ -212,11 +247,51 @@ absl::StatusOr<MemoryCgroupStats> ReadMemoryStats(const CgroupLayout& layout,
 
 absl::StatusOr<uint64_t> ReadMemoryUsage(const CgroupLayout& layout, std::string_view cgroup_path,
                                          CgroupFileRead read) {
-  const std::string dir = ControllerDir(layout, "memory", cgroup_path);
-  if (dir.empty()) return absl::NotFoundError("no memory hierarchy is mounted");
-  return ReadRequiredValue(read, dir,
-                           layout.key == CGROUP_KEY_DEFAULT ? "memory.current"
-                                                            : "memory.usage_in_bytes");
+  absl::StatusOr<std::string> dir = MemoryDir(layout, cgroup_path);
+  if (!dir.ok()) return dir.status();
+  return UsageIn(read, *dir, layout.key == CGROUP_KEY_DEFAULT);
+}
+
+absl::StatusOr<std::optional<uint64_t>> ReadMemoryMax(const CgroupLayout& layout,
+                                                      std::string_view cgroup_path,
+                                                      CgroupFileRead read) {
+  absl::StatusOr<std::string> dir = MemoryDir(layout, cgroup_path);
+  if (!dir.ok()) return dir.status();
+  return MaxIn(read, *dir, layout.key == CGROUP_KEY_DEFAULT);
+}
+
+absl::StatusOr<std::optional<uint64_t>> ReadMemoryMaxIn(std::string_view dir, bool v2,
+                                                        CgroupFileRead read) {
+  return MaxIn(read, dir, v2);
+}
+
+absl::StatusOr<std::optional<uint64_t>> ReadMemorySoftLimit(const CgroupLayout& layout,
+                                                            std::string_view cgroup_path,
+                                                            CgroupFileRead read) {
+  absl::StatusOr<std::string> dir = MemoryDir(layout, cgroup_path);
+  if (!dir.ok()) return dir.status();
+  return SoftLimitIn(read, *dir, layout.key == CGROUP_KEY_DEFAULT);
+}
+
+absl::StatusOr<uint64_t> ReadMemoryPeak(const CgroupLayout& layout, std::string_view cgroup_path,
+                                        CgroupFileRead read) {
+  absl::StatusOr<std::string> dir = MemoryDir(layout, cgroup_path);
+  if (!dir.ok()) return dir.status();
+  return PeakIn(read, *dir, layout.key == CGROUP_KEY_DEFAULT);
+}
+
+absl::StatusOr<std::optional<uint64_t>> ReadMemoryFailcnt(const CgroupLayout& layout,
+                                                          std::string_view cgroup_path,
+                                                          CgroupFileRead read) {
+  absl::StatusOr<std::string> dir = MemoryDir(layout, cgroup_path);
+  if (!dir.ok()) return dir.status();
+  if (layout.key != CGROUP_KEY_DEFAULT) {
+    return ReadIn(read, *dir, "memory.failcnt", ParseMemoryValue);
+  }
+  absl::StatusOr<std::map<std::string, uint64_t>> events = EventsIn(read, *dir);
+  if (!events.ok()) return events.status();
+  auto max = events->find("max");  // v2 counts the hits of memory.max among its events
+  return max == events->end() ? std::nullopt : std::optional<uint64_t>(max->second);
 }
 
 std::optional<uint64_t> LowerLimit(std::optional<uint64_t> a, std::optional<uint64_t> b) {
@@ -227,17 +302,9 @@ std::optional<uint64_t> LowerLimit(std::optional<uint64_t> a, std::optional<uint
 
 absl::StatusOr<std::optional<uint64_t>> ReadMemoryLimit(const CgroupLayout& layout,
                                                         std::string_view cgroup_path) {
-  const std::string dir = ControllerDir(layout, "memory", cgroup_path);
-  if (dir.empty()) return absl::NotFoundError("no memory hierarchy is mounted");
-  auto read = [&dir](std::string_view name, auto parse) -> absl::StatusOr<std::optional<uint64_t>> {
-    absl::StatusOr<std::string> contents = ReadCgroupFile(Path(dir, name));
-    if (!contents.ok()) return contents.status();
-    return parse(*contents, Path(dir, name));
-  };
-  if (layout.key != CGROUP_KEY_DEFAULT) return read("memory.limit_in_bytes", ParseMemoryLimitV1);
-  absl::StatusOr<std::optional<uint64_t>> max = read("memory.max", ParseMemoryLimitV2);
-  if (!max.ok()) return max.status();
-  absl::StatusOr<std::optional<uint64_t>> high = read("memory.high", ParseMemoryLimitV2);
+  absl::StatusOr<std::optional<uint64_t>> max = ReadMemoryMax(layout, cgroup_path);
+  if (layout.key != CGROUP_KEY_DEFAULT || !max.ok()) return max;
+  absl::StatusOr<std::optional<uint64_t>> high = ReadMemorySoftLimit(layout, cgroup_path);
   if (!high.ok()) return high.status();
   return LowerLimit(*max, *high);
 }

@@ -58,10 +58,33 @@ absl::StatusOr<MemoryCgroupStats> ReadMemoryStats(const CgroupLayout& layout,
                                                   std::string_view cgroup_path,
                                                   CgroupFileRead read = ReadCgroupFile);
 
-// Only the usage, the first file ReadMemoryStats reads (v1 memory.usage_in_bytes, v2
+// One figure each, from its one file, read as ReadMemoryStats reads it (which reads them all):
+// NotFound when the file is missing, or the host mounts no memory hierarchy.
+// The usage, the first file ReadMemoryStats reads (v1 memory.usage_in_bytes, v2
 // memory.current): one read, to tell whether the rest can have moved.
 absl::StatusOr<uint64_t> ReadMemoryUsage(const CgroupLayout& layout, std::string_view cgroup_path,
                                          CgroupFileRead read = ReadCgroupFile);
+// The hard limit (v1 memory.limit_in_bytes, v2 memory.max); nullopt when unlimited.
+absl::StatusOr<std::optional<uint64_t>> ReadMemoryMax(const CgroupLayout& layout,
+                                                      std::string_view cgroup_path,
+                                                      CgroupFileRead read = ReadCgroupFile);
+// The same of the cgroup directory `dir` itself (cgroup2's when `v2`, else in the v1 memory
+// hierarchy): what a writer of the limit reads back to see what the kernel kept.
+absl::StatusOr<std::optional<uint64_t>> ReadMemoryMaxIn(std::string_view dir, bool v2,
+                                                        CgroupFileRead read = ReadCgroupFile);
+// v2 memory.high, or v1 memory.soft_limit_in_bytes, the nearest v1 has (the kernel reclaims
+// the cgroup back towards it first when the host runs short); nullopt when none.
+absl::StatusOr<std::optional<uint64_t>> ReadMemorySoftLimit(const CgroupLayout& layout,
+                                                            std::string_view cgroup_path,
+                                                            CgroupFileRead read = ReadCgroupFile);
+// The kernel's high-water mark: v1 memory.max_usage_in_bytes, v2 memory.peak (Linux 5.19+).
+absl::StatusOr<uint64_t> ReadMemoryPeak(const CgroupLayout& layout, std::string_view cgroup_path,
+                                        CgroupFileRead read = ReadCgroupFile);
+// How often the hard limit was hit: v1 memory.failcnt, v2 the "max" count of memory.events
+// (nullopt when the file has no such line).
+absl::StatusOr<std::optional<uint64_t>> ReadMemoryFailcnt(const CgroupLayout& layout,
+                                                          std::string_view cgroup_path,
+                                                          CgroupFileRead read = ReadCgroupFile);
 
 // Only the cgroup's own limit, cheap enough to ask of every cgroup of a stage: v1
 // memory.limit_in_bytes, v2 the lower of memory.max and memory.high (a soft limit); nullopt

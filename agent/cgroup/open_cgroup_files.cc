@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -12,7 +13,7 @@ namespace stagewatch {
 namespace {
 
 // The whole file from offset 0; cgroupfs files report a size of 0 or 4096, so read to EOF.
-absl::StatusOr<std::string> ReadFrom(int fd, const std::string& path) {
+absl::StatusOr<std::string> ReadFrom(int fd, const std::string& path, int* error) {
   std::string contents;
   char buf[4096];
   while (true) {
@@ -20,6 +21,7 @@ absl::StatusOr<std::string> ReadFrom(int fd, const std::string& path) {
     if (n == 0) return contents;
     if (n < 0) {
       if (errno == EINTR) continue;
+      *error = errno;
       return absl::ErrnoToStatus(errno, absl::StrCat("cannot read ", path));
     }
     contents.append(buf, static_cast<size_t>(n));
@@ -28,57 +30,81 @@ absl::StatusOr<std::string> ReadFrom(int fd, const std::string& path) {
 
 }  // namespace
 
-OpenCgroupFiles::~OpenCgroupFiles() { Retain({}); }
+OpenCgroupFiles::File::File(File&& other) noexcept
+    : cache_(other.cache_), path_(std::move(other.path_)), fd_(std::exchange(other.fd_, -1)) {}
+
+OpenCgroupFiles::File& OpenCgroupFiles::File::operator=(File&& other) noexcept {
+  if (this != &other) {
+    Close();
+    cache_ = other.cache_;
+    path_ = std::move(other.path_);
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+
+void OpenCgroupFiles::File::Close() {
+  if (fd_ < 0) return;
+  close(fd_);
+  fd_ = -1;
+  cache_->open_--;
+}
+
+absl::StatusOr<std::string> OpenCgroupFiles::File::Read(bool keep, Failure* failure) {
+  Failure unused;
+  Failure& failed = failure != nullptr ? *failure : unused;
+  failed = {};
+  int fd = fd_;
+  if (fd < 0) {
+    fd = open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    cache_->opens_++;
+    if (fd < 0) {
+      failed = {errno, true};
+      return absl::ErrnoToStatus(failed.error, absl::StrCat("cannot open ", path_));
+    }
+    if (keep && cache_->open_ < cache_->max_open_) {
+      cache_->open_++;
+      fd_ = fd;
+    }
+  }
+  const bool kept = fd == fd_;
+  absl::StatusOr<std::string> contents = ReadFrom(fd, path_, &failed.error);
+  if (!kept) {
+    close(fd);
+  } else if (!contents.ok()) {
+    Close();  // the cgroup was removed (or recreated at the path): opened again at the next read
+  }
+  return contents;
+}
 
 absl::StatusOr<std::string> OpenCgroupFiles::Read(uint64_t id, const std::string& path) {
-  CgroupFiles& files = cgroups_[id];
-  if (auto it = files.fds.find(path); it != files.fds.end()) {
-    absl::StatusOr<std::string> contents = ReadFrom(it->second, path);
-    if (contents.ok()) return contents;
-    close(it->second);  // stale: open it again below
-    files.fds.erase(it);
+  CgroupFiles& cgroup = cgroups_[id];
+  File& file = cgroup.files.try_emplace(path, this, path).first->second;
+  if (file.is_open()) {
+    absl::StatusOr<std::string> contents = file.Read(true);
+    if (contents.ok()) return contents;  // else closed: opened again below
   }
-  auto missing = files.missing.find(path);
-  if (missing != files.missing.end() && missing->second.skips_left > 0) {
+  auto missing = cgroup.missing.find(path);
+  if (missing != cgroup.missing.end() && missing->second.skips_left > 0) {
     missing->second.skips_left--;
     return absl::NotFoundError(absl::StrCat("cannot open ", path, ": No such file or directory"));
   }
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  opens_++;
-  if (fd < 0) {
-    const int err = errno;
-    if (err == ENOENT) {
-      Missing& m = files.missing[path];
+  File::Failure failure;
+  absl::StatusOr<std::string> contents = file.Read(true, &failure);
+  if (!contents.ok() && failure.at_open) {
+    if (failure.error == ENOENT) {
+      Missing& m = cgroup.missing[path];
       m.skips_left = m.next_skips;
       m.next_skips = std::min(2 * m.next_skips, kMaxMissingSkips);
     }
-    return absl::ErrnoToStatus(err, absl::StrCat("cannot open ", path));
-  }
-  if (missing != files.missing.end()) files.missing.erase(missing);
-  absl::StatusOr<std::string> contents = ReadFrom(fd, path);
-  if (!contents.ok()) {
-    close(fd);
     return contents;
   }
-  files.fds.emplace(path, fd);
+  if (missing != cgroup.missing.end()) cgroup.missing.erase(missing);
   return contents;
 }
 
 void OpenCgroupFiles::Retain(const absl::flat_hash_set<uint64_t>& alive) {
-  for (auto it = cgroups_.begin(); it != cgroups_.end();) {
-    if (alive.contains(it->first)) {
-      ++it;
-      continue;
-    }
-    for (const auto& [path, fd] : it->second.fds) close(fd);
-    cgroups_.erase(it++);
-  }
-}
-
-size_t OpenCgroupFiles::open_files() const {
-  size_t n = 0;
-  for (const auto& [id, files] : cgroups_) n += files.fds.size();
-  return n;
+  absl::erase_if(cgroups_, [&alive](const auto& entry) { return !alive.contains(entry.first); });
 }
 
 }  // namespace stagewatch

@@ -70,8 +70,10 @@ absl::StatusOr<uint32_t> ParseHierarchyId(std::string_view text, cgroup_key_hier
   return id;
 }
 
+absl::StatusOr<std::string> ReadOwnProcCgroupText() { return ReadProcFile("/proc/self/cgroup"); }
+
 absl::StatusOr<uint32_t> ReadOwnHierarchyId(cgroup_key_hierarchy key) {
-  absl::StatusOr<std::string> text = ReadProcFile("/proc/self/cgroup");
+  absl::StatusOr<std::string> text = ReadOwnProcCgroupText();
   if (!text.ok()) return text.status();
   return ParseHierarchyId(*text, key);
 }

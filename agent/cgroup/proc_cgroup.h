@@ -16,6 +16,9 @@ absl::StatusOr<std::string> ParseProcCgroup(std::string_view text, cgroup_key_hi
 
 absl::StatusOr<std::string> ReadProcCgroup(int pid, cgroup_key_hierarchy key);
 
+// The text of this process's /proc/self/cgroup, for the parsers here.
+absl::StatusOr<std::string> ReadOwnProcCgroupText();
+
 // The kernel's hierarchy id (the first field of /proc/<pid>/cgroup lines) of the keyed
 // hierarchy: 0 for cgroup v2, else that of the v1 memory controller's line.
 absl::StatusOr<uint32_t> ParseHierarchyId(std::string_view text, cgroup_key_hierarchy key);

@@ -1,7 +1,5 @@
 #include "cgroup/psi.h"
 
-#include <sys/stat.h>
-
 #include <iterator>
 #include <optional>
 #include <string>
@@ -10,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "cgroup/cgroup_subtree.h"
 #include "cgroup/cgroup_tree.h"
 #include "string_util.h"
 
@@ -67,11 +66,6 @@ absl::StatusOr<uint64_t> ParseTotal(std::string_view line, size_t number, std::s
   return total;
 }
 
-bool IsDirectory(const std::string& path) {
-  struct stat st {};
-  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 // Why `file` could not be read, in words an operator can act on.
 absl::Status ExplainMissing(const absl::Status& status, const std::string& dir,
                             const std::string& file) {
@@ -81,7 +75,7 @@ absl::Status ExplainMissing(const absl::Status& status, const std::string& dir,
         file, ": PSI is disabled in this kernel (booted with psi=0); ", status.message()));
   }
   if (!absl::IsNotFound(status)) return status;
-  if (!IsDirectory(dir)) {
+  if (!IsCgroupDirectory(dir)) {
     return absl::NotFoundError(absl::StrCat(file, ": the cgroup2 directory ", dir,
                                             " does not exist (is the cgroup mirrored there?)"));
   }

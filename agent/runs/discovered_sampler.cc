@@ -10,17 +10,17 @@ namespace {
 // Descriptors the run files may keep open: a quarter of the soft RLIMIT_NOFILE (256 under
 // systemd's default 1024), beside the task-state reader's half. The limit is not raised: the
 // HTTP server's select() cannot take descriptors from 1024 on.
-int OpenFileAllowance() {
+size_t OpenFileAllowance() {
   rlimit limit{};
   if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return 0;
   if (limit.rlim_cur == RLIM_INFINITY) return 4096;
-  return int(std::min<rlim_t>(limit.rlim_cur / 4, 4096));
+  return size_t(std::min<rlim_t>(limit.rlim_cur / 4, 4096));
 }
 
 }  // namespace
 
 DiscoveredSampler::DiscoveredSampler(DiscoveredSamplerOptions options)
-    : options_(std::move(options)), open_files_{OpenFileAllowance()} {}
+    : options_(std::move(options)), open_files_(OpenFileAllowance()) {}
 
 void DiscoveredSampler::Add(const std::string& run_id, const std::string& cgroup_path,
                             uint64_t cgroup_id, absl::Time now) {

@@ -7,10 +7,12 @@
 // read (its ledger insert), and an idle run's sample reads only one or two files.
 //
 // A run whose cgroup has a limit of its own is a limit domain of the memory sampler, which
-// reads its memory files (usage, limits, peak, failcnt) already: those come from the sampler's
-// latest snapshot, and only what the snapshot does not hold (CPU, PSI, the CPU limits, v1's
-// soft limit; on v1 also failcnt, which tells a removed cgroup) is read here, so the memory
-// limit has one reader and no read budget goes on files read already.
+// reads its memory files (usage, limits, peak, failcnt) already: usage, peak and failcnt come
+// from the sampler's latest snapshot, so that no read budget goes on files read already. What
+// the snapshot does not hold (CPU, PSI, the CPU limits, v1's soft limit; on v1 also failcnt,
+// which tells a removed cgroup) is read here, and memory-max too with the other limits (the
+// snapshot's may be samples old, and a job scheduler resizes a job without its usage moving):
+// both through the same reader, cgroup/memory_stats.h.
 #pragma once
 
 #include <deque>
@@ -24,6 +26,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/time/time.h"
 #include "cgroup/layout.h"
+#include "cgroup/open_cgroup_files.h"
 #include "sampler/sample_snapshot.h"
 #include "runs/run_cgroup_files.h"
 #include "runs/run_facts.h"
@@ -82,7 +85,7 @@ class DiscoveredSampler {
   void RefreshSnapshot();
 
   const DiscoveredSamplerOptions options_;
-  OpenFileBudget open_files_;
+  OpenCgroupFiles open_files_;  // every run's; before runs_, whose files it holds
   std::map<std::string, Sampled> runs_;
   std::deque<std::string> turn_;  // round-robin order of run ids
   double credit_ = 0;             // reads (and points) that may be made now

@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cgroup/cgroup_control.h"
 #include "cgroup/layout.h"
 #include "config/config_validate.h"
 #include "runs/agent_presence.h"
@@ -49,14 +50,10 @@ sigset_t ForwardedSignals() {
 // In the child between fork and exec: only async-signal-safe calls.
 [[noreturn]] void RunChild(const std::vector<std::string>& procs_files, char* const argv[],
                            const sigset_t& old_mask, int report_fd) {
-  for (const std::string& file : procs_files) {
-    int fd = open(file.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd < 0 || write(fd, "0", 1) != 1) {  // "0" moves the writing process itself
-      ChildFailure f{1, errno};
-      (void)!write(report_fd, &f, sizeof f);
-      _exit(126);
-    }
-    close(fd);
+  if (const int error = JoinCgroupsAfterFork(procs_files); error != 0) {
+    ChildFailure f{1, error};
+    (void)!write(report_fd, &f, sizeof f);
+    _exit(126);
   }
   pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
   execvp(argv[0], argv);

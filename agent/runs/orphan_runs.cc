@@ -1,6 +1,5 @@
 #include "runs/orphan_runs.h"
 
-#include <dirent.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -12,8 +11,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cgroup/cgroup_subtree.h"
 #include "runs/agent_presence.h"
-#include "runs/cgroup_subtree.h"
 #include "runs/pending_ends.h"
 #include "runs/run_cgroup.h"
 #include "runs/run_facts.h"
@@ -143,19 +142,15 @@ int CloseRunsOfDeadLaunchers(Ledger& ledger, const CgroupLayout& layout, const s
 void TidyStageCgroups(Ledger& ledger, const CgroupLayout& layout, const std::string& stage_path,
                       const std::string& own_id, std::ostream& log) {
   const bool agent = AgentPresence::Announced(ledger.path());
-  DIR* d = opendir((layout.key_root + stage_path).c_str());
-  if (d == nullptr) return;
+  const std::string stage_dir = KeyedDir(layout, stage_path);
   std::vector<std::string> ids;
-  while (dirent* e = readdir(d)) {
-    if (e->d_type == DT_DIR && e->d_name != own_id && CheckRunId(e->d_name).ok()) {
-      ids.push_back(e->d_name);
-    }
+  for (const std::string& child : ChildCgroups(stage_dir)) {
+    std::string id = child.substr(stage_dir.size() + 1);
+    if (id != own_id && CheckRunId(id).ok()) ids.push_back(std::move(id));
   }
-  closedir(d);
   for (const std::string& id : ids) {
     // Most are runs going on: one read of their cgroup.procs tells, before the ledger is asked.
-    absl::StatusOr<std::vector<pid_t>> tasks =
-        ProcessesInSubtree(layout.key_root + stage_path + "/" + id);
+    absl::StatusOr<std::vector<pid_t>> tasks = ProcessesInSubtree(stage_dir + "/" + id);
     if (!tasks.ok() || !tasks->empty()) continue;
     absl::StatusOr<std::optional<RunRecord>> row = ledger.Get(id);
     // Only a launcher's cgroups, of the run the ledger knows at that path (not a cgroup a

@@ -1,22 +1,21 @@
 #include "runs/run_cgroup.h"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
+#include "cgroup/cgroup_control.h"
+#include "cgroup/cgroup_subtree.h"
+#include "cgroup/limit_files.h"
+#include "cgroup/memory_stats.h"
 #include "cgroup/proc_cgroup.h"
-#include "runs/cgroup_subtree.h"
 #include "string_util.h"
 #include "units.h"
 
@@ -26,24 +25,8 @@ namespace {
 constexpr int kCfsPeriodUs = 100000;
 constexpr int kMinCfsQuotaUs = 1000;  // kernel/sched/core.c: min_cfs_quota_period
 
-std::string ReadSmallFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-bool IsDirectory(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-// Whether a cgroup.controllers or cgroup.subtree_control text lists `word`.
-bool ListsWord(const std::string& text, std::string_view word) {
-  for (absl::string_view w : absl::StrSplit(text, absl::ByAnyChar(" \n"), absl::SkipEmpty())) {
-    if (w == ToAbsl(word)) return true;
-  }
-  return false;
+bool Lists(const std::vector<std::string>& controllers, std::string_view controller) {
+  return std::find(controllers.begin(), controllers.end(), controller) != controllers.end();
 }
 
 std::vector<RunHierarchy> Hierarchies(const CgroupLayout& layout) {
@@ -82,13 +65,13 @@ absl::Status PlanControllers(const RunCgroupSpec& spec, const RunHierarchy& h,
   const bool memory_needed = spec.limits.memory_max_bytes || spec.limits.memory_high_bytes;
   const bool cpu_needed = spec.limits.cpu_max_cores || spec.limits.cpu_weight;
   const std::string parent_dir = h.root + h.parent;
-  const std::string available = ReadSmallFile(parent_dir + "/cgroup.controllers");
-  const std::string enabled = ReadSmallFile(parent_dir + "/cgroup.subtree_control");
+  const std::vector<std::string> available = AvailableControllers(parent_dir);
+  const std::vector<std::string> enabled = EnabledControllers(parent_dir);
   std::vector<std::string> dirs = {parent_dir, parent_dir + "/" + spec.directory,
                                    parent_dir + "/" + spec.directory + "/" + spec.stage};
   for (const auto& [controller, needed] : {std::pair{"memory", memory_needed},
                                            std::pair{"cpu", cpu_needed}}) {
-    if (!ListsWord(available, controller)) {
+    if (!Lists(available, controller)) {
       if (!needed) continue;
       return absl::FailedPreconditionError(absl::StrFormat(
           "the cgroup2 %s controller is not available in %s (its cgroup.controllers lacks it), "
@@ -96,8 +79,8 @@ absl::Status PlanControllers(const RunCgroupSpec& spec, const RunHierarchy& h,
           "a cgroup that has it", controller, parent_dir));
     }
     for (size_t i = 0; i < dirs.size(); ++i) {
-      if (i == 0 && ListsWord(enabled, controller)) continue;
-      plan.enable.push_back({dirs[i] + "/cgroup.subtree_control", absl::StrCat("+", controller), ""});
+      if (i == 0 && Lists(enabled, controller)) continue;
+      plan.enable.push_back({SubtreeControlFile(dirs[i]), absl::StrCat("+", controller), ""});
     }
   }
   return absl::OkStatus();
@@ -109,45 +92,48 @@ void PlanLimits(const RunCgroupSpec& spec, const std::vector<RunHierarchy>& hs,
   const RunHierarchy& key = hs.front();
   const bool v2 = key.v2;
   const RunHierarchy* cpu = v2 ? &key : Find(hs, "cpu");
-  const std::string mem_dir = key.dir();
+  const LimitFiles& files = LimitFilesOf(v2);
+  const std::string mem_dir = key.dir() + "/";
   if (l.memory_max_bytes) {
-    plan.limits.push_back({mem_dir + (v2 ? "/memory.max" : "/memory.limit_in_bytes"),
+    plan.limits.push_back({mem_dir + files.memory_max,
                            std::to_string(*l.memory_max_bytes),
                            MemoryFlag("--memory-max", *l.memory_max_bytes)});
   }
   if (l.memory_high_bytes) {
     // v1 has no memory.high; the soft limit is its nearest: the kernel reclaims the cgroup
     // back towards it first when the host runs short of memory.
-    plan.limits.push_back({mem_dir + (v2 ? "/memory.high" : "/memory.soft_limit_in_bytes"),
+    plan.limits.push_back({mem_dir + files.memory_high,
                            std::to_string(*l.memory_high_bytes),
                            MemoryFlag("--memory-high", *l.memory_high_bytes)});
   }
   if (cpu == nullptr) return;
+  const std::string cpu_dir = cpu->dir() + "/";
   if (l.cpu_max_cores) {
     const long long quota = std::llround(*l.cpu_max_cores * kCfsPeriodUs);
     const std::string flag = absl::StrFormat("--cpu-max %g", *l.cpu_max_cores);
     if (v2) {
-      plan.limits.push_back({cpu->dir() + "/cpu.max", absl::StrFormat("%d %d", quota, kCfsPeriodUs), flag});
+      plan.limits.push_back(
+          {cpu_dir + files.cpu_max, absl::StrFormat("%d %d", quota, kCfsPeriodUs), flag});
     } else {
-      plan.limits.push_back({cpu->dir() + "/cpu.cfs_period_us", std::to_string(kCfsPeriodUs), flag});
-      plan.limits.push_back({cpu->dir() + "/cpu.cfs_quota_us", std::to_string(quota), flag});
+      plan.limits.push_back({cpu_dir + files.cpu_period, std::to_string(kCfsPeriodUs), flag});
+      plan.limits.push_back({cpu_dir + files.cpu_max, std::to_string(quota), flag});
     }
   }
   if (l.cpu_weight) {
     const std::string flag = absl::StrFormat("--cpu-weight %d", *l.cpu_weight);
     if (v2) {
-      plan.limits.push_back({cpu->dir() + "/cpu.weight", std::to_string(*l.cpu_weight), flag});
+      plan.limits.push_back({cpu_dir + files.cpu_weight, std::to_string(*l.cpu_weight), flag});
     } else {
       // The weight 100 of cgroup2 is v1's 1024 shares, as systemd converts them.
       const uint64_t shares = std::max<uint64_t>(2, uint64_t{*l.cpu_weight} * 1024 / 100);
-      plan.limits.push_back({cpu->dir() + "/cpu.shares", std::to_string(shares), flag});
+      plan.limits.push_back({cpu_dir + files.cpu_weight, std::to_string(shares), flag});
     }
   }
 }
 
 std::string Refusal(const CgroupWrite& w, const absl::Status& error) {
   std::string hint;
-  if (w.file.ends_with("cpu.cfs_quota_us") || w.file.ends_with("cpu.max")) {
+  if (w.file.ends_with(kV1LimitFiles.cpu_max) || w.file.ends_with(kV2LimitFiles.cpu_max)) {
     hint = absl::StrFormat(" (the kernel needs at least %d µs of CPU per %d µs period: "
                            "--cpu-max %.2f or more)", kMinCfsQuotaUs, kCfsPeriodUs,
                            double(kMinCfsQuotaUs) / kCfsPeriodUs);
@@ -156,19 +142,6 @@ std::string Refusal(const CgroupWrite& w, const absl::Status& error) {
 }
 
 }  // namespace
-
-absl::Status WriteCgroupFile(const std::string& file, const std::string& value, int* error_out) {
-  int fd = open(file.c_str(), O_WRONLY | O_CLOEXEC);
-  int error = fd < 0 ? errno : 0;
-  if (fd >= 0) {
-    if (write(fd, value.data(), value.size()) != static_cast<ssize_t>(value.size())) error = errno;
-    close(fd);
-  }
-  if (error_out != nullptr) *error_out = error;
-  if (error == 0) return absl::OkStatus();
-  return absl::FailedPreconditionError(
-      absl::StrFormat("writing \"%s\" to %s failed: %s", value, file, std::strerror(error)));
-}
 
 absl::StatusOr<RunCgroupPlan> PlanRunCgroup(const CgroupLayout& layout,
                                             std::string_view proc_self_cgroup,
@@ -204,12 +177,12 @@ absl::StatusOr<RunCgroupPlan> PlanRunCgroup(const CgroupLayout& layout,
     while (!h.parent.empty() && h.parent.back() == '/') h.parent.pop_back();
     h.path = absl::StrCat(h.parent, "/", spec.directory, "/", spec.stage, "/", spec.run_id);
     const std::string parent_dir = h.root + h.parent;
-    if (!IsDirectory(parent_dir)) {
+    if (!IsCgroupDirectory(parent_dir)) {
       return absl::NotFoundError(absl::StrFormat(
           "the parent cgroup %s does not exist in the %s hierarchy; create it, or pass "
           "--cgroup.parent a cgroup that exists in every hierarchy", parent_dir, h.name));
     }
-    if (IsDirectory(h.dir())) {
+    if (IsCgroupDirectory(h.dir())) {
       return absl::AlreadyExistsError(absl::StrFormat(
           "a cgroup for run id \"%s\" exists already (%s); pick another --run-id, or leave it "
           "out to get a new one", spec.run_id, h.dir()));
@@ -232,10 +205,9 @@ absl::StatusOr<std::unique_ptr<RunCgroup>> RunCgroup::Create(const CgroupLayout&
 
 absl::StatusOr<std::unique_ptr<RunCgroup>> RunCgroup::Prepare(const CgroupLayout& layout,
                                                               const RunCgroupSpec& spec) {
-  std::ifstream in("/proc/self/cgroup");
-  std::stringstream text;
-  text << in.rdbuf();
-  absl::StatusOr<RunCgroupPlan> plan = PlanRunCgroup(layout, text.str(), spec);
+  // Unreadable, it has no line for any hierarchy: PlanRunCgroup says which it lacks.
+  const std::string self = ReadOwnProcCgroupText().value_or("");
+  absl::StatusOr<RunCgroupPlan> plan = PlanRunCgroup(layout, self, spec);
   if (!plan.ok()) return plan.status();
   std::unique_ptr<RunCgroup> cgroup(new RunCgroup());
   cgroup->plan_ = *std::move(plan);
@@ -264,7 +236,7 @@ absl::StatusOr<std::unique_ptr<RunCgroup>> RunCgroup::Adopt(const CgroupLayout& 
   for (RunHierarchy& h : Hierarchies(layout)) {
     const bool key = cgroup->plan_.hierarchies.empty();
     for (auto it = ancestors.rbegin(); it != ancestors.rend(); ++it) {
-      if (IsDirectory(h.root + *it + relative)) {
+      if (IsCgroupDirectory(h.root + *it + relative)) {
         h.parent = *it;
         h.path = *it + relative;
         break;
@@ -291,7 +263,7 @@ void RunCgroup::SetReaderLayout(const CgroupLayout& layout) {
   r.v1_roots.clear();
   r.v2_root.clear();
   for (const RunHierarchy& h : plan_.hierarchies) {
-    procs_files_.push_back(h.dir() + "/cgroup.procs");
+    procs_files_.push_back(CgroupProcsFile(h.dir()));
     if (h.v2) {
       r.v2_root = h.dir();
     } else {
@@ -327,11 +299,11 @@ absl::Status RunCgroup::MakeAndWrite() {
       for (size_t i = 0; i < parts.size() && !vanished; ++i) {
         dir += "/" + std::string(parts[i]);
         const bool last = i + 1 == parts.size();
-        if (mkdir(dir.c_str(), 0755) == 0) {
+        const int error = MakeCgroup(dir);
+        if (error == 0) {
           if (last) owned_[n] = true;
           continue;
         }
-        const int error = errno;
         if (error == EEXIST && !last) continue;
         if (error == ENOENT && i > 0 && attempt < kAttempts) {
           vanished = true;
@@ -365,10 +337,12 @@ absl::Status RunCgroup::MakeAndWrite() {
     if (absl::Status s = WriteCgroupFile(w.file, w.value); !s.ok()) {
       return absl::InvalidArgumentError(Refusal(w, s));
     }
-    if (w.file.ends_with("memory.limit_in_bytes") || w.file.ends_with("memory.max")) {
+    if (w.file.ends_with(kV1LimitFiles.memory_max) ||
+        w.file.ends_with(kV2LimitFiles.memory_max)) {
       // The kernel keeps whole pages and rounds down: a limit below one page becomes 0.
-      const std::string held = ReadSmallFile(w.file);
-      if (!held.empty() && std::strtoull(held.c_str(), nullptr, 10) == 0) {
+      const RunHierarchy& key = plan_.hierarchies.front();
+      absl::StatusOr<std::optional<uint64_t>> held = ReadMemoryMaxIn(key.dir(), key.v2);
+      if (held.ok() && held->has_value() && **held == 0) {
         return absl::InvalidArgumentError(absl::StrFormat(
             "the kernel refused %s: it keeps whole pages and rounded it down to 0 bytes (%s); "
             "ask for at least %d bytes", w.flag, w.file, getpagesize()));
@@ -411,9 +385,7 @@ absl::Status RunCgroup::Remove() {
     // The shared <stage> and <directory> cgroups go with the last run in them; rmdir refuses
     // (EBUSY) while another run is in them, and one that is being made retries (Make()).
     const std::string stage_dir = h.dir().substr(0, h.dir().rfind('/'));
-    if (rmdir(stage_dir.c_str()) == 0 || errno == ENOENT) {
-      rmdir(stage_dir.substr(0, stage_dir.rfind('/')).c_str());
-    }
+    if (RemoveEmptyCgroup(stage_dir)) RemoveEmptyCgroup(stage_dir.substr(0, stage_dir.rfind('/')));
   }
   if (!last_error.empty()) return absl::UnavailableError(last_error);
   return absl::OkStatus();

@@ -115,9 +115,4 @@ class RunCgroup {
   bool removed_ = false;
 };
 
-// Writes `value` to an existing cgroup file; the error names the file and the kernel's errno,
-// which is also left in `error` when given.
-absl::Status WriteCgroupFile(const std::string& file, const std::string& value,
-                             int* error = nullptr);
-
 }  // namespace stagewatch

@@ -1,67 +1,57 @@
 #include "runs/run_cgroup_files.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
-#include <cmath>
 
-#include "absl/strings/numbers.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/ascii.h"
+#include "cgroup/cpu_limits.h"
 #include "cgroup/memory_stats.h"
 #include "cgroup/psi.h"
-#include "string_util.h"
 
 namespace stagewatch {
-namespace {
 
-std::string FileIn(const CgroupLayout& layout, const char* controller, const std::string& path,
-                   const char* name) {
-  const std::string dir = ControllerDir(layout, controller, path);
-  return dir.empty() ? "" : absl::StrCat(dir, "/", name);
-}
+// One Read's (or ReadLimits') files: each read at most once (the idle check's CPU time is the
+// full reading's too), and counted.
+class RunCgroupFiles::Reading {
+ public:
+  Reading(RunCgroupFiles* files, absl::Time now) : files_(files), now_(now) {}
 
-constexpr uint64_t kDefaultWeight = 100;   // cgroup2 cpu.weight
-constexpr uint64_t kDefaultShares = 1024;  // v1 cpu.shares
-
-}  // namespace
-
-std::optional<uint64_t> SoftLimitOf(std::string_view text, bool v2) {
-  absl::StatusOr<std::optional<uint64_t>> limit =
-      v2 ? ParseMemoryLimitV2(text, "memory.high") : ParseMemoryLimitV1(text, "soft limit");
-  return limit.ok() ? *limit : std::nullopt;
-}
-
-std::optional<double> CpuMaxCoresOf(std::string_view quota, std::string_view period, bool v2) {
-  std::vector<std::string_view> fields;
-  if (v2) {
-    fields = SplitNonEmpty(quota, ' ');  // the newline goes with the last field
-  } else {
-    fields = {quota, period};
+  // The read function to hand a cgroup reader, which keeps its file open when `keep` (Kept():
+  // the files read at every sample; Once(): the others).
+  auto Function(bool keep) {
+    last_ = nullptr;
+    return [this, keep](const std::string& path) -> absl::StatusOr<std::string> {
+      auto [it, first] = texts_.try_emplace(path);
+      if (first) {
+        it->second = files_->FileText(path, keep, now_);
+        reads += it->second.ok();
+      }
+      last_ = &it->second;
+      return it->second;
+    };
   }
-  int64_t quota_us = 0, period_us = 0;
-  auto number = [](std::string_view text, int64_t& v) {
-    return absl::SimpleAtoi(absl::StripAsciiWhitespace(ToAbsl(text)), &v) && v > 0;
-  };
-  if (fields.size() != 2 || !number(fields[0], quota_us) || !number(fields[1], period_us)) {
-    return std::nullopt;  // "max", -1, or unreadable
-  }
-  return double(quota_us) / double(period_us);
-}
+  auto Kept() { return Function(true); }
+  auto Once() { return Function(false); }
 
-std::optional<uint32_t> CpuWeightOf(std::string_view text, bool v2) {
-  uint64_t v = 0;
-  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(ToAbsl(text)), &v)) return std::nullopt;
-  if (v == (v2 ? kDefaultWeight : kDefaultShares)) return std::nullopt;
-  if (v2) return uint32_t(v);
-  const double weight = std::round(double(v) * kDefaultWeight / kDefaultShares);
-  return uint32_t(std::clamp(weight, 1.0, 10000.0));  // cgroup2's range
-}
+  // The text of the last file read through the newest function, nullopt when it could not be
+  // read (a reader's error alone does not tell a missing file from one that does not parse).
+  std::optional<std::string> last_text() const {
+    return last_ != nullptr && last_->ok() ? std::optional(**last_) : std::nullopt;
+  }
+  bool last_read_ok() const { return last_ != nullptr && last_->ok(); }
+
+  int reads = 0;
+
+ private:
+  RunCgroupFiles* files_;
+  absl::Time now_;
+  absl::node_hash_map<std::string, absl::StatusOr<std::string>> texts_;  // stable: last_
+  const absl::StatusOr<std::string>* last_ = nullptr;
+};
 
 RunLimits ReadRunLimits(const CgroupLayout& layout, const std::string& cgroup_path) {
-  OpenFileBudget none;  // read once: nothing stays open
+  OpenCgroupFiles none(0);  // read once: nothing stays open
   RunCgroupFiles files(layout, cgroup_path, &none);
   const absl::Time now = absl::Now();
   RunLimits limits = files.ReadLimits(now);
@@ -70,211 +60,157 @@ RunLimits ReadRunLimits(const CgroupLayout& layout, const std::string& cgroup_pa
 }
 
 RunCgroupFiles::RunCgroupFiles(const CgroupLayout& layout, const std::string& cgroup_path,
-                               OpenFileBudget* budget)
+                               OpenCgroupFiles* open_files)
     : layout_(layout), cgroup_path_(cgroup_path), v2_(layout.key == CGROUP_KEY_DEFAULT),
-      budget_(budget) {
-  const std::string& p = cgroup_path;
-  files_[kUsage].path =
-      FileIn(layout, "memory", p, v2_ ? "memory.current" : "memory.usage_in_bytes");
-  files_[kLimit].path = FileIn(layout, "memory", p, v2_ ? "memory.max" : "memory.limit_in_bytes");
-  files_[kPeak].path =
-      FileIn(layout, "memory", p, v2_ ? "memory.peak" : "memory.max_usage_in_bytes");
-  files_[kFailcnt].path = FileIn(layout, "memory", p, v2_ ? "memory.events" : "memory.failcnt");
-  // v2: cpu.stat holds usage and throttling; v1: cpuacct.usage and the cpu hierarchy's cpu.stat.
-  files_[kCpuUsage].path = v2_ ? "" : FileIn(layout, "cpuacct", p, "cpuacct.usage");
-  files_[kCpuStat].path = FileIn(layout, "cpu", p, "cpu.stat");
-  files_[kMemoryPsi].path = FileIn(layout, "pressure", p, "memory.pressure");
-  files_[kCpuPsi].path = FileIn(layout, "pressure", p, "cpu.pressure");
-  files_[kMemoryHigh].path =
-      FileIn(layout, "memory", p, v2_ ? "memory.high" : "memory.soft_limit_in_bytes");
-  files_[kCpuQuota].path = FileIn(layout, "cpu", p, v2_ ? "cpu.max" : "cpu.cfs_quota_us");
-  files_[kCpuPeriod].path = v2_ ? "" : FileIn(layout, "cpu", p, "cpu.cfs_period_us");
-  files_[kCpuWeight].path = FileIn(layout, "cpu", p, v2_ ? "cpu.weight" : "cpu.shares");
+      open_files_(open_files) {}
+
+absl::StatusOr<std::string> RunCgroupFiles::FileText(const std::string& path, bool keep,
+                                                     absl::Time now) {
+  File& f = files_.try_emplace(path, open_files_, path).first->second;
+  // Not looked for again once the window is past.
+  if (!f.gone && !f.file.is_open() && now - f.first_miss >= kOpenWindow) f.gone = true;
+  // Not NotFound: a reader explains a missing file by looking at its directory (cgroup/psi),
+  // a lookup that giving up is there to save.
+  if (f.gone) return absl::FailedPreconditionError(absl::StrCat(path, ": no longer looked for"));
+  OpenCgroupFiles::File::Failure failure;
+  absl::StatusOr<std::string> text = f.file.Read(keep, &failure);
+  if (text.ok() || !failure.at_open) {
+    f.first_miss = absl::InfiniteFuture();  // found: opened for each read if not kept open
+  }
+  if (text.ok()) return text;
+  if (!failure.at_open) {
+    f.gone = failure.error == ENODEV;  // the cgroup was removed: the file answers nothing more
+  } else if (failure.error == ENOENT) {
+    f.first_miss = std::min(f.first_miss, now);
+    f.gone = ++f.attempts >= kOpenAttempts;
+  }
+  return text;
+}
+
+std::optional<uint64_t> RunCgroupFiles::ReadMemoryMax(Reading& reading) {
+  absl::StatusOr<std::optional<uint64_t>> max =
+      stagewatch::ReadMemoryMax(layout_, cgroup_path_, reading.Once());
+  return max.ok() ? *max : std::nullopt;
 }
 
 std::optional<uint64_t> RunCgroupFiles::ReadMemoryMax(absl::Time now, int* reads) {
-  std::optional<std::string> text = ReadSlot(kLimit, now);
-  if (!text) return std::nullopt;
-  if (reads) ++*reads;
-  absl::StatusOr<std::optional<uint64_t>> limit =
-      v2_ ? ParseMemoryLimitV2(*text, files_[kLimit].path)
-          : ParseMemoryLimitV1(*text, files_[kLimit].path);
-  return limit.ok() ? *limit : std::nullopt;
+  Reading reading(this, now);
+  std::optional<uint64_t> max = ReadMemoryMax(reading);
+  if (reads) *reads += reading.reads;
+  return max;
 }
 
-RunLimits RunCgroupFiles::ReadLimits(absl::Time now, int* reads) {
-  auto read = [&](Slot slot) {
-    std::optional<std::string> text = ReadSlot(slot, now);
-    if (reads) *reads += text.has_value();
-    return text;
-  };
+RunLimits RunCgroupFiles::ReadLimits(Reading& reading) {
   RunLimits l;
-  if (std::optional<std::string> high = read(kMemoryHigh)) {
-    l.memory_high_bytes = SoftLimitOf(*high, v2_);
+  if (absl::StatusOr<std::optional<uint64_t>> high =
+          ReadMemorySoftLimit(layout_, cgroup_path_, reading.Once());
+      high.ok()) {
+    l.memory_high_bytes = *high;
   }
-  if (std::optional<std::string> quota = read(kCpuQuota)) {
-    std::optional<std::string> period = v2_ ? std::optional<std::string>("") : read(kCpuPeriod);
-    if (period) l.cpu_max_cores = CpuMaxCoresOf(*quota, *period, v2_);
+  if (absl::StatusOr<std::optional<double>> cores =
+          ReadCpuMaxCores(layout_, cgroup_path_, reading.Once());
+      cores.ok()) {
+    l.cpu_max_cores = *cores;
   }
-  if (std::optional<std::string> weight = read(kCpuWeight)) {
-    l.cpu_weight = CpuWeightOf(*weight, v2_);
+  if (absl::StatusOr<std::optional<uint32_t>> weight =
+          ReadCpuWeight(layout_, cgroup_path_, reading.Once());
+      weight.ok()) {
+    l.cpu_weight = *weight;
   }
   return l;
 }
 
-RunCgroupFiles::~RunCgroupFiles() {
-  for (File& f : files_) {
-    if (f.fd < 0) continue;
-    close(f.fd);
-    budget_->left++;
-  }
+RunLimits RunCgroupFiles::ReadLimits(absl::Time now, int* reads) {
+  Reading reading(this, now);
+  RunLimits l = ReadLimits(reading);
+  if (reads) *reads += reading.reads;
+  return l;
 }
 
-std::optional<std::string> RunCgroupFiles::ReadSlot(Slot slot, absl::Time now) {
-  File& f = files_[slot];
-  if (f.path.empty() || f.gone) return std::nullopt;
-  int fd = f.fd;
-  if (fd < 0 && now - f.first_miss >= kOpenWindow) {  // not tried again once the window is past
-    f.gone = true;
-    return std::nullopt;
+std::optional<std::string> RunCgroupFiles::ReadCpuTime(Reading& reading) {
+  if (v2_) {
+    ReadCpuStat(layout_, cgroup_path_, reading.Kept()).IgnoreError();
+  } else {
+    ReadCpuacctUsage(layout_, cgroup_path_, reading.Kept()).IgnoreError();
   }
-  if (fd < 0) {
-    fd = open(f.path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      if (errno == ENOENT) {
-        f.first_miss = std::min(f.first_miss, now);
-        f.gone = ++f.attempts >= kOpenAttempts;
-      }
-      return std::nullopt;
-    }
-    f.first_miss = absl::InfiniteFuture();  // found: opened for each read if not kept open
-    // Kept open: the files an idle sample reads, the others are read one sample in ten.
-    const bool every_sample = slot == kUsage || slot == (v2_ ? kCpuStat : kCpuUsage);
-    if (every_sample && budget_->left > 0) {
-      budget_->left--;
-      f.fd = fd;
-    }
-  }
-  char buf[4096];
-  const ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
-  const int error = errno;
-  if (fd != f.fd) close(fd);
-  if (n < 0) {
-    // ENODEV: the cgroup was removed; the file answers nothing any more.
-    if (f.fd >= 0) {
-      close(f.fd);
-      f.fd = -1;
-      budget_->left++;
-    }
-    f.gone = error == ENODEV;
-    return std::nullopt;
-  }
-  return std::string(buf, n);
-}
-
-std::optional<uint64_t> RunCgroupFiles::ReadNumber(Slot slot, absl::Time now, int* reads) {
-  std::optional<std::string> text = ReadSlot(slot, now);
-  if (!text) return std::nullopt;
-  ++*reads;
-  absl::StatusOr<uint64_t> v = ParseMemoryValue(*text, files_[slot].path);
-  return v.ok() ? std::optional(*v) : std::nullopt;
-}
-
-std::optional<std::optional<uint64_t>> RunCgroupFiles::ReadFailcnt(absl::Time now, int* reads) {
-  std::optional<std::string> text = ReadSlot(kFailcnt, now);
-  if (!text) return std::nullopt;
-  ++*reads;
-  const std::string& file = files_[kFailcnt].path;
-  std::optional<uint64_t> failcnt;
-  if (!v2_) {
-    absl::StatusOr<uint64_t> v = ParseMemoryValue(*text, file);
-    if (v.ok()) failcnt = *v;
-  } else if (absl::StatusOr<std::map<std::string, uint64_t>> events =
-                 ParseMemoryKeyedFile(*text, file);
-             events.ok() && events->count("max")) {
-    failcnt = events->at("max");
-  }
-  return std::optional(failcnt);  // read, whether or not it parsed
+  return reading.last_text();
 }
 
 std::optional<RunCgroupReading> RunCgroupFiles::Read(absl::Time now,
                                                      const SampledMemory* sampled) {
   RunCgroupReading r;
   r.usage.at = now;
-  // Each file at most once a reading: the idle check's CPU time is the full reading's too.
-  std::optional<std::string> texts[kSlots];
-  bool tried[kSlots] = {};
-  auto read = [&](Slot slot) -> const std::optional<std::string>& {
-    if (!tried[slot]) {
-      tried[slot] = true;
-      texts[slot] = ReadSlot(slot, now);
-      r.reads += texts[slot].has_value();
-    }
-    return texts[slot];
-  };
-  const Slot cpu_time = v2_ ? kCpuStat : kCpuUsage;
+  Reading reading(this, now);
   if (sampled) {
     r.usage.memory_bytes = sampled->usage_bytes;
     r.memory_peak_bytes = sampled->peak_bytes;
     if (v2_) {
       r.memory_failcnt = sampled->failcnt;
     } else {
-      std::optional<std::optional<uint64_t>> failcnt = ReadFailcnt(now, &r.reads);
-      if (!failcnt) return std::nullopt;  // every v1 memory cgroup has one: it is gone
-      r.memory_failcnt = *failcnt;
+      absl::StatusOr<std::optional<uint64_t>> failcnt =
+          ReadMemoryFailcnt(layout_, cgroup_path_, reading.Once());
+      if (!reading.last_read_ok()) return std::nullopt;  // every v1 memory cgroup has one: gone
+      r.memory_failcnt = failcnt.ok() ? *failcnt : std::nullopt;
     }
   } else {
-    r.usage.memory_bytes = ReadNumber(kUsage, now, &r.reads);
-    if (!r.usage.memory_bytes) return std::nullopt;
+    absl::StatusOr<uint64_t> usage = ReadMemoryUsage(layout_, cgroup_path_, reading.Kept());
+    if (!usage.ok()) return std::nullopt;
+    r.usage.memory_bytes = *usage;
     if (last_full_ && since_full_ + 1 < kFullReadEvery &&
         r.usage.memory_bytes == last_full_->usage.memory_bytes &&
-        read(cpu_time) == last_cpu_time_) {
+        ReadCpuTime(reading) == last_cpu_time_) {
       since_full_++;
       RunCgroupReading idle = *last_full_;
       idle.usage.at = now;
-      idle.reads = r.reads;
+      idle.reads = reading.reads;
       return idle;
     }
-    r.usage.memory_limit_bytes = ReadMemoryMax(now, &r.reads);
-    r.memory_peak_bytes = ReadNumber(kPeak, now, &r.reads);
-    if (std::optional<std::optional<uint64_t>> failcnt = ReadFailcnt(now, &r.reads)) {
+    r.usage.memory_limit_bytes = ReadMemoryMax(reading);
+    if (absl::StatusOr<uint64_t> peak = ReadMemoryPeak(layout_, cgroup_path_, reading.Once());
+        peak.ok()) {
+      r.memory_peak_bytes = *peak;
+    }
+    if (absl::StatusOr<std::optional<uint64_t>> failcnt =
+            ReadMemoryFailcnt(layout_, cgroup_path_, reading.Once());
+        failcnt.ok()) {
       r.memory_failcnt = *failcnt;
     }
   }
-  if (const std::optional<std::string>& text = read(kCpuStat)) {
-    absl::StatusOr<CpuCgroupStats> cpu = v2_ ? ParseCpuStatV2(*text, files_[kCpuStat].path)
-                                             : ParseCpuStatV1(*text, files_[kCpuStat].path);
+  // v2: cpu.stat holds usage and throttling; v1: cpuacct.usage and the cpu hierarchy's cpu.stat.
+  absl::StatusOr<CpuCgroupStats> cpu =
+      ReadCpuStat(layout_, cgroup_path_, v2_ ? reading.Kept() : reading.Once());
+  if (reading.last_read_ok()) {
     if (cpu.ok()) r.cpu = *cpu;
     if (!period_read_) {
-      cfs_period_ = CfsPeriodSeconds(layout_, cgroup_path_);
+      absl::StatusOr<double> period = ReadCfsPeriodSeconds(layout_, cgroup_path_);
+      cfs_period_ = period.ok() ? std::optional(*period) : std::nullopt;
       period_read_ = true;
     }
   } else if (sampled && v2_) {
     return std::nullopt;  // every cgroup2 directory has one: it is gone
   }
-  if (const std::optional<std::string>& text = read(kCpuUsage)) {
-    absl::StatusOr<uint64_t> ns = ParseCpuacctUsage(*text, files_[kCpuUsage].path);
+  if (!v2_) {
+    absl::StatusOr<uint64_t> ns = ReadCpuacctUsage(layout_, cgroup_path_, reading.Kept());
     if (ns.ok()) r.cpu.usage_ns = *ns;
   }
   r.usage.cpu_ns = r.cpu.usage_ns;
   int i = 0;
-  for (Slot slot : {kMemoryPsi, kCpuPsi}) {
-    const std::optional<std::string>& text = read(slot);
-    absl::StatusOr<PsiTotals> psi = text ? ParsePsi(*text, files_[slot].path)
-                                         : absl::StatusOr<PsiTotals>(absl::NotFoundError(""));
+  for (const char* resource : {"memory", "cpu"}) {
+    absl::StatusOr<PsiTotals> psi = ReadPsi(layout_, cgroup_path_, resource, reading.Once());
     r.usage.psi_some_us[i++] = psi.ok() ? std::optional(psi->some_us) : std::nullopt;
   }
   if (readings_++ % kLimitsEvery == 0) {
-    limits_ = ReadLimits(now, &r.reads);
-    if (sampled) limits_->memory_max_bytes = ReadMemoryMax(now, &r.reads);
+    limits_ = ReadLimits(reading);
+    if (sampled) limits_->memory_max_bytes = ReadMemoryMax(reading);
   }
   if (sampled) {
     r.usage.memory_limit_bytes = limits_->memory_max_bytes;
   } else {
     limits_->memory_max_bytes = r.usage.memory_limit_bytes;
   }
+  r.reads = reading.reads;
   last_full_ = r;
-  last_cpu_time_ = texts[cpu_time];
+  last_cpu_time_ = ReadCpuTime(reading);  // read already: what this reading found
   since_full_ = 0;
   return r;
 }

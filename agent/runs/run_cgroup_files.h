@@ -1,17 +1,19 @@
-// The cgroupfs files of a run the agent samples itself. Those read at every sample are kept
-// open and re-read at offset 0 (a cgroupfs file gives its current value on every read from the
-// start), so that they cost a pread rather than an open, a read and a close.
+// The cgroupfs figures of a run the agent samples itself, read through the cgroup readers
+// (cgroup/memory_stats.h, cpu_stats.h, cpu_limits.h, psi.h) and the discovered-run sampler's
+// cache of open files (cgroup/open_cgroup_files.h): those read at every sample are kept open
+// and re-read at offset 0, so that they cost a pread rather than an open, a read and a close.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <string_view>
-#include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "cgroup/cpu_stats.h"
 #include "cgroup/layout.h"
+#include "cgroup/open_cgroup_files.h"
 #include "runs/run_facts.h"
 #include "runs/run_record.h"
 
@@ -36,36 +38,18 @@ struct SampledMemory {
   std::optional<uint64_t> failcnt;     // v1 memory.failcnt, v2 memory.events max
 };
 
-// The limits of a cgroup from its files' contents. Each is nullopt when unlimited or at the
-// kernel's default, as a launcher run without that flag.
-// memory.high (v2) or memory.soft_limit_in_bytes (v1, the nearest v1 has): "max" or v1's
-// PAGE_COUNTER_MAX mean none.
-std::optional<uint64_t> SoftLimitOf(std::string_view text, bool v2);
-// The CPUs a CFS quota allows: v2 cpu.max "QUOTA PERIOD" (both in `quota`, `period` unused),
-// v1 cpu.cfs_quota_us and cpu.cfs_period_us. "max" or -1 mean none.
-std::optional<double> CpuMaxCoresOf(std::string_view quota, std::string_view period, bool v2);
-// v2 cpu.weight, or v1 cpu.shares as a weight (1024 shares are weight 100, as systemd converts
-// them). The default (100, 1024 shares) is none.
-std::optional<uint32_t> CpuWeightOf(std::string_view text, bool v2);
-
 // The limits of the cgroup at `cgroup_path` in the keyed hierarchy (and its cpu mirror), read
 // once: for a discovered run when the agent records it.
 RunLimits ReadRunLimits(const CgroupLayout& layout, const std::string& cgroup_path);
 
-// Shared by every run's files: how many descriptors may stay open at once (the rest are
-// opened for each read), so that thousands of runs never exhaust the agent's descriptors.
-// Only a run's memory usage and CPU time files, read at every sample, are kept open.
-struct OpenFileBudget {
-  int left = 0;
-};
-
 class RunCgroupFiles {
  public:
   // The files of the cgroup at `cgroup_path` in the keyed hierarchy, and of the same path in
-  // the cpu, cpuacct and cgroup2 (PSI) hierarchies of a v1 or hybrid host.
+  // the cpu, cpuacct and cgroup2 (PSI) hierarchies of a v1 or hybrid host. Only its memory
+  // usage and CPU time files, read at every sample, are kept open in `open_files` (shared by
+  // every run's, and bounded: the rest are opened for each read); it outlives this.
   RunCgroupFiles(const CgroupLayout& layout, const std::string& cgroup_path,
-                 OpenFileBudget* budget);
-  ~RunCgroupFiles();
+                 OpenCgroupFiles* open_files);
   RunCgroupFiles(const RunCgroupFiles&) = delete;
   RunCgroupFiles& operator=(const RunCgroupFiles&) = delete;
 
@@ -104,30 +88,30 @@ class RunCgroupFiles {
   static constexpr int kFullReadEvery = 10;
 
  private:
-  enum Slot {
-    kUsage, kLimit, kPeak, kFailcnt, kCpuUsage, kCpuStat, kMemoryPsi, kCpuPsi,
-    kMemoryHigh, kCpuQuota, kCpuPeriod, kCpuWeight, kSlots
-  };
+  // What the run knows of one of its files besides its descriptor: whether it is still
+  // looked for.
   struct File {
-    std::string path;  // "" when the host has no such hierarchy
-    int fd = -1;
+    File(OpenCgroupFiles* cache, const std::string& path) : file(cache, path) {}
+    OpenCgroupFiles::File file;
     int attempts = 0;
     absl::Time first_miss = absl::InfiniteFuture();
     bool gone = false;  // given up on
   };
-  // The file's contents, or nullopt.
-  std::optional<std::string> ReadSlot(Slot slot, absl::Time now);
-  // A single number (usage, peak, v1 failcnt), or nullopt.
-  std::optional<uint64_t> ReadNumber(Slot slot, absl::Time now, int* reads);
-  // v1 memory.failcnt, v2 the "max" count of memory.events: nullopt when unreadable, and a
-  // value of nullopt when it does not parse.
-  std::optional<std::optional<uint64_t>> ReadFailcnt(absl::Time now, int* reads);
+  class Reading;
+
+  // The file at `path` (as a reader names it), or why not: FailedPrecondition once given up on.
+  absl::StatusOr<std::string> FileText(const std::string& path, bool keep, absl::Time now);
+  RunLimits ReadLimits(Reading& reading);
+  std::optional<uint64_t> ReadMemoryMax(Reading& reading);
+  // The text of the CPU time file the idle check compares (v2 cpu.stat, v1 cpuacct.usage),
+  // nullopt when unreadable.
+  std::optional<std::string> ReadCpuTime(Reading& reading);
 
   const CgroupLayout& layout_;
   std::string cgroup_path_;
   bool v2_;
-  OpenFileBudget* budget_;
-  File files_[kSlots];
+  OpenCgroupFiles* open_files_;
+  absl::flat_hash_map<std::string, File> files_;  // by path, each once a reader asked for it
   std::optional<double> cfs_period_;
   bool period_read_ = false;
   std::optional<RunLimits> limits_;

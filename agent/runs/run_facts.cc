@@ -1,26 +1,14 @@
 #include "runs/run_facts.h"
 
 #include <algorithm>
-#include <fstream>
 
+#include "cgroup/cpu_limits.h"
 #include "cgroup/cpu_stats.h"
 #include "cgroup/layout.h"
 #include "cgroup/memory_stats.h"
 #include "cgroup/psi.h"
 
 namespace stagewatch {
-// v1 cpu.cfs_period_us, v2 the second field of cpu.max.
-std::optional<double> CfsPeriodSeconds(const CgroupLayout& layout, std::string_view cgroup_path) {
-  const bool v2 = layout.key == CGROUP_KEY_DEFAULT;
-  const std::string dir = ControllerDir(layout, "cpu", cgroup_path);
-  if (dir.empty()) return std::nullopt;
-  std::ifstream in(dir + (v2 ? "/cpu.max" : "/cpu.cfs_period_us"));
-  std::string quota;
-  uint64_t period_us = 0;
-  if (v2 && !(in >> quota)) return std::nullopt;
-  if (!(in >> period_us) || period_us == 0) return std::nullopt;
-  return double(period_us) / 1e6;
-}
 
 void SetCpuFacts(const CpuCgroupStats& c, std::optional<double> period, CgroupFacts& f) {
   if (c.usage_ns) f.cpu_seconds = double(*c.usage_ns) / 1e9;
@@ -47,7 +35,8 @@ CgroupFacts ReadCgroupFacts(const CgroupLayout& layout, std::vector<std::string>
     problems.push_back(std::string(m.status().message()));
   }
   if (absl::StatusOr<CpuCgroupStats> c = ReadCpuStats(layout, "/"); c.ok()) {
-    SetCpuFacts(*c, CfsPeriodSeconds(layout, "/"), f);
+    absl::StatusOr<double> period = ReadCfsPeriodSeconds(layout, "/");
+    SetCpuFacts(*c, period.ok() ? std::optional(*period) : std::nullopt, f);
   } else {
     problems.push_back(std::string(c.status().message()));
   }

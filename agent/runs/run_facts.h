@@ -7,7 +7,6 @@
 #include <optional>
 #include <mutex>
 #include <string>
-#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -23,10 +22,6 @@ namespace stagewatch {
 // that `reader_layout` is rooted at (RunCgroup::reader_layout()). A file that cannot be read
 // leaves its fact nullopt and adds a line to `problems`.
 CgroupFacts ReadCgroupFacts(const CgroupLayout& reader_layout, std::vector<std::string>& problems);
-
-// The CFS period of the cgroup at `cgroup_path`: v1 cpu.cfs_period_us, v2 the second field of
-// cpu.max. nullopt when the host has no cpu hierarchy or the file is missing.
-std::optional<double> CfsPeriodSeconds(const CgroupLayout& layout, std::string_view cgroup_path);
 
 // Fills the CPU facts (seconds, throttled seconds, the wall time throttling held back) from
 // cpu.stat figures and the cgroup's CFS period.

@@ -2,7 +2,6 @@
 
 #include <malloc.h>
 #include <signal.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -11,6 +10,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "cgroup/path_cache.h"
 #include "log.h"
 #include "runs/orphan_runs.h"
 #include "runs/pending_ends.h"
@@ -41,13 +41,6 @@ absl::Time EventTime(uint64_t monotonic_ns) {
   const absl::Time wall = absl::Now();
   if (monotonic_ns == 0) return wall;
   return wall - (absl::DurationFromTimespec(now) - absl::Nanoseconds(monotonic_ns));
-}
-
-// The cgroup id of a live cgroup directory: its kernfs inode number.
-std::optional<uint64_t> CgroupIdOf(const std::string& dir) {
-  struct stat st;
-  if (stat(dir.c_str(), &st) != 0) return std::nullopt;
-  return st.st_ino;
 }
 
 }  // namespace
@@ -131,7 +124,7 @@ absl::Status RunWatcher::Recover() {
   for (RunRecord& r : *open) {
     SeeStage(r.start.stage, r.start.pipeline);
     OpenRun run{.start = r.start, .recorded = true};
-    std::optional<uint64_t> id = CgroupIdOf(options_.key_root + r.start.cgroup_path);
+    std::optional<uint64_t> id = CgroupIdOfDirectory(options_.key_root + r.start.cgroup_path);
     if (id) {
       run.cgroup_id = *id;
       run.ids.insert(*id);

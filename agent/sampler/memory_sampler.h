@@ -1,8 +1,9 @@
 // Samples each stage's memory, pressure, CPU and the kernel's OOM kill counts on a fixed
 // interval into one immutable Snapshot that the memory, sched and oom collectors and the
-// anomaly detectors all adapt: the only reader of memory limits, PSI, cpu.stat and oom_kill
-// counts in the agent, and the only caller of the namer's refresh (its walks, without
-// lifecycle events), all on the sampler's one thread.
+// anomaly detectors all adapt: the one reader of stages' memory limits, PSI, cpu.stat and
+// oom_kill counts (runs read their own cgroups' through the same readers, cgroup/*, and take
+// a limit domain's memory from this snapshot), and the only caller of the namer's refresh (its
+// walks, without lifecycle events), all on the sampler's one thread.
 //
 // A stage's limit lives on whichever of its cgroups has one (often a run's cgroup beneath an
 // unlimited stage top). Each such cgroup, and each top, is a limit domain, watched on its own;

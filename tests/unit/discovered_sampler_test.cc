@@ -102,7 +102,7 @@ TEST_F(DiscoveredSamplerTest, AnIdleRunIsReadInFullOnlyWhenItsUsageOrCpuTimeMove
   MemoryFiles(path, 1 << 20, 2 << 20, 1 << 20);
   tree_.Write("cpu", path, {{"cpu.stat", "nr_periods 0\nnr_throttled 0\nthrottled_time 0\n"},
                             {"cpuacct.usage", "5000000\n"}});
-  OpenFileBudget budget{0};  // opened for each read, so that a removed file shows
+  OpenCgroupFiles budget{0};  // opened for each read, so that a removed file shows
   RunCgroupFiles files(layout_, path, &budget);
   absl::Time t = absl::FromUnixSeconds(1000);
   auto read = [&] {
@@ -138,7 +138,7 @@ TEST_F(DiscoveredSamplerTest, AMissingMirrorIsLookedForWithinItsWindowThenGivenU
     tree_.Write("cpu", path, {{"cpu.stat", "nr_periods 0\nnr_throttled 0\nthrottled_time 0\n"},
                               {"cpuacct.usage", "5000000\n"}});
   };
-  OpenFileBudget budget{100};
+  OpenCgroupFiles budget{100};
   MemoryFiles("/stagewatch/s/early", 1 << 20, 2 << 20, 1 << 20);
   MemoryFiles("/stagewatch/s/late", 1 << 20, 2 << 20, 1 << 20);
   RunCgroupFiles early(layout_, "/stagewatch/s/early", &budget);
@@ -287,7 +287,7 @@ TEST_F(DiscoveredSamplerTest, OnV2ALimitDomainsRunReadsOnlyItsLimitsAmongItsMemo
                {"memory.events", "low 0\nhigh 4\nmax 2\noom 0\noom_kill 0\n"},
                {"cpu.stat", "usage_usec 7000\nuser_usec 5000\nsystem_usec 2000\n"},
                {"cpu.max", "max 100000\n"}, {"cpu.weight", "100\n"}});
-  OpenFileBudget budget{0};  // opened for each read: a removed file is seen at once
+  OpenCgroupFiles budget{0};  // opened for each read: a removed file is seen at once
   RunCgroupFiles own(v2, path, &budget), sampled_files(v2, path, &budget);
   const SampledMemory sampled{.usage_bytes = 150000000, .peak_bytes = 190000000, .failcnt = 9};
   const absl::Time t0 = absl::FromUnixSeconds(1000);

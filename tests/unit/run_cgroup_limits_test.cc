@@ -1,5 +1,7 @@
 // A discovered run's limits read from its cgroup files: the parsers on the kernel's own
 // formats, and the reads on fixture trees standing in for a cgroup2 host and a v1 one.
+#include "cgroup/cpu_limits.h"
+#include "cgroup/memory_stats.h"
 #include "cgroup_file_tree.h"
 #include "gtest/gtest.h"
 #include "runs/run_cgroup_files.h"
@@ -9,12 +11,18 @@ namespace {
 
 using testing::CgroupFileTree;
 
+// A run's soft limit is its file's, parsed as the hard limits are (ReadMemorySoftLimit); one
+// that does not parse is none.
 TEST(RunCgroupLimitsTest, SoftLimitIsNoneAtMaxOrV1sPageCounterMax) {
-  EXPECT_EQ(SoftLimitOf("268435456\n", true), uint64_t{256} << 20);
-  EXPECT_EQ(SoftLimitOf("max\n", true), std::nullopt);
-  EXPECT_EQ(SoftLimitOf("134217728\n", false), uint64_t{128} << 20);
-  EXPECT_EQ(SoftLimitOf("9223372036854771712\n", false), std::nullopt);
-  EXPECT_EQ(SoftLimitOf("garbage", false), std::nullopt);
+  EXPECT_EQ(ParseMemoryLimitV2("268435456\n", "memory.high").value(), uint64_t{256} << 20);
+  EXPECT_EQ(ParseMemoryLimitV2("max\n", "memory.high").value(), std::nullopt);
+  EXPECT_EQ(ParseMemoryLimitV1("134217728\n", "soft limit").value(), uint64_t{128} << 20);
+  EXPECT_EQ(ParseMemoryLimitV1("9223372036854771712\n", "soft limit").value(), std::nullopt);
+  EXPECT_FALSE(ParseMemoryLimitV1("garbage", "soft limit").ok());
+  CgroupFileTree tree;
+  tree.Write("memory", "/stagewatch/s/r",
+             {{"memory.usage_in_bytes", "1048576\n"}, {"memory.soft_limit_in_bytes", "garbage"}});
+  EXPECT_EQ(ReadRunLimits(tree.V1(), "/stagewatch/s/r").memory_high_bytes, std::nullopt);
 }
 
 TEST(RunCgroupLimitsTest, CpuMaxIsTheQuotaOverThePeriod) {
@@ -62,7 +70,7 @@ TEST(RunCgroupLimitsTest, SamplesRereadTheLimitsEveryFewReadings) {
   tree.Write("cpu", run,
              {{"cpu.cfs_quota_us", "30000\n"}, {"cpu.cfs_period_us", "100000\n"},
               {"cpu.shares", "1024\n"}});
-  OpenFileBudget budget{0};
+  OpenCgroupFiles budget{0};
   RunCgroupFiles files(layout, run, &budget);
   EXPECT_FALSE(files.limits());
   ASSERT_TRUE(files.Read(absl::Now()));

@@ -1,5 +1,6 @@
-// A run's cgroup with the sub-cgroups its command made inside it: its processes, and its
-// removal deepest first. The launcher and whoever closes a dead launcher's run use these.
+// A cgroup with the sub-cgroups made inside it (a run's, by its command): its processes, and
+// its removal deepest first; the one place cgroup directories are made and removed. The
+// launcher (runs/run_cgroup) and whoever closes a dead launcher's run use these.
 #pragma once
 
 #include <sys/types.h>
@@ -12,6 +13,12 @@
 #include "absl/status/statusor.h"
 
 namespace stagewatch {
+
+// Whether `dir` is a directory (in cgroupfs, a cgroup's).
+bool IsCgroupDirectory(const std::string& dir);
+
+// The cgroup directories directly beneath `dir`, in the order cgroupfs lists them.
+std::vector<std::string> ChildCgroups(const std::string& dir);
 
 // `dir` and every cgroup directory beneath it, deepest first (`dir` last). Empty when `dir`
 // is gone.
@@ -26,5 +33,13 @@ absl::StatusOr<std::vector<pid_t>> ProcessesInSubtree(const std::string& dir);
 // counts exiting tasks (EBUSY), until `deadline`. A directory already gone counts as removed.
 absl::Status RemoveCgroupSubtree(const std::string& dir, bool reap,
                                  std::chrono::steady_clock::time_point deadline);
+
+// Makes the cgroup `dir` (its parent must exist): 0, or mkdir's errno (EEXIST when it exists,
+// ENOENT when its parent is gone).
+int MakeCgroup(const std::string& dir);
+
+// Removes the cgroup `dir` if it is empty (no child cgroup, no task): true when it is gone now,
+// removed or gone already; false while another cgroup or a task is in it, or on any refusal.
+bool RemoveEmptyCgroup(const std::string& dir);
 
 }  // namespace stagewatch

@@ -1,4 +1,4 @@
-#include "runs/cgroup_subtree.h"
+#include "cgroup/cgroup_subtree.h"
 
 #include <dirent.h>
 #include <signal.h>
@@ -8,26 +8,34 @@
 
 #include <cerrno>
 #include <cstring>
-#include <sstream>
 #include <thread>
 
 #include "absl/strings/str_format.h"
-#include "cgroup/cgroup_tree.h"
+#include "cgroup/cgroup_control.h"
 
 namespace stagewatch {
 namespace {
 
-// The cgroup directories directly beneath `dir` (cgroupfs has no other directories).
-std::vector<std::string> Children(const std::string& dir) {
+void AddSubtree(const std::string& dir, std::vector<std::string>& out) {
+  for (const std::string& child : ChildCgroups(dir)) AddSubtree(child, out);
+  out.push_back(dir);
+}
+
+}  // namespace
+
+bool IsCgroupDirectory(const std::string& dir) {
+  struct stat st;
+  return stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+std::vector<std::string> ChildCgroups(const std::string& dir) {
   std::vector<std::string> out;
   DIR* d = opendir(dir.c_str());
   if (d == nullptr) return out;
   while (dirent* e = readdir(d)) {
     if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
     const std::string path = dir + "/" + e->d_name;
-    struct stat st;
-    if (e->d_type == DT_DIR ||
-        (e->d_type == DT_UNKNOWN && stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))) {
+    if (e->d_type == DT_DIR || (e->d_type == DT_UNKNOWN && IsCgroupDirectory(path))) {
       out.push_back(path);
     }
   }
@@ -35,29 +43,9 @@ std::vector<std::string> Children(const std::string& dir) {
   return out;
 }
 
-void AddSubtree(const std::string& dir, std::vector<std::string>& out) {
-  for (const std::string& child : Children(dir)) AddSubtree(child, out);
-  out.push_back(dir);
-}
-
-// The pids in one cgroup's cgroup.procs; NotFound when the cgroup is gone.
-absl::StatusOr<std::vector<pid_t>> ProcessesIn(const std::string& dir) {
-  absl::StatusOr<std::string> text = ReadCgroupFile(dir + "/cgroup.procs");
-  if (!text.ok()) return text.status();
-  std::vector<pid_t> pids;
-  std::istringstream in(*text);
-  for (pid_t pid; in >> pid;) {
-    if (pid > 0) pids.push_back(pid);
-  }
-  return pids;
-}
-
-}  // namespace
-
 std::vector<std::string> CgroupSubtree(const std::string& dir) {
   std::vector<std::string> out;
-  struct stat st;
-  if (stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) AddSubtree(dir, out);
+  if (IsCgroupDirectory(dir)) AddSubtree(dir, out);
   return out;
 }
 
@@ -66,7 +54,7 @@ absl::StatusOr<std::vector<pid_t>> ProcessesInSubtree(const std::string& dir) {
   if (dirs.empty()) return absl::NotFoundError(absl::StrFormat("no cgroup %s", dir));
   std::vector<pid_t> all;
   for (const std::string& d : dirs) {
-    absl::StatusOr<std::vector<pid_t>> pids = ProcessesIn(d);
+    absl::StatusOr<std::vector<pid_t>> pids = ReadCgroupProcs(d);
     if (absl::IsNotFound(pids.status())) {
       if (d != dir) continue;  // a sub-cgroup removed meanwhile
       struct stat st;
@@ -85,7 +73,7 @@ absl::Status RemoveCgroupSubtree(const std::string& dir, bool reap,
   for (;;) {
     // Listed again on each try: a process not yet killed may have made another sub-cgroup.
     for (const std::string& d : CgroupSubtree(dir)) {
-      if (absl::StatusOr<std::vector<pid_t>> pids = ProcessesIn(d); pids.ok()) {
+      if (absl::StatusOr<std::vector<pid_t>> pids = ReadCgroupProcs(d); pids.ok()) {
         for (pid_t pid : *pids) kill(pid, SIGKILL);
       }
     }
@@ -109,6 +97,12 @@ absl::Status RemoveCgroupSubtree(const std::string& dir, bool reap,
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+}
+
+int MakeCgroup(const std::string& dir) { return mkdir(dir.c_str(), 0755) == 0 ? 0 : errno; }
+
+bool RemoveEmptyCgroup(const std::string& dir) {
+  return rmdir(dir.c_str()) == 0 || errno == ENOENT;
 }
 
 }  // namespace stagewatch

@@ -1,0 +1,23 @@
+// The files that hold a cgroup's limits in each version: the one place they are named, for
+// their readers (memory_stats, cpu_limits) and the run's cgroup that writes them
+// (runs/run_cgroup).
+#pragma once
+
+namespace stagewatch {
+
+struct LimitFiles {
+  const char* memory_max;   // the hard limit
+  const char* memory_high;  // cgroup2's throttling limit; v1's soft limit, the nearest it has
+  const char* cpu_max;      // cgroup2 "QUOTA PERIOD"; v1 the quota alone
+  const char* cpu_period;   // v1 only: cgroup2's cpu_max holds the period
+  const char* cpu_weight;   // v1 cpu.shares
+};
+
+inline constexpr LimitFiles kV1LimitFiles{"memory.limit_in_bytes", "memory.soft_limit_in_bytes",
+                                          "cpu.cfs_quota_us", "cpu.cfs_period_us", "cpu.shares"};
+inline constexpr LimitFiles kV2LimitFiles{"memory.max", "memory.high", "cpu.max", "",
+                                          "cpu.weight"};
+
+inline const LimitFiles& LimitFilesOf(bool v2) { return v2 ? kV2LimitFiles : kV1LimitFiles; }
+
+}  // namespace stagewatch

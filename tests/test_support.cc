@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -378,7 +379,8 @@ double DeadlineScale() {
 void WaitForTrackerCollection() {
   // One interval of collection, one default sample interval for the sample it waits for, and
   // a second sample of margin.
-  const absl::Duration span = kCollectInterval + absl::Seconds(2);
+  const absl::Duration span = std::max(kCollectInterval, kExpositionCollectInterval) +
+                              absl::Seconds(2);
   absl::SleepFor(span * DeadlineScale());
 }
 

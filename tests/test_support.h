@@ -153,8 +153,8 @@ double DeadlineScale();
 // Polls `condition` every 10 ms until it holds or `timeout_ms` (times DeadlineScale()) passes.
 bool WaitUntil(const std::function<bool()>& condition, int timeout_ms);
 
-// Waits until a collection of the trackers on the sampler's clock (every kCollectInterval,
-// after a sample) has surely followed what the caller did: the figures a scrape reads of BPF
+// Waits until a collection of the trackers on the sampler's clock (every kCollectInterval or
+// kExpositionCollectInterval, after a sample) has surely followed what the caller did: the figures a scrape reads of BPF
 // maps are that collection's, never read at the scrape.
 void WaitForTrackerCollection();
 

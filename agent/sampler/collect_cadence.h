@@ -13,6 +13,12 @@ namespace stagewatch {
 // half second absorbs the samples' jitter).
 inline constexpr absl::Duration kCollectInterval = absl::Milliseconds(2500);
 
+// How often the figures only a scrape reads (the memory tracker's faults and reclaim stalls,
+// the task states) are collected: each collection at 1,000 cgroups costs a few ms, and
+// collecting them at kCollectInterval cost an idle agent more than a 15 s scrape's reading
+// them did; at twice the interval, about the same (bench/README.md, cgroup_scale).
+inline constexpr absl::Duration kExpositionCollectInterval = absl::Milliseconds(5000);
+
 // True at most once every `interval` of the times it is asked with.
 class Cadence {
  public:

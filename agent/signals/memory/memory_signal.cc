@@ -62,10 +62,11 @@ std::unique_ptr<exporters::Collector> Start(const SignalContext& ctx) {
   TaskStatesTracker* task_states =
       r.Keep(std::make_unique<TaskStatesTracker>(iterator, ctx.namer, ctx.layout.key_root));
   // Without the iterator, task states are a file per cgroup and one per thread (15.7 ms of CPU
-  // a pass at 1,000 cgroups): counted once per usual scrape interval, not every collection.
-  const absl::Duration task_states_every = iterator ? kCollectInterval : kProcTaskStatesInterval;
+  // a pass at 1,000 cgroups): counted once per usual scrape interval.
+  const absl::Duration task_states_every =
+      iterator ? kExpositionCollectInterval : kProcTaskStatesInterval;
   r.sample_hooks.push_back([tracker, task_states, engine = ctx.anomalies,
-                            due = Cadence(kCollectInterval),
+                            due = Cadence(kExpositionCollectInterval),
                             tasks_due = Cadence(task_states_every)](
                                absl::Time now, const StageDirectory& known) mutable {
     if (tasks_due.Due(now)) task_states->Collect();

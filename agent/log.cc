@@ -11,7 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "runs/json_text.h"
+#include "json_text.h"
 #include "units.h"
 
 namespace stagewatch {

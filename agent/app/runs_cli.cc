@@ -4,7 +4,7 @@
 #include <iostream>
 
 #include "runs/advisor.h"
-#include "runs/json_text.h"
+#include "json_text.h"
 #include "runs/launcher.h"
 #include "runs/ledger.h"
 #include "runs/orphan_runs.h"

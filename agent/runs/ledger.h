@@ -121,6 +121,8 @@ class Ledger {
   static int SchemaVersion();  // the version this build writes
 
  private:
+  // The run `id` for a write that changes it (inside its transaction), or NotFound.
+  absl::StatusOr<RunRecord> RunToChange(const std::string& id);
   Ledger(std::string path, bool read_only, const RunsConfig& judging);
   static absl::StatusOr<std::unique_ptr<Ledger>> OpenAs(const std::string& path, bool read_only,
                                                         const RunsConfig& judging);

@@ -6,7 +6,7 @@
 #include <optional>
 
 #include "nlohmann/json.hpp"
-#include "runs/json_text.h"
+#include "json_text.h"
 #include "runs/ledger_sqlite.h"
 #include "units.h"
 

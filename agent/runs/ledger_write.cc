@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "nlohmann/json.hpp"
-#include "runs/json_text.h"
+#include "json_text.h"
 #include "runs/ledger.h"
 #include "runs/ledger_row.h"
 #include "runs/ledger_sqlite.h"
@@ -86,19 +86,25 @@ absl::Status Ledger::BeginRun(const RunStart& st) {
   }
 }
 
+absl::StatusOr<RunRecord> Ledger::RunToChange(const std::string& id) {
+  absl::StatusOr<std::optional<RunRecord>> existing = Get(id);
+  if (!existing.ok()) return existing.status();
+  if (!*existing) return absl::NotFoundError(absl::StrFormat("no run \"%s\" in the ledger", id));
+  return **std::move(existing);
+}
+
 absl::Status Ledger::EndRun(const std::string& id, const RunEnd& end) {
   if (absl::Status s = Writable(); !s.ok()) return s;
   // The end and the verdict it gives are one write.
   WriteTransaction tx(*db_);
   if (absl::Status s = tx.begun(); !s.ok()) return s;
-  absl::StatusOr<std::optional<RunRecord>> existing = Get(id);
+  absl::StatusOr<RunRecord> existing = RunToChange(id);
   if (!existing.ok()) return existing.status();
-  if (!*existing) return absl::NotFoundError(absl::StrFormat("no run \"%s\" in the ledger", id));
-  if ((*existing)->end) {
+  if (existing->end) {
     return absl::FailedPreconditionError(absl::StrFormat("run \"%s\" has ended already", id));
   }
   const std::string verdict(
-      VerdictName(JudgeRun(AsStored(**std::move(existing), end), judging_).kind));
+      VerdictName(JudgeRun(AsStored(*std::move(existing), end), judging_).kind));
   const CgroupFacts& f = end.facts;
   // A discovered run's limits go in the same statement as its end: one write, so no crash
   // or failed write leaves the run ended without them, and a batch stays one transaction.
@@ -143,13 +149,12 @@ absl::Status Ledger::AddAgentFacts(const std::string& id, const AgentFacts& add)
   if (absl::Status s = Writable(); !s.ok()) return s;
   WriteTransaction tx(*db_);
   if (absl::Status s = tx.begun(); !s.ok()) return s;
-  absl::StatusOr<std::optional<RunRecord>> existing = Get(id);
+  absl::StatusOr<RunRecord> existing = RunToChange(id);
   if (!existing.ok()) return existing.status();
-  if (!*existing) return absl::NotFoundError(absl::StrFormat("no run \"%s\" in the ledger", id));
-  const AgentFacts a = Merged((*existing)->agent, add);
+  const AgentFacts a = Merged(existing->agent, add);
   nlohmann::json preemptors = nlohmann::json::object();
   for (const auto& [stage, n] : a.preemptors) preemptors[stage] = n;
-  RunRecord merged = **std::move(existing);  // as the row reads back after this write
+  RunRecord merged = *std::move(existing);  // as the row reads back after this write
   merged.agent = a;
   merged.agent_observed = true;
   try {

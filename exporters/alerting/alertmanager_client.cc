@@ -13,7 +13,7 @@
 #include "exporters/metrics/metric_builders.h"
 #include "exporters/alerting/alert_poster.h"
 #include "log.h"
-#include "runs/json_text.h"
+#include "json_text.h"
 #include "units.h"
 
 namespace stagewatch::exporters {

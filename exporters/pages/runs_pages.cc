@@ -10,7 +10,7 @@
 #include "config/config_validate.h"
 #include "exporters/pages/run_charts.h"
 #include "nlohmann/json.hpp"
-#include "runs/json_text.h"
+#include "json_text.h"
 #include "runs/run_id.h"
 #include "runs/runs_report.h"
 #include "runs/verdict.h"

@@ -3,7 +3,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "runs/json_text.h"
+#include "json_text.h"
 #include "runs/ledger.h"
 #include "runs/runs_report.h"
 #include "runs_cli_runner.h"

@@ -377,14 +377,11 @@ double DeadlineScale() {
 }
 
 void WaitForTrackerCollection() {
-  // The collections keep the wall clock, emulated or not; the samples they follow are what a
-  // slow machine delays: two of them, stretched.
-  const absl::Duration span = std::max(kCollectInterval, kExpositionCollectInterval);
-  absl::SleepFor(span + absl::Seconds(2) * DeadlineScale());
-}
-
-int TrackerCollectionMs() {
-  return absl::ToInt64Milliseconds(std::max(kCollectInterval, kExpositionCollectInterval)) + 5000;
+  // One interval of collection, one default sample interval for the sample it waits for, and
+  // a second sample of margin.
+  const absl::Duration span = std::max(kCollectInterval, kExpositionCollectInterval) +
+                              absl::Seconds(2);
+  absl::SleepFor(span * DeadlineScale());
 }
 
 bool WaitUntil(const std::function<bool()>& condition, int timeout_ms) {

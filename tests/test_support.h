@@ -154,11 +154,9 @@ double DeadlineScale();
 bool WaitUntil(const std::function<bool()>& condition, int timeout_ms);
 
 // Waits until a collection of the trackers on the sampler's clock (every kCollectInterval or
-// kExpositionCollectInterval, after a sample) has surely followed what the caller did: the
-// figures a scrape reads of BPF maps are that collection's, never read at the scrape.
+// kExpositionCollectInterval, after a sample) has surely followed what the caller did: the figures a scrape reads of BPF
+// maps are that collection's, never read at the scrape.
 void WaitForTrackerCollection();
-// How long a WaitUntil for such a figure gives it: a collection interval and a few samples.
-int TrackerCollectionMs();
 
 // One scrape parsed into "name{labels}" → value, labels as exposed.
 using Scrape = std::map<std::string, double>;

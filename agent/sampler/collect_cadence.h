@@ -14,10 +14,10 @@ namespace stagewatch {
 inline constexpr absl::Duration kCollectInterval = absl::Milliseconds(2500);
 
 // How often the figures only a scrape reads (the memory tracker's faults and reclaim stalls,
-// the task states) are collected: Prometheus' usual scrape interval. Each collection at 1,000
-// cgroups costs a few ms; collected more often, they cost an idle agent more than reading them
-// at each 15 s scrape did (bench/README.md, cgroup_scale.sh).
-inline constexpr absl::Duration kExpositionCollectInterval = absl::Seconds(15);
+// the task states) are collected: each collection at 1,000 cgroups costs a few ms, and
+// collecting them at kCollectInterval cost an idle agent more than a 15 s scrape's reading
+// them did; at twice the interval, about the same (bench/README.md, cgroup_scale).
+inline constexpr absl::Duration kExpositionCollectInterval = absl::Milliseconds(5000);
 
 // True at most once every `interval` of the times it is asked with.
 class Cadence {

@@ -12,6 +12,7 @@
 #include "app/agent_app.h"
 #include "app/collector_flags.h"
 #include "app/features_report.h"
+#include "app/results_cli.h"
 #include "app/runs_cli.h"
 #include "capabilities.h"
 #include "config/config.h"
@@ -125,6 +126,7 @@ int main(int argc, char** argv) {
                            ->fallthrough();
   features->add_flag("--json", json, "Print JSON");
   stagewatch::RunsCli runs_cli(app);  // run, runs list|show, advise
+  stagewatch::ResultsCli results_cli(app);  // results, runs compare
 
   CLI11_PARSE(app, argc, argv);
 
@@ -157,6 +159,7 @@ int main(int argc, char** argv) {
   }
   if (!ledger_path.empty()) config->runs.ledger_path = ledger_path;
   if (std::optional<int> code = runs_cli.Dispatch(*config)) return *code;
+  if (std::optional<int> code = results_cli.Dispatch(*config)) return *code;
   (void)agent;  // no subcommand and `agent` both run the exporter
   absl::StatusOr<std::vector<int>> keep = stagewatch::ParseCapabilityList(keep_capabilities);
   if (!keep.ok()) {

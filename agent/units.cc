@@ -1,6 +1,7 @@
 #include "units.h"
 
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <iterator>
@@ -95,6 +96,12 @@ std::string FormatBytes(double bytes) {
   if (unit == 0) return absl::StrFormat("%s%.0f B", sign, value);
   if (value < 10) return absl::StrFormat("%s%.2f %s", sign, value, kUnits[unit]);
   return absl::StrFormat("%s%.1f %s", sign, value, kUnits[unit]);
+}
+
+std::string FormatExact(double value) {
+  char buf[32];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
+  return ec == std::errc() ? std::string(buf, end) : std::string("?");
 }
 
 std::string FormatSeconds(double seconds) {

@@ -3,7 +3,9 @@
 #include <filesystem>
 #include <iostream>
 
+#include "app/cli_ledger.h"
 #include "runs/advisor.h"
+#include "runs/baseline_comparison.h"
 #include "json_text.h"
 #include "runs/launcher.h"
 #include "runs/ledger.h"
@@ -31,7 +33,11 @@ RunsCli::RunsCli(CLI::App& app) {
              ->fallthrough();
   run_->add_option("--stage", stage_, "The stage this run belongs to")->required();
   run_->add_option("--run-id", run_id_, "The run's id (default: generated, time-sortable)");
-  run_->add_option("--pipeline", pipeline_, "The pipeline the stage belongs to");
+  run_->add_option("--pipeline", pipeline_,
+                   "The pipeline the stage belongs to (default: $STAGEWATCH_PIPELINE)");
+  run_->add_option("--pipeline-run", pipeline_run_,
+                   "The pipeline's run (e.g. the night's date) this run belongs to (default: "
+                   "$STAGEWATCH_PIPELINE_RUN)");
   run_->add_option("--memory-max", memory_max_, "Memory limit: bytes, or with K, M, G (1024s)");
   run_->add_option("--memory-high", memory_high_,
                    "Memory throttling point (v1: the soft limit): bytes, or with K, M, G");
@@ -82,6 +88,15 @@ int RunsCli::Run(const Config& config) {
   o.stage = stage_;
   o.run_id = run_id_;
   o.pipeline = pipeline_;
+  o.pipeline_run = pipeline_run_;
+  // A driver script run by `stagewatch run --pipeline-run` passes its pipeline run on to the
+  // runs it launches, through the environment the launcher gave it.
+  if (const char* env = std::getenv("STAGEWATCH_PIPELINE"); o.pipeline.empty() && env) {
+    o.pipeline = env;
+  }
+  if (const char* env = std::getenv("STAGEWATCH_PIPELINE_RUN"); o.pipeline_run.empty() && env) {
+    o.pipeline_run = env;
+  }
   o.cgroup_parent = cgroup_parent_;
   o.ledger_path = LedgerPath(config);
   o.command = command_;
@@ -118,19 +133,6 @@ int RunsCli::Run(const Config& config) {
 
 namespace {
 
-// Opens an existing ledger for reading commands; a missing one is not created. (A link is
-// not missing: opening it says why it is refused.)
-absl::StatusOr<std::unique_ptr<Ledger>> OpenExisting(const std::string& path,
-                                                     const RunsConfig& judging) {
-  std::error_code ec;
-  if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec))) {
-    return absl::NotFoundError(absl::StrCat(
-        "no ledger at \"", path, "\" yet: no run has been recorded there; record one with "
-        "`stagewatch run`, or pass --ledger.path"));
-  }
-  return Ledger::OpenForReading(path, judging);
-}
-
 // `items` (JSON values) as one JSON array written a piece at a time: the same text as
 // JsonText(json::array(items), 2), without holding every run at once.
 class JsonArrayWriter {
@@ -153,8 +155,7 @@ class JsonArrayWriter {
 };
 
 int Fail(const char* command, const absl::Status& status) {
-  std::cerr << "stagewatch " << command << ": " << status.message() << "\n";
-  return 1;
+  return FailCommand(command, status);
 }
 
 }  // namespace
@@ -173,7 +174,7 @@ int RunsCli::List(const Config& config) {
   filter.limit = all_ ? kAllPage : limit_;
   TidyLedgerForListing(LedgerPath(config), config.runs, stage_, std::cerr);  // runs of dead launchers
   absl::StatusOr<std::unique_ptr<Ledger>> ledger =
-      OpenExisting(LedgerPath(config), config.runs);
+      OpenExistingLedger(LedgerPath(config), config.runs);
   if (!ledger.ok()) return Fail("runs list", ledger.status());
   JsonArrayWriter json(std::cout);
   RunsTableWriter table(config.runs);
@@ -204,26 +205,25 @@ int RunsCli::List(const Config& config) {
 
 int RunsCli::Show(const Config& config) {
   absl::StatusOr<std::unique_ptr<Ledger>> ledger =
-      OpenExisting(LedgerPath(config), config.runs);
+      OpenExistingLedger(LedgerPath(config), config.runs);
   if (!ledger.ok()) return Fail("runs show", ledger.status());
-  absl::StatusOr<std::optional<RunRecord>> run = (*ledger)->Get(show_id_);
+  absl::StatusOr<RunRecord> run = GetRunOrExplain(**ledger, show_id_);
   if (!run.ok()) return Fail("runs show", run.status());
-  if (!*run) {
-    return Fail("runs show", absl::NotFoundError(absl::StrCat(
-                                 "no run \"", show_id_, "\" in the ledger \"", LedgerPath(config),
-                                 "\"; see `stagewatch runs list`")));
-  }
+  absl::StatusOr<BaselineComparison> baseline = CompareRunWithBaseline(**ledger, *run, config.runs);
+  if (!baseline.ok()) return Fail("runs show", baseline.status());
   if (json_) {
-    std::cout << JsonText(RunToJson(**run, config.runs), 2) << "\n";
+    nlohmann::json j = RunToJson(*run, config.runs);
+    j["baseline"] = baseline->ToJson();
+    std::cout << JsonText(j, 2) << "\n";
   } else {
-    std::cout << RunDetails(**run, config.runs);
+    std::cout << RunDetails(*run, config.runs) << BaselineDetails(*run, *baseline);
   }
   return 0;
 }
 
 int RunsCli::Advise(const Config& config) {
   absl::StatusOr<std::unique_ptr<Ledger>> ledger =
-      OpenExisting(LedgerPath(config), config.runs);
+      OpenExistingLedger(LedgerPath(config), config.runs);
   if (!ledger.ok()) return Fail("advise", ledger.status());
   RunFilter filter;
   filter.stage = stage_;

@@ -31,7 +31,7 @@ class RunsCli {
   CLI::App* show_ = nullptr;
   CLI::App* advise_ = nullptr;
 
-  std::string stage_, run_id_, pipeline_, cgroup_parent_, ledger_path_, since_, show_id_;
+  std::string stage_, run_id_, pipeline_, pipeline_run_, cgroup_parent_, ledger_path_, since_, show_id_;
   std::string verdict_;
   int limit_ = 1000;
   bool all_ = false;

@@ -42,6 +42,9 @@ void ParseRuns(ConfigReader& r, const ConfigValue& section, RunsConfig& runs) {
       {"sample_reads_per_second", [&](const ConfigValue& v) {
          r.ReadInt(v, 0, 100000, runs.sample_reads_per_second);
        }},
+      {"baseline_runs", [&](const ConfigValue& v) {
+         r.ReadInt(v, 3, 1000, runs.baseline_runs);
+       }},
       {"advise", [&](const ConfigValue& v) { ParseAdvise(r, v, runs.advise); }},
   });
 }

@@ -28,6 +28,9 @@ struct RunsConfig {
   // The agent samples the cgroup files of runs no launcher started (memory, CPU, PSI) with at
   // most this many file reads a second, spread over the open runs; 0 turns it off.
   int sample_reads_per_second = 100;
+  // A run's baseline: the newest this many clean runs of its stage with the same limits (the
+  // median of each figure); with fewer than 3 there is none.
+  int baseline_runs = 10;
   AdvisorConfig advise;
 };
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <set>
 #include <utility>
@@ -21,12 +22,16 @@
 #include "cgroup/layout.h"
 #include "config/config_validate.h"
 #include "runs/agent_presence.h"
+#include "runs/baseline_comparison.h"
 #include "runs/ledger.h"
 #include "runs/orphan_runs.h"
 #include "runs/pending_ends.h"
+#include "runs/pipeline_run.h"
+#include "runs/results_directory.h"
 #include "runs/run_cgroup.h"
 #include "runs/run_facts.h"
 #include "runs/run_id.h"
+#include "runs/run_results.h"
 #include "runs/terminal_text.h"
 #include "runs/verdict.h"
 #include "units.h"
@@ -49,14 +54,14 @@ sigset_t ForwardedSignals() {
 
 // In the child between fork and exec: only async-signal-safe calls.
 [[noreturn]] void RunChild(const std::vector<std::string>& procs_files, char* const argv[],
-                           const sigset_t& old_mask, int report_fd) {
+                           char* const envp[], const sigset_t& old_mask, int report_fd) {
   if (const int error = JoinCgroupsAfterFork(procs_files); error != 0) {
     ChildFailure f{1, error};
     (void)!write(report_fd, &f, sizeof f);
     _exit(126);
   }
   pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
-  execvp(argv[0], argv);
+  execvpe(argv[0], argv, envp);
   ChildFailure f{2, errno};
   (void)!write(report_fd, &f, sizeof f);
   _exit(f.error == ENOENT ? 127 : 126);
@@ -174,6 +179,75 @@ bool RecordEnd(Ledger& ledger, const std::string& id, const RunEnd& end, std::os
   return false;
 }
 
+absl::Status CheckPipelineFlags(const LaunchOptions& o) {
+  if (o.pipeline.empty()) {
+    if (o.pipeline_run.empty()) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        "--pipeline-run needs --pipeline (or STAGEWATCH_PIPELINE): the pipeline it is a run of");
+  }
+  if (absl::Status s = CheckPipelineName(o.pipeline); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--pipeline: ", s.message()));
+  }
+  if (o.pipeline_run.empty()) return absl::OkStatus();
+  if (absl::Status s = CheckPipelineRunId(o.pipeline_run); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--pipeline-run: ", s.message()));
+  }
+  return absl::OkStatus();
+}
+
+// The launcher's environment for the command, with the run's own variables set.
+std::vector<std::string> CommandEnvironment(const LaunchOptions& o, const std::string& id,
+                                            const std::string& results_file) {
+  const std::map<std::string, std::string> own = {
+      {"STAGEWATCH_RUN_ID", id},
+      {"STAGEWATCH_STAGE", o.stage},
+      {"STAGEWATCH_PIPELINE", o.pipeline},
+      {"STAGEWATCH_PIPELINE_RUN", o.pipeline_run},
+      {"STAGEWATCH_RESULTS", results_file},
+  };
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    if (!own.count(std::string(entry.substr(0, entry.find('='))))) env.emplace_back(entry);
+  }
+  for (const auto& [name, value] : own) {
+    if (!value.empty()) env.push_back(absl::StrCat(name, "=", value));
+  }
+  return env;
+}
+
+// What the command wrote to its results file, into the run's row. Bad entries are skipped with
+// a line each; results the ledger cannot take are printed, so they are not lost.
+void RecordResults(Ledger& ledger, const std::string& id, const std::string& file,
+                   std::ostream& log) {
+  absl::StatusOr<ParsedResults> parsed = ReadResultsFile(file);
+  if (absl::IsNotFound(parsed.status())) return;
+  if (!parsed.ok()) {
+    log << "stagewatch: results not recorded: " << parsed.status().message() << "\n";
+    return;
+  }
+  for (const std::string& p : parsed->problems) {
+    log << "stagewatch: results: " << TerminalText(p) << " (skipped)\n";
+  }
+  if (parsed->values.empty()) return;
+  if (absl::Status s = ledger.AddResults(id, parsed->values); !s.ok()) {
+    log << "stagewatch: results not recorded (" << s.message()
+        << "); record them later with: stagewatch results " << id;
+    for (const auto& [name, value] : parsed->values) log << " " << name << "=" << value;
+    log << "\n";
+  }
+}
+
+// The verdict of the ended run `r`, against its baseline.
+std::string VerdictLine(Ledger& ledger, const RunRecord& r, const RunsConfig& runs) {
+  const Verdict v = JudgeRun(r, runs);
+  absl::StatusOr<std::vector<RunRecord>> candidates =
+      ledger.CleanRunsBefore(r.start, runs.baseline_runs);
+  if (!candidates.ok()) return v.Summary();
+  return VerdictWithBaseline(v, CompareWithBaseline(r, *candidates, runs.baseline_runs),
+                             r.start.stage);
+}
+
 }  // namespace
 
 absl::StatusOr<int> LaunchRun(const LaunchOptions& o, std::ostream& log) {
@@ -186,6 +260,7 @@ absl::StatusOr<int> LaunchRun(const LaunchOptions& o, std::ostream& log) {
                                       "stagewatch run --stage validate -- python3 validate.py");
   }
   if (absl::Status s = CheckMemoryHigh(o.limits); !s.ok()) return s;
+  if (absl::Status s = CheckPipelineFlags(o); !s.ok()) return s;
   const absl::Time start = absl::Now();
   const std::string id = o.run_id.empty() ? NewRunId(start) : o.run_id;
   if (absl::Status s = CheckRunId(id); !s.ok()) return s;
@@ -222,8 +297,10 @@ absl::StatusOr<int> LaunchRun(const LaunchOptions& o, std::ostream& log) {
   };
   // The row first, then the cgroup: a launcher killed at any moment from here on leaves a row
   // for the agent (or the next `stagewatch run`) to close and its cgroup to remove.
-  RunStart run{id, o.stage, o.pipeline, o.command, RunSource::kLauncher,
+  RunStart run{id,      o.stage, o.pipeline, o.pipeline_run, o.command, RunSource::kLauncher,
                (*cgroup)->key_path(), getpid(), start, o.limits};
+  absl::StatusOr<ResultsDirectory> results = ResultsDirectory::Make(id);
+  if (!results.ok()) return results.status();
   if (absl::Status s = (*ledger)->BeginRun(run); !s.ok()) return s;
   if (absl::Status s = (*cgroup)->Make(); !s.ok()) {
     if (absl::Status w = (*ledger)->WithdrawRun(id); !w.ok()) {
@@ -244,11 +321,17 @@ absl::StatusOr<int> LaunchRun(const LaunchOptions& o, std::ostream& log) {
   std::vector<char*> argv;
   for (const std::string& arg : o.command) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
+  const std::vector<std::string> env = CommandEnvironment(o, id, results->file());
+  std::vector<char*> envp;
+  for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
   log << absl::StrFormat("stagewatch: run %s of stage %s starts in cgroup %s\n", id, o.stage,
                          (*cgroup)->key_path())
       << std::flush;
   const pid_t child = fork();
-  if (child == 0) RunChild((*cgroup)->procs_files(), argv.data(), old_mask, report[1]);
+  if (child == 0) {
+    RunChild((*cgroup)->procs_files(), argv.data(), envp.data(), old_mask, report[1]);
+  }
   close(std::exchange(report[1], -1));
   ChildFailure failure{0, 0};
   const bool failed = child < 0 || read(report[0], &failure, sizeof failure) == sizeof failure;
@@ -294,14 +377,16 @@ absl::StatusOr<int> LaunchRun(const LaunchOptions& o, std::ostream& log) {
     log << "stagewatch: the ledger was removed or replaced while the run ran; the run is "
            "recorded in the new " << o.ledger_path << "\n";
   }
+  RecordResults(**ledger, id, results->file(), log);
   if (!RecordEnd(**ledger, id, end, log)) {
     // Kept or lost, as RecordEnd said: no verdict to print.
   } else if (absl::StatusOr<std::optional<RunRecord>> r = RowWithAgentEndFacts(**ledger, id, o);
              r.ok() && *r) {
     const std::string ledger_flag =
         o.ledger_path == o.runs.ledger_path ? "" : absl::StrCat(" --ledger.path ", o.ledger_path);
-    log << absl::StrFormat("stagewatch: run %s %s\n  details: stagewatch runs show%s %s\n", id,
-                           TerminalText(JudgeRun(**r, o.runs).Summary()), ledger_flag, id);
+    log << absl::StrFormat("stagewatch: run %s of %s %s\n  details: stagewatch runs show%s %s\n",
+                           id, o.stage, TerminalText(VerdictLine(**ledger, **r, o.runs)),
+                           ledger_flag, id);
   }
   return end.signal ? 128 + *end.signal : *end.exit_code;
 }

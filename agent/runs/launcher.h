@@ -27,6 +27,7 @@ struct LaunchOptions {
   std::string stage;
   std::string run_id;  // "" generates one
   std::string pipeline;
+  std::string pipeline_run;  // the pipeline's run (a night) this run belongs to
   std::string cgroup_parent;  // "" for the caller's own cgroup in each hierarchy
   std::string ledger_path;
   RunLimits limits;
@@ -38,6 +39,9 @@ struct LaunchOptions {
   RunsConfig runs;  // for the verdict printed at the end
 };
 
+// The command's environment gains STAGEWATCH_RUN_ID, STAGEWATCH_STAGE, STAGEWATCH_PIPELINE and
+// STAGEWATCH_PIPELINE_RUN (so that a driver script's own launches share its pipeline run), and
+// STAGEWATCH_RESULTS: a file it may write its results to (run_results.h), recorded with the run.
 // Errors found before the command starts come back as a Status, with nothing left behind.
 // Once it has started, the result is the exit code to leave with: the command's, 128 + N when
 // signal N ended it, 127 when it could not be run.

@@ -71,6 +71,9 @@ class Ledger {
   absl::Status EndRun(const std::string& id, const RunEnd& end);
   // Merges facts only the agent sees into the run's row (see AgentFacts).
   absl::Status AddAgentFacts(const std::string& id, const AgentFacts& facts);
+  // Records what the run's command computed, open or ended: a result of the same name is
+  // replaced. NotFound for an unknown id.
+  absl::Status AddResults(const std::string& id, const std::map<std::string, double>& results);
 
   // Appends points to the run's time series, in one transaction. Bounded: when the run holds
   // more than kMaxSamplesPerRun points it is thinned to the first point in each of
@@ -91,6 +94,12 @@ class Ledger {
   // The newest run, open or ended, whose cgroup is at `cgroup_path`, for the agent's cgroup
   // events.
   absl::StatusOr<std::optional<RunRecord>> FindNewestByCgroup(const std::string& cgroup_path);
+
+  // The baseline candidates of `run`: up to `n` ended runs of its stage with the same limits,
+  // started before it, that the ledger's thresholds judge clean, newest first. Reads at most
+  // kBaselineScan runs judged under other thresholds (a reader's own `judging`).
+  absl::StatusOr<std::vector<RunRecord>> CleanRunsBefore(const RunStart& run, int n);
+  static constexpr int kBaselineScan = 2000;
 
   // Withdraws an open run that never started, with its points: the launcher records a run
   // before it makes the run's cgroup (so that its death at any moment leaves a row to close),

@@ -54,6 +54,12 @@ std::string AnomaliesText(const std::vector<RunAnomaly>& anomalies) {
   return JsonText(out);
 }
 
+std::string ResultsText(const std::map<std::string, double>& results) {
+  json out = json::object();
+  for (const auto& [name, value] : results) out[name] = value;
+  return JsonText(out);
+}
+
 RunRecord DecodeRow(const SQLite::Statement& s) {
   RunRecord r;
   int c = 0;
@@ -122,6 +128,13 @@ RunRecord DecodeRow(const SQLite::Statement& s) {
   const std::optional<double> throttled_wall = OptReal(next());
   if (r.end) r.end->facts.cpu_throttled_wall_seconds = throttled_wall;
   a.run_queue_throttled_seconds = OptReal(next());
+  st.pipeline_run = text();
+  const json results = ParseJsonColumn(text(), json::object());  // outlives items()
+  for (const auto& [name, value] : results.items()) {
+    if (value.is_number()) r.results[name] = value.get<double>();
+  }
+  const std::optional<double> io_pressure = OptReal(next());
+  if (r.end) r.end->facts.io_pressure_seconds = io_pressure;
   return r;
 }
 

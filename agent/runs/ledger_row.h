@@ -21,7 +21,8 @@ inline constexpr char kColumns[] =
     "oom_kills_kernel, cpu_seconds, cpu_throttled_seconds, cpu_p95_cores, "
     "memory_pressure_seconds, cpu_pressure_seconds, agent_observed, oom_kills_userspace, "
     "oom_victims, reclaim_stall_seconds, run_queue_wait_seconds, preemptors, anomalies, "
-    "agent_saw_end, cpu_throttled_wall_seconds, run_queue_throttled_seconds";
+    "agent_saw_end, cpu_throttled_wall_seconds, run_queue_throttled_seconds, pipeline_run, "
+    "results, io_pressure_seconds";
 inline constexpr int kStartTimeColumn = 7;  // in kColumns
 
 // The row the statement is on, selected with kColumns first.
@@ -30,6 +31,7 @@ RunRecord DecodeRow(const SQLite::Statement& s);
 // The text columns oom_victims and anomalies.
 std::string VictimsText(const std::vector<OomVictim>& victims);
 std::string AnomaliesText(const std::vector<RunAnomaly>& anomalies);
+std::string ResultsText(const std::map<std::string, double>& results);
 
 // A time column's text, or `fallback` when it is not a time (someone edited the file by hand).
 absl::Time TimeOr(const std::string& text, absl::Time fallback);

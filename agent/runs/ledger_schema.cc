@@ -94,6 +94,17 @@ ALTER TABLE runs ADD COLUMN verdict_judged_with TEXT;
 CREATE INDEX runs_by_verdict ON runs (verdict_judged_with, verdict, start_time, id);
 CREATE INDEX runs_by_judged_start ON runs (verdict_judged_with, start_time, id);
 )sql",
+      // 7: pipeline runs (a night of a pipeline: the runs sharing pipeline and pipeline_run),
+      // what the run's command computed (results: a JSON object, name → number), its I/O
+      // pressure, and a stage's clean runs newest first by index, for its baseline.
+      R"sql(
+ALTER TABLE runs ADD COLUMN pipeline_run TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN results TEXT;
+ALTER TABLE runs ADD COLUMN io_pressure_seconds REAL;
+CREATE INDEX runs_by_stage_verdict ON runs (stage, verdict_judged_with, verdict, start_time);
+CREATE INDEX runs_by_pipeline_run ON runs (pipeline, pipeline_run, start_time)
+  WHERE pipeline_run != '';
+)sql",
   };
   return kMigrations;
 }

@@ -65,11 +65,11 @@ absl::Status Ledger::BeginRun(const RunStart& st) {
   try {
     SQLite::Statement s(
         *db_,
-        "INSERT INTO runs (id, stage, pipeline, command, source, cgroup_path, launcher_pid, "
-        "start_time, limit_memory_max_bytes, limit_memory_high_bytes, limit_cpu_max_cores, "
-        "limit_cpu_weight, verdict, verdict_judged_with) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)");
-    BindAll(s, st.id, st.stage, st.pipeline, JsonText(command),
+        "INSERT INTO runs (id, stage, pipeline, pipeline_run, command, source, cgroup_path, "
+        "launcher_pid, start_time, limit_memory_max_bytes, limit_memory_high_bytes, "
+        "limit_cpu_max_cores, limit_cpu_weight, verdict, verdict_judged_with) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)");
+    BindAll(s, st.id, st.stage, st.pipeline, st.pipeline_run, JsonText(command),
             std::string(RunSourceName(st.source)), st.cgroup_path, st.launcher_pid,
             FormatRfc3339(st.start), st.limits.memory_max_bytes, st.limits.memory_high_bytes,
             st.limits.cpu_max_cores, st.limits.cpu_weight, judged_with_);
@@ -124,7 +124,8 @@ absl::Status Ledger::EndRun(const std::string& id, const RunEnd& end) {
         "memory_failcnt = ?, memory_mean_bytes = ?, memory_p95_bytes = ?, "
         "near_limit_seconds = ?, oom_kills_kernel = ?, cpu_seconds = ?, "
         "cpu_throttled_seconds = ?, cpu_p95_cores = ?, memory_pressure_seconds = ?, "
-        "cpu_pressure_seconds = ?, cpu_throttled_wall_seconds = ?, verdict = ?, "
+        "cpu_pressure_seconds = ?, cpu_throttled_wall_seconds = ?, io_pressure_seconds = ?, "
+        "verdict = ?, "
         "verdict_judged_with = ?, ",
         limit("limit_memory_max_bytes"), ", ", limit("limit_memory_high_bytes"), ", ",
         limit("limit_cpu_max_cores"), ", ", limit("limit_cpu_weight"),
@@ -135,7 +136,7 @@ absl::Status Ledger::EndRun(const std::string& id, const RunEnd& end) {
             f.memory_peak_bytes, f.memory_failcnt, f.memory_mean_bytes, f.memory_p95_bytes,
             f.near_limit_seconds, f.oom_kills_kernel, f.cpu_seconds, f.cpu_throttled_seconds,
             f.cpu_p95_cores, f.memory_pressure_seconds, f.cpu_pressure_seconds,
-            f.cpu_throttled_wall_seconds, verdict, judged_with_, limits, f.memory_limit_bytes,
+            f.cpu_throttled_wall_seconds, f.io_pressure_seconds, verdict, judged_with_, limits, f.memory_limit_bytes,
             limits, l.memory_high_bytes, limits, l.cpu_max_cores, limits, l.cpu_weight, id);
     changed = s.exec();
   } catch (const SQLite::Exception& e) {
@@ -175,6 +176,25 @@ absl::Status Ledger::AddAgentFacts(const std::string& id, const AgentFacts& add)
     s.exec();
   } catch (const SQLite::Exception& e) {
     return SqlError(absl::StrFormat("cannot add agent facts to run \"%s\"", id), e);
+  }
+  return tx.Commit();
+}
+
+absl::Status Ledger::AddResults(const std::string& id,
+                                const std::map<std::string, double>& results) {
+  if (absl::Status s = Writable(); !s.ok()) return s;
+  WriteTransaction tx(*db_);
+  if (absl::Status s = tx.begun(); !s.ok()) return s;
+  absl::StatusOr<RunRecord> existing = RunToChange(id);
+  if (!existing.ok()) return existing.status();
+  std::map<std::string, double> merged = existing->results;
+  for (const auto& [name, value] : results) merged[name] = value;
+  try {
+    SQLite::Statement s(*db_, "UPDATE runs SET results = ? WHERE id = ?");
+    BindAll(s, ledger_row::ResultsText(merged), id);
+    s.exec();
+  } catch (const SQLite::Exception& e) {
+    return SqlError(absl::StrFormat("cannot record results of run \"%s\"", id), e);
   }
   return tx.Commit();
 }

@@ -54,6 +54,7 @@ json EndToJson(const RunEnd& end) {
   Put(facts, "cpu_p95_cores", f.cpu_p95_cores);
   Put(facts, "memory_pressure_seconds", f.memory_pressure_seconds);
   Put(facts, "cpu_pressure_seconds", f.cpu_pressure_seconds);
+  Put(facts, "io_pressure_seconds", f.io_pressure_seconds);
   json j = {{"end_unix_ns", absl::ToUnixNanos(end.end)},
             {"closed_by", end.closed_by == RunCloser::kAgent ? "agent" : "launcher"},
             {"signal_requested", end.signal_requested},
@@ -87,6 +88,7 @@ absl::StatusOr<RunEnd> EndFromJson(const std::string& text) {
     Get(facts, "cpu_p95_cores", f.cpu_p95_cores);
     Get(facts, "memory_pressure_seconds", f.memory_pressure_seconds);
     Get(facts, "cpu_pressure_seconds", f.cpu_pressure_seconds);
+    Get(facts, "io_pressure_seconds", f.io_pressure_seconds);
     return end;
   } catch (const json::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("not a kept run end: ", e.what()));

@@ -41,7 +41,8 @@ CgroupFacts ReadCgroupFacts(const CgroupLayout& layout, std::vector<std::string>
     problems.push_back(std::string(c.status().message()));
   }
   for (auto [resource, out] : {std::pair{"memory", &f.memory_pressure_seconds},
-                               std::pair{"cpu", &f.cpu_pressure_seconds}}) {
+                               std::pair{"cpu", &f.cpu_pressure_seconds},
+                               std::pair{"io", &f.io_pressure_seconds}}) {
     if (absl::StatusOr<PsiTotals> p = ReadPsi(layout, "/", resource); p.ok()) {
       *out = double(p->some_us) / 1e6;
     } else {

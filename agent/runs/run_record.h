@@ -32,6 +32,7 @@ struct RunStart {
   std::string id;
   std::string stage;
   std::string pipeline;               // "" when none
+  std::string pipeline_run;           // the pipeline's run (a night) it belongs to; "" when none
   std::vector<std::string> command;   // argv; empty for a discovered run
   RunSource source = RunSource::kLauncher;
   std::string cgroup_path;            // within the hierarchy the agent keys on
@@ -56,6 +57,7 @@ struct CgroupFacts {
   std::optional<double> cpu_p95_cores;           // sampled CPU use per interval
   std::optional<double> memory_pressure_seconds;  // PSI "some" total
   std::optional<double> cpu_pressure_seconds;     // PSI "some" total
+  std::optional<double> io_pressure_seconds;      // PSI "some" total
   // A discovered run's limits as its cgroup files held them at the last reading: the ledger
   // stores them as the run's limits (RunStart::limits) and does not read them back here.
   std::optional<RunLimits> limits;
@@ -118,6 +120,8 @@ struct RunRecord {
   std::optional<RunEnd> end;  // nullopt while the run is open
   AgentFacts agent;
   bool agent_observed = false;  // an agent added facts to this run
+  // What the run's command computed (an accuracy, a loss, a row count): name → number.
+  std::map<std::string, double> results;
 
   std::optional<absl::Duration> Wall() const {
     if (!end) return std::nullopt;

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "cgroup/path_cache.h"
 #include "log.h"
+#include "runs/baseline_comparison.h"
 #include "runs/orphan_runs.h"
 #include "runs/pending_ends.h"
 #include "runs/run_cgroup.h"
@@ -113,7 +114,7 @@ absl::Status RunWatcher::Recover() {
     if (!it->end) continue;
     SeeStage(it->start.stage, it->start.pipeline);
     std::deque<EndedRun>& q = recent_[it->start.stage];
-    q.push_front({it->start.id, it->start.stage, it->start.pipeline,
+    q.push_front({it->start.id, it->start.stage, it->start.pipeline, it->start.pipeline_run,
                   std::string(VerdictName(JudgeRun(*it, options_.runs).kind)), it->end->end});
     while (q.size() > static_cast<size_t>(options_.runs.info_per_stage)) q.pop_back();
   }
@@ -374,18 +375,19 @@ void RunWatcher::CountEnded(const std::string& id) {
   if (!r.ok() || !*r || !(*r)->end) return;
   const std::string verdict(VerdictName(JudgeRun(**r, options_.runs).kind));
   const RunStart& s = (*r)->start;
-  SeeStage(s.stage, s.pipeline);
-  counted_.ended[{s.stage, s.pipeline, verdict}]++;
+  std::optional<Slowdown> slowdown;
+  if (absl::StatusOr<BaselineComparison> c = CompareRunWithBaseline(*ledger_, **r, options_.runs);
+      c.ok()) {
+    slowdown = c->slowdown;
+  }
+  AddEndedRun(counted_, **r, verdict, slowdown);
   std::deque<EndedRun>& q = recent_[s.stage];
-  q.push_front({s.id, s.stage, s.pipeline, verdict, (*r)->end->end});
+  q.push_front({s.id, s.stage, s.pipeline, s.pipeline_run, verdict, (*r)->end->end});
   while (q.size() > static_cast<size_t>(options_.runs.info_per_stage)) q.pop_back();
 }
 
 void RunWatcher::SeeStage(const std::string& stage, const std::string& pipeline) {
-  for (VerdictKind k : {VerdictKind::kClean, VerdictKind::kUnobserved, VerdictKind::kDegraded,
-                        VerdictKind::kInterrupted}) {
-    counted_.ended.try_emplace({stage, pipeline, std::string(VerdictName(k))}, 0);
-  }
+  stagewatch::SeeStage(counted_, stage, pipeline);
 }
 
 void RunWatcher::OnOomKill(uint64_t victim_cgroup_id, const OomVictim& victim) {
@@ -537,7 +539,7 @@ void RunWatcher::AfterPass(bool first) {
 
 RunsSnapshot RunWatcher::Snapshot() const {
   std::lock_guard<std::mutex> lock(mu_);
-  RunsSnapshot out{.ended = counted_.ended};
+  RunsSnapshot out = counted_;
   for (const auto& [stage, q] : recent_) out.recent.insert(out.recent.end(), q.begin(), q.end());
   return out;
 }

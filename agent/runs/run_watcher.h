@@ -29,6 +29,7 @@
 #include "config/runs_config.h"
 #include "runs/agent_presence.h"
 #include "runs/discovered_sampler.h"
+#include "runs/ended_run_totals.h"
 #include "runs/ledger.h"
 #include "stages/stage_resolver.h"
 
@@ -75,18 +76,6 @@ struct MemcgAtRmdir {
   bool limit_known = false;
   std::optional<uint64_t> limit_bytes;  // nullopt and limit_known: unlimited
   static MemcgAtRmdir Of(const cgroup_event& event);
-};
-
-struct EndedRun {
-  std::string id, stage, pipeline, verdict;
-  absl::Time end;
-};
-
-struct RunsSnapshot {
-  // (stage, pipeline, verdict) → ended runs; every stage a run was seen of has all four final
-  // verdicts, zero included, so that increase() sees the first one.
-  std::map<std::tuple<std::string, std::string, std::string>, uint64_t> ended;
-  std::vector<EndedRun> recent;  // each stage's newest runs.info_per_stage, newest first
 };
 
 // Thread-safe: events come from the probes' poll threads and from drains at collect time. The

@@ -137,6 +137,7 @@ json RunToJson(const RunRecord& r, const RunsConfig& config) {
       {"id", s.id},
       {"stage", s.stage},
       {"pipeline", s.pipeline},
+      {"pipeline_run", s.pipeline_run},
       {"command", s.command},
       {"source", RunSourceName(s.source)},
       {"cgroup_path", s.cgroup_path},
@@ -168,6 +169,7 @@ json RunToJson(const RunRecord& r, const RunsConfig& config) {
       {"near_limit_seconds", Opt(f.near_limit_seconds)},
       {"memory_pressure_seconds", Opt(f.memory_pressure_seconds)},
       {"cpu_pressure_seconds", Opt(f.cpu_pressure_seconds)},
+      {"io_pressure_seconds", Opt(f.io_pressure_seconds)},
       {"reclaim_stall_seconds", Opt(r.agent.reclaim_stall_seconds)},
       {"cpu_seconds", Opt(f.cpu_seconds)},
       {"cpu_p95_cores", Opt(f.cpu_p95_cores)},
@@ -179,6 +181,7 @@ json RunToJson(const RunRecord& r, const RunsConfig& config) {
       {"anomalies", anomalies},
       {"agent_observed", r.agent_observed},
       {"not_observed", v.unobserved},
+      {"results", r.results},
   };
   return j;
 }
@@ -218,7 +221,10 @@ std::string RunDetails(const RunRecord& r, const RunsConfig& config) {
   std::vector<std::vector<std::string>> rows;
   auto row = [&](std::string key, std::string value) { rows.push_back({"  " + key, value}); };
   if (!s.command.empty()) row("command", ShellWords(s.command));
-  if (!s.pipeline.empty()) row("pipeline", s.pipeline);
+  if (!s.pipeline.empty()) {
+    row("pipeline", s.pipeline_run.empty() ? s.pipeline
+                                           : absl::StrCat(s.pipeline, ", run ", s.pipeline_run));
+  }
   row("started", FormatRfc3339(s.start));
   if (r.end) {
     row("ended", absl::StrFormat("%s (wall %s) by %s", FormatRfc3339(r.end->end),
@@ -251,9 +257,10 @@ std::string RunDetails(const RunRecord& r, const RunsConfig& config) {
     if (f.cpu_p95_cores) absl::StrAppend(&cpu, absl::StrFormat(", p95 %.2f CPUs", *f.cpu_p95_cores));
     absl::StrAppend(&cpu, "; throttled ", OrNotObserved(f.cpu_throttled_seconds, Secs));
     row("cpu", cpu);
-    row("pressure", absl::StrFormat("memory %s, cpu %s (PSI some)",
+    row("pressure", absl::StrFormat("memory %s, cpu %s, io %s (PSI some)",
                                     OrNotObserved(f.memory_pressure_seconds, Secs),
-                                    OrNotObserved(f.cpu_pressure_seconds, Secs)));
+                                    OrNotObserved(f.cpu_pressure_seconds, Secs),
+                                    OrNotObserved(f.io_pressure_seconds, Secs)));
   }
   row("reclaim stalls", OrNotObserved(r.agent.reclaim_stall_seconds, Secs));
   std::string wait = OrNotObserved(r.agent.run_queue_wait_seconds, Secs);
@@ -274,6 +281,9 @@ std::string RunDetails(const RunRecord& r, const RunsConfig& config) {
                    : anomalies.empty()         ? "none"
                                                : absl::StrJoin(anomalies, ", "));
   row("cgroup", absl::StrFormat("%s (%s run)", s.cgroup_path, RunSourceName(s.source)));
+  std::vector<std::string> results;
+  for (const auto& [name, value] : r.results) results.push_back(absl::StrCat(name, " ", FormatExact(value)));
+  row("results", results.empty() ? "none recorded" : absl::StrJoin(results, ", "));
   if (!v.unobserved.empty()) {
     row("not observed", absl::StrJoin(v.unobserved, ", ") +
                             (r.agent_observed ? "" : " (no agent watched this run)"));

@@ -161,13 +161,8 @@ bool VerdictDependsOnThresholds(VerdictKind kind) {
 
 std::string VerdictJudgedWith(const RunsConfig& config) {
   // The shortest text that reads back as the same double: equal text, equal thresholds.
-  auto exact = [](double v) {
-    char buf[32];
-    const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-    return std::string(buf, ec == std::errc() ? end : buf);
-  };
-  return absl::StrFormat("%d:%s/%s", kVerdictRules, exact(config.degraded_fraction),
-                         exact(config.normal_run_queue_wait_fraction));
+  return absl::StrFormat("%d:%s/%s", kVerdictRules, FormatExact(config.degraded_fraction),
+                         FormatExact(config.normal_run_queue_wait_fraction));
 }
 
 Verdict JudgeRun(const RunRecord& run, const RunsConfig& config) {

@@ -76,6 +76,24 @@ void AddLog2Histogram(prometheus::MetricFamily* family, const Labels& labels,
   family->metric.push_back(std::move(metric));
 }
 
+void AddHistogram(prometheus::MetricFamily* family, const Labels& labels,
+                  const std::vector<double>& edges, const std::vector<uint64_t>& in_bucket,
+                  uint64_t above_last_edge, double sum) {
+  prometheus::ClientMetric metric;
+  metric.label = ToLabels(labels);
+  auto& hist = metric.histogram;
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < edges.size() && i < in_bucket.size(); ++i) {
+    cumulative += in_bucket[i];
+    hist.bucket.push_back({cumulative, edges[i]});
+  }
+  cumulative += above_last_edge;
+  hist.bucket.push_back({cumulative, std::numeric_limits<double>::infinity()});
+  hist.sample_count = cumulative;
+  hist.sample_sum = sum;
+  family->metric.push_back(std::move(metric));
+}
+
 std::string SerializeText(const std::vector<prometheus::MetricFamily>& families) {
   return WriteTextExposition(families);
 }

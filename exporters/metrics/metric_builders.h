@@ -28,6 +28,12 @@ void AddLog2Histogram(prometheus::MetricFamily* family, const Labels& labels,
                       const std::vector<uint64_t>& slots, uint64_t sum_raw, double unit,
                       uint64_t above_last_edge = 0);
 
+// A classic Prometheus histogram from per-bucket counts (not cumulative) at upper `edges`,
+// then +Inf with `above_last_edge` more; `sum` in the unit of the edges.
+void AddHistogram(prometheus::MetricFamily* family, const Labels& labels,
+                  const std::vector<double>& edges, const std::vector<uint64_t>& in_bucket,
+                  uint64_t above_last_edge, double sum);
+
 // Prometheus text exposition format 0.0.4.
 std::string SerializeText(const std::vector<prometheus::MetricFamily>& families);
 

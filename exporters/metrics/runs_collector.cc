@@ -12,18 +12,37 @@ absl::Status RunsCollector::Collect(std::vector<prometheus::MetricFamily>* out) 
                              "(clean, degraded, interrupted, unobserved; docs/runs.md).");
   auto info = GaugeFamily("stagewatch_run_info",
                           "1 for each of the stage's newest ended runs (runs.info_per_stage), "
-                          "labelled with its id and verdict.");
+                          "labelled with its id, verdict and pipeline run.");
+  auto duration = HistogramFamily("stagewatch_run_duration_seconds",
+                                  "Wall time of the stage's runs that ended since the agent "
+                                  "started.");
+  auto lost = CounterFamily("stagewatch_run_lost_seconds_total",
+                            "Wall time the stage's ended runs took beyond their baseline (their "
+                            "stage's usual), by cause (docs/runs.md).");
+  const std::vector<double> edges(kRunDurationEdges.begin(), kRunDurationEdges.end());
+  for (const auto& [key, d] : snapshot.durations) {
+    AddHistogram(&duration, StageLabels(key.first, key.second, {}), edges,
+                 std::vector<uint64_t>(d.in_bucket.begin(), d.in_bucket.end()), d.above_last_edge,
+                 d.sum_seconds);
+  }
+  for (const auto& [key, seconds] : snapshot.lost_seconds) {
+    const auto& [stage, pipeline, cause] = key;
+    AddCounter(&lost, StageLabels(stage, pipeline, {{"cause", cause}}), seconds);
+  }
   for (const auto& [key, n] : snapshot.ended) {
     const auto& [stage, pipeline, verdict] = key;
     AddCounter(&total, StageLabels(stage, pipeline, {{"verdict", verdict}}),
                static_cast<double>(n));
   }
   for (const EndedRun& r : snapshot.recent) {
-    AddGauge(&info, StageLabels(r.stage, r.pipeline, {{"run_id", r.id}, {"verdict", r.verdict}}),
-             1);
+    Labels labels{{"run_id", r.id}, {"verdict", r.verdict}};
+    if (!r.pipeline_run.empty()) labels.emplace_back("pipeline_run", r.pipeline_run);
+    AddGauge(&info, StageLabels(r.stage, r.pipeline, std::move(labels)), 1);
   }
   out->push_back(std::move(total));
   out->push_back(std::move(info));
+  out->push_back(std::move(duration));
+  out->push_back(std::move(lost));
   return absl::OkStatus();
 }
 

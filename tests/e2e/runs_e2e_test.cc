@@ -278,8 +278,8 @@ TEST_F(RunsE2E, TheLaunchersVerdictWaitsForTheAgentsFactsOfTheEnd) {
   ASSERT_EQ(launcher.WaitExit(30000), 0) << launcher.log();
   const std::string printed = launcher.log();
   EXPECT_EQ(printed.find("unobserved"), std::string::npos) << printed;
-  EXPECT_TRUE(printed.find("run wait-1 clean") != std::string::npos ||
-              printed.find("run wait-1 degraded") != std::string::npos)
+  EXPECT_TRUE(printed.find("run wait-1 of swverdictwait clean") != std::string::npos ||
+              printed.find("run wait-1 of swverdictwait degraded") != std::string::npos)
       << printed;
   absl::StatusOr<std::unique_ptr<Ledger>> ledger = Ledger::OpenForReading(ledger_);
   ASSERT_TRUE(ledger.ok());

@@ -41,4 +41,31 @@ inline RunStart Started(const std::string& id, const std::string& stage, absl::T
   return s;
 }
 
+// A run of `wall_seconds` that an agent watched and that nothing disturbed: one task busy all
+// the time, every fact observed and none of them lost time.
+inline RunRecord WatchedRun(const std::string& id, const std::string& stage, absl::Time start,
+                            double wall_seconds) {
+  RunRecord r;
+  r.start = Started(id, stage, start);
+  RunEnd end;
+  end.end = start + absl::Seconds(wall_seconds);
+  end.exit_code = 0;
+  end.facts.oom_kills_kernel = 0;
+  end.facts.memory_limit_bytes = 200 << 20;
+  end.facts.memory_peak_bytes = 100 << 20;
+  end.facts.cpu_seconds = wall_seconds;
+  end.facts.cpu_throttled_seconds = 0;
+  end.facts.cpu_pressure_seconds = 0;
+  end.facts.memory_pressure_seconds = 0;
+  end.facts.near_limit_seconds = 0;
+  r.end = end;
+  r.agent_observed = true;
+  r.agent.oom_kills_userspace = 0;
+  r.agent.reclaim_stall_seconds = 0;
+  r.agent.run_queue_wait_seconds = 0;
+  r.agent.preemptors_observed = true;
+  r.agent.anomalies_observed = true;
+  return r;
+}
+
 }  // namespace stagewatch::testing

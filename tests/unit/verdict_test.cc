@@ -14,29 +14,8 @@ using ::testing::HasSubstr;
 using testing::At;
 using testing::Started;
 
-// A run of `wall_seconds` that an agent watched and that nothing disturbed.
 RunRecord Watched(double wall_seconds) {
-  RunRecord r;
-  r.start = Started("r", "validate", At(0));
-  RunEnd end;
-  end.end = At(0) + absl::Seconds(wall_seconds);
-  end.exit_code = 0;
-  end.facts.oom_kills_kernel = 0;
-  end.facts.memory_limit_bytes = 200 << 20;
-  end.facts.memory_peak_bytes = 100 << 20;
-  end.facts.cpu_seconds = wall_seconds;
-  end.facts.cpu_throttled_seconds = 0;
-  end.facts.cpu_pressure_seconds = 0;
-  end.facts.memory_pressure_seconds = 0;
-  end.facts.near_limit_seconds = 0;
-  r.end = end;
-  r.agent_observed = true;
-  r.agent.oom_kills_userspace = 0;
-  r.agent.reclaim_stall_seconds = 0;
-  r.agent.run_queue_wait_seconds = 0;
-  r.agent.preemptors_observed = true;
-  r.agent.anomalies_observed = true;
-  return r;
+  return testing::WatchedRun("r", "validate", At(0), wall_seconds);
 }
 
 std::vector<std::string> Causes(const Verdict& v) {

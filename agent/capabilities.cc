@@ -17,9 +17,21 @@ namespace stagewatch {
 
 absl::StatusOr<std::vector<int>> ParseCapabilityList(std::string_view list) {
   std::vector<int> caps;
-  for (absl::string_view part : absl::StrSplit(absl::string_view(list.data(), list.size()), ',',
-                                               absl::SkipWhitespace())) {
+  const absl::string_view text(list.data(), list.size());
+  if (absl::AsciiStrToLower(absl::StripAsciiWhitespace(text)) == "none") return caps;
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
     std::string name = absl::AsciiStrToLower(absl::StripAsciiWhitespace(part));
+    if (name == "all" || name == "cap_all") {
+      return absl::InvalidArgumentError(
+          "--capabilities.keep: \"all\" would keep every capability the agent was started "
+          "with (as root: CAP_SYS_ADMIN and the rest) long after the probes needed them; name "
+          "the ones you need, e.g. cap_net_bind_service, or leave the flag out (none)");
+    }
+    if (name == "none") {
+      return absl::InvalidArgumentError(
+          "--capabilities.keep: \"none\" stands alone; write either none or a list of "
+          "capability names, e.g. cap_net_bind_service,cap_sys_ptrace");
+    }
     if (!absl::StartsWith(name, "cap_")) name = absl::StrCat("cap_", name);
     cap_value_t value = 0;
     if (cap_from_name(name.c_str(), &value) != 0) {

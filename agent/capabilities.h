@@ -12,7 +12,8 @@
 namespace stagewatch {
 
 // Parses "cap_net_bind_service,CAP_SYS_PTRACE" (case-insensitive, the "cap_" prefix
-// optional; empty: none). The error names the unknown capability.
+// optional; empty or "none": none). "all" is refused: it would undo the drop. The error names
+// the unknown capability.
 absl::StatusOr<std::vector<int>> ParseCapabilityList(std::string_view list);
 
 // Drops every capability not in `keep` from the effective, permitted, inheritable, ambient

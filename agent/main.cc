@@ -11,6 +11,7 @@
 #include "CLI/CLI.hpp"
 #include "app/agent_app.h"
 #include "app/collector_flags.h"
+#include "app/exit_codes.h"
 #include "app/features_report.h"
 #include "app/results_cli.h"
 #include "app/runs_cli.h"
@@ -85,8 +86,9 @@ int main(int argc, char** argv) {
 
   std::string config_file, btf_path, web_config_file, keep_capabilities;
   Overrides overrides;
-  app.add_option("--config.file", config_file, "YAML configuration file (default: embedded)")
-      ->check(CLI::ExistingFile);
+  // Not CLI::ExistingFile: the loader says what is wrong with the file, and exits as for any
+  // other configuration error.
+  app.add_option("--config.file", config_file, "YAML configuration file (default: embedded)");
   app.add_option("--web.listen-address", overrides.listen_address,
                  "Address to serve metrics on (default :9617)");
   app.add_option("--web.telemetry-path", overrides.telemetry_path,
@@ -95,8 +97,8 @@ int main(int argc, char** argv) {
                  "Web configuration (TLS, basic auth) in the exporter-toolkit format; see "
                  "docs/security.md");
   app.add_option("--capabilities.keep", keep_capabilities,
-                 "Capabilities to keep after the probes are attached, comma-separated "
-                 "(default: none)");
+                 "Capabilities to keep after the probes are attached, comma-separated, or none "
+                 "(the default); all is refused");
   app.add_option("--log.level", overrides.log_level, "debug, info, warn or error");
   app.add_option("--log.format", overrides.log_format, "logfmt or json");
   app.add_option("--bpf.btf-path", btf_path,
@@ -128,7 +130,15 @@ int main(int argc, char** argv) {
   stagewatch::RunsCli runs_cli(app);  // run, runs list|show, advise
   stagewatch::ResultsCli results_cli(app);  // results, runs compare
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);  // prints the help, the version or the error
+    if (code == 0) return 0;
+    return runs_cli.Launching() ? stagewatch::kExitLauncherRefused : stagewatch::kExitRefused;
+  }
+  const int refused =
+      runs_cli.Launching() ? stagewatch::kExitLauncherRefused : stagewatch::kExitRefused;
 
   if (*check) return CheckConfig(check_file, web_config_file);
 
@@ -138,16 +148,16 @@ int main(int argc, char** argv) {
                           : stagewatch::LoadConfigFile(config_file, collectors);
   if (!config.ok()) {
     std::cerr << config.status().message() << "\n";
-    return 1;
+    return refused;
   }
   if (absl::Status s = ApplyOverrides(overrides, collector_flags, &*config); !s.ok()) {
     std::cerr << "stagewatch: " << s.message() << "\n";
-    return 1;
+    return refused;
   }
   absl::StatusOr<stagewatch::AttachPolicy> policy = stagewatch::ParseAttachPolicy(attach);
   if (!policy.ok()) {
     std::cerr << "stagewatch: " << policy.status().message() << "\n";
-    return 1;
+    return refused;
   }
   if (*features) {
     return stagewatch::RunFeaturesReport({.json = json,

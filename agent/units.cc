@@ -70,17 +70,32 @@ absl::StatusOr<double> ParseCores(std::string_view text, std::string_view flag) 
   return cores;
 }
 
-absl::StatusOr<absl::Duration> ParseSince(std::string_view text) {
-  absl::Duration d;
-  double days = 0;
-  if (!text.empty() && text.back() == 'd' && ParseDecimal(text.substr(0, text.size() - 1), days)) {
-    d = absl::Hours(24 * days);
-  } else if (!absl::ParseDuration(ToAbsl(text), &d) || d < absl::ZeroDuration() ||
-             d == absl::InfiniteDuration()) {
+absl::StatusOr<absl::Duration> ParseDuration(std::string_view text, std::string_view name) {
+  const auto invalid = [&] {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "--since \"%s\" is not a duration; write e.g. 30m, 24h or 7d", ToAbsl(text)));
+        "%s \"%s\" is not a duration; write e.g. 200ms, 1m30s, 24h or 7d", ToAbsl(name),
+        ToAbsl(text)));
+  };
+  if (!text.empty() && text[0] == '-') {
+    return absl::InvalidArgumentError(absl::StrFormat("%s must not be negative (got \"%s\")",
+                                                      ToAbsl(name), ToAbsl(text)));
   }
-  return d;
+  // absl has no day unit (and no unit of its has a 'd'): days come first, the rest is absl's.
+  absl::Duration days;
+  std::string_view rest = text;
+  if (const size_t d = text.find('d'); d != std::string_view::npos) {
+    double count = 0;
+    if (!ParseDecimal(text.substr(0, d), count)) return invalid();
+    days = absl::Hours(24 * count);
+    rest = text.substr(d + 1);
+  }
+  absl::Duration more;
+  if (!rest.empty() && (!absl::ParseDuration(ToAbsl(rest), &more) || rest[0] == '-' ||
+                        rest[0] == '+' || more == absl::InfiniteDuration())) {
+    return invalid();
+  }
+  if (text.empty() || days + more == absl::InfiniteDuration()) return invalid();
+  return days + more;
 }
 
 std::string FormatBytes(double bytes) {

@@ -19,8 +19,10 @@ absl::StatusOr<uint64_t> ParseSize(std::string_view text, std::string_view flag)
 // A number of CPUs above 0, such as "0.2" or "2".
 absl::StatusOr<double> ParseCores(std::string_view text, std::string_view flag);
 
-// "24h", "30m", "7d": absl durations plus whole days, not negative.
-absl::StatusOr<absl::Duration> ParseSince(std::string_view text);
+// The one duration syntax of flags and configuration: "200ms", "1m30s", "24h", "7d", "1d12h"
+// (absl's units, ns to h, plus d for 24 h, which may lead), not negative. `name` names the
+// flag or key in error messages.
+absl::StatusOr<absl::Duration> ParseDuration(std::string_view text, std::string_view name);
 
 // "512 B", "200.0 MiB", "1.50 GiB", "-3.00 MiB": binary units, as memory limits are set, with
 // at least three significant digits (a peak beside its limit, an advised limit, must not round

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the Debian package build/stagewatch_<version>_<arch>.deb from the built agent:
-# /usr/bin/stagewatch, the systemd unit, /etc/stagewatch/config.yaml (a conffile) and the
-# maintainer scripts in deploy/debian/. Depends is computed by dpkg-shlibdeps from the binary.
+# /usr/bin/stagewatch, the systemd unit, /etc/stagewatch/config.yaml (a conffile), the docs and
+# runbooks under /usr/share/doc/stagewatch/ and the maintainer scripts in deploy/debian/. Depends is computed by dpkg-shlibdeps from the binary.
 #
 #   scripts/build-deb.sh [BUILD_DIR]     (default: build; configured and built if needed)
 #
@@ -36,6 +36,8 @@ install -D -m 0644 "$root/agent/config/default_config.yaml" "$pkg/etc/stagewatch
 install -D -m 0644 "$root/deploy/debian/default" "$pkg/etc/default/stagewatch"
 install -D -m 0644 -t "$pkg/usr/share/doc/stagewatch" "$root/README.md" "$root/docs/deploy.md" \
   "$root/docs/configuration.md" "$root/docs/metrics.md"
+# The runbooks every alert links (alerts/config.yaml, runbook_url_base), for a site to publish.
+install -D -m 0644 -t "$pkg/usr/share/doc/stagewatch/runbooks" "$root"/docs/runbooks/*.md
 for script in postinst prerm postrm; do
   install -m 0755 "$root/deploy/debian/$script" "$pkg/DEBIAN/$script"
 done

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "app/cli_ledger.h"
+#include "app/exit_codes.h"
 #include "runs/advisor.h"
 #include "runs/baseline_comparison.h"
 #include "json_text.h"
@@ -16,9 +17,6 @@
 
 namespace stagewatch {
 namespace {
-
-// Like env(1): the launcher's own failures exit 125, so they differ from the command's codes.
-constexpr int kLauncherError = 125;
 
 void AddLedgerFlag(CLI::App* app, std::string& path) {
   app->add_option("--ledger.path", path, "The run ledger (default: runs.ledger_path, "
@@ -75,6 +73,8 @@ std::string RunsCli::LedgerPath(const Config& config) const {
   return ledger_path_.empty() ? config.runs.ledger_path : ledger_path_;
 }
 
+bool RunsCli::Launching() const { return run_->parsed(); }
+
 std::optional<int> RunsCli::Dispatch(const Config& config) {
   if (*run_) return Run(config);
   if (*list_) return List(config);
@@ -121,12 +121,12 @@ int RunsCli::Run(const Config& config) {
   o.limits.cpu_weight = cpu_weight_;
   if (!bad.ok()) {
     std::cerr << "stagewatch run: " << bad.message() << "\n";
-    return kLauncherError;
+    return kExitLauncherRefused;
   }
   absl::StatusOr<int> code = LaunchRun(o, std::cerr);
   if (!code.ok()) {
     std::cerr << "stagewatch run: " << code.status().message() << "\n";
-    return kLauncherError;
+    return kExitLauncherRefused;
   }
   return *code;
 }
@@ -164,7 +164,7 @@ int RunsCli::List(const Config& config) {
   RunFilter filter;
   filter.stage = stage_;
   if (!since_.empty()) {
-    absl::StatusOr<absl::Duration> since = ParseSince(since_);
+    absl::StatusOr<absl::Duration> since = ParseDuration(since_, "--since");
     if (!since.ok()) return Fail("runs list", since.status());
     filter.since = absl::Now() - *since;
   }

@@ -15,6 +15,9 @@ class RunsCli {
  public:
   explicit RunsCli(CLI::App& app);
 
+  // Whether `run` was chosen: its refusals exit kExitLauncherRefused. Known once parsing
+  // reached it, even when parsing failed.
+  bool Launching() const;
   // The exit code of the chosen subcommand; nullopt when none of these was chosen.
   std::optional<int> Dispatch(const Config& config);
 

@@ -20,6 +20,8 @@ struct MemoryClimbConfig {
   // Clears once the rate has stayed below mean + k/2 * stddev (or the growth below half the
   // floor) this long: hysteresis in level and in time, so a bumpy climb pages once.
   absl::Duration clear_hold = absl::Seconds(30);
+
+  bool operator==(const MemoryClimbConfig&) const = default;
 };
 
 struct LimitEtaConfig {
@@ -38,6 +40,8 @@ struct LimitEtaConfig {
   // Clears when the ETA has been above 2 x threshold, or undefined, this long: noise in the
   // trend checks must not make a real leak's alert flap. A removed limit clears at once.
   absl::Duration clear_hold = absl::Seconds(30);
+
+  bool operator==(const LimitEtaConfig&) const = default;
 };
 
 struct PressureSpikeConfig {
@@ -46,6 +50,8 @@ struct PressureSpikeConfig {
   double threshold = 0.10;                     // share of wall time fully stalled
   absl::Duration sustain = absl::Seconds(15);  // above the threshold this long to fire
   double clear_ratio = 0.5;                    // clears below threshold * clear_ratio
+
+  bool operator==(const PressureSpikeConfig&) const = default;
 };
 
 enum class RateInput {
@@ -73,6 +79,8 @@ struct RateBaselineConfig {
   absl::Duration warmup = absl::Minutes(2);  // learning only, from when the stage settled
   // Clears once the signal has stayed below max(min_level / 2, mean + k/2 * stddev) this long.
   absl::Duration clear_hold = absl::Seconds(30);
+
+  bool operator==(const RateBaselineConfig&) const = default;
 };
 
 // Major page faults: counter, fires above max(200/s, mean + 6 stddev).
@@ -104,6 +112,8 @@ struct AnomalyConfig {
   bool oom_kill = true;
   absl::Duration oom_kill_hold = absl::Minutes(5);  // how long an OOM kill stays active
   absl::Duration runq_window = absl::Seconds(30);   // p99 run-queue latency is taken over this
+
+  bool operator==(const AnomalyConfig&) const = default;
 };
 
 }  // namespace stagewatch

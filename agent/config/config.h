@@ -21,6 +21,12 @@ struct StageConfig {
   std::vector<std::string> cgroup_paths;   // globs over the path from the hierarchy root
   std::vector<std::string> systemd_units;  // globs over one path component, e.g. "train*.service"
   int line = 0;                            // where it was defined, for messages
+
+  // The same stage wherever the file defines it.
+  bool operator==(const StageConfig& o) const {
+    return name == o.name && pipeline == o.pipeline && cgroup_paths == o.cgroup_paths &&
+           systemd_units == o.systemd_units;
+  }
 };
 
 // Stages named by the `.../<directory>/<stage>/...` convention that `stagewatch run` creates.
@@ -31,16 +37,22 @@ struct DiscoveryConfig {
   int max_stages = 32;   // more distinct names fold into `unattributed`, counted
   // A discovered stage with no cgroup left this long is dropped and its slot freed; 0: never.
   absl::Duration forget_after = absl::Minutes(15);
+
+  bool operator==(const DiscoveryConfig&) const = default;
 };
 
 struct WebConfig {
   std::string listen_address = ":9617";
   std::string telemetry_path = "/metrics";
+
+  bool operator==(const WebConfig&) const = default;
 };
 
 struct LogConfig {
   std::string level = "info";    // debug | info | warn | error
   std::string format = "logfmt";  // logfmt | json
+
+  bool operator==(const LogConfig&) const = default;
 };
 
 // Where cgroupfs is mounted is no setting: every reader takes the mount points the kernel
@@ -51,6 +63,8 @@ struct CgroupConfig {
   // Learn cgroups from the kernel's cgroup_mkdir/cgroup_rmdir tracepoints (walks only at
   // start and after lost events); false names them by walks, as where they cannot attach.
   bool lifecycle_events = true;
+
+  bool operator==(const CgroupConfig&) const = default;
 };
 
 struct OomConfig {
@@ -61,6 +75,8 @@ struct OomConfig {
   std::vector<std::string> userspace_killers = {"systemd-oomd", "earlyoom", "oomd"};
   std::vector<std::string> userspace_killer_paths;  // absolute paths of killers installed elsewhere
   int userspace_killer_max_uid = 999;               // system accounts (Debian policy: 0-999)
+
+  bool operator==(const OomConfig&) const = default;
 };
 
 struct MemoryConfig {
@@ -74,6 +90,8 @@ struct MemoryConfig {
   // Count task states (stagewatch_tasks) with one pass of a BPF task iterator per scrape;
   // false reads each cgroup's task list and /proc/<tid>/stat, as where it cannot load.
   bool task_iterator = true;
+
+  bool operator==(const MemoryConfig&) const = default;
 };
 
 // Where the agent pages directly (Alertmanager v2 API); no URLs: no direct pages.
@@ -85,9 +103,11 @@ struct AlertingConfig {
   std::string bearer_token;
   std::string tls_ca_file, tls_cert_file, tls_key_file;
   bool tls_insecure_skip_verify = false;
-  std::string tls_min_version;  // TLS12 (default) or TLS13
+  std::string tls_min_version = "TLS12";  // or TLS13
   absl::Duration timeout = absl::Seconds(5);
   absl::Duration resend_interval = absl::Seconds(30);
+
+  bool operator==(const AlertingConfig&) const = default;
 };
 
 struct Config {
@@ -102,6 +122,8 @@ struct Config {
   RunsConfig runs;
   std::vector<StageConfig> stages;
   std::map<std::string, bool> collectors;  // every known collector, on or off
+
+  bool operator==(const Config&) const = default;
 };
 
 // Parses YAML text. `source_name` prefixes every error ("file:line:col: message"); all errors

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "config/config_validate.h"
+#include "units.h"
 
 namespace stagewatch::config_internal {
 namespace {
@@ -88,17 +89,17 @@ void ConfigReader::ReadInt(const ConfigValue& v, int min, int max, int& out) {
   }
 }
 
-void ConfigReader::ReadDuration(const ConfigValue& v, absl::Duration& out) {
+void ConfigReader::ReadDuration(const ConfigValue& v, absl::Duration& out, absl::Duration min) {
   std::string text;
   if (!ReadString(v, text)) return;
-  absl::Duration duration;
-  if (!absl::ParseDuration(text, &duration) || duration == absl::InfiniteDuration()) {
-    diag_.Add(v.mark, absl::StrFormat("%s \"%s\" is not a duration; write e.g. \"200ms\" or "
-                                      "\"1s\"", v.name, text));
-  } else if (duration < absl::ZeroDuration()) {
-    diag_.Add(v.mark, absl::StrFormat("%s must not be negative (got \"%s\")", v.name, text));
+  const absl::StatusOr<absl::Duration> duration = ParseDuration(text, v.name);
+  if (!duration.ok()) {
+    diag_.Add(v.mark, std::string(duration.status().message()));
+  } else if (*duration < min) {
+    diag_.Add(v.mark, absl::StrFormat("%s must be at least %s (got \"%s\")", v.name,
+                                      absl::FormatDuration(min), text));
   } else {
-    out = duration;
+    out = *duration;
   }
 }
 
@@ -126,6 +127,17 @@ void ConfigReader::ReadAtLeast(const ConfigValue& v, double min, double& out) {
   if (!IsPlainScalar(v.node) || !YAML::convert<double>::decode(v.node, number) ||
       !(number >= min) || !std::isfinite(number)) {
     diag_.Add(v.mark, absl::StrFormat("%s must be a number, %g or more", v.name, min));
+  } else {
+    out = number;
+  }
+}
+
+void ConfigReader::ReadShare(const ConfigValue& v, double& out) {
+  double number = 0;
+  if (!IsPlainScalar(v.node) || !YAML::convert<double>::decode(v.node, number) ||
+      !(number >= 0 && number < 1)) {
+    diag_.Add(v.mark, absl::StrFormat("%s must be a number from 0 up to (not including) 1, "
+                                      "e.g. 0.1", v.name));
   } else {
     out = number;
   }

@@ -49,7 +49,9 @@ class ConfigReader {
   void ReadChecked(const ConfigValue& v, std::string& out, const Check& check);
   void ReadBool(const ConfigValue& v, bool& out);
   void ReadInt(const ConfigValue& v, int min, int max, int& out);
-  void ReadDuration(const ConfigValue& v, absl::Duration& out);
+  // units.h's ParseDuration: "200ms", "1m30s", "7d"; at least `min`.
+  void ReadDuration(const ConfigValue& v, absl::Duration& out,
+                    absl::Duration min = absl::ZeroDuration());
   // Reads a list of strings, keeping the entries `check` finds no problem with.
   void ReadStringList(const ConfigValue& v, std::vector<std::string>& out, const Check& check);
   void ReadPositive(const ConfigValue& v, double& out) { ReadAtLeast(v, 0, out); }
@@ -57,6 +59,8 @@ class ConfigReader {
   void ReadAtLeast(const ConfigValue& v, double min, double& out);
   // A number in (0, 1].
   void ReadFraction(const ConfigValue& v, double& out);
+  // A number in [0, 1): a share that may be none but not all.
+  void ReadShare(const ConfigValue& v, double& out);
 
  private:
   Diagnostics& diag_;

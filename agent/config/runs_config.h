@@ -14,6 +14,8 @@ struct AdvisorConfig {
   double oom_bump = 1.2;             // after an OOM kill at limit L, memory_max >= oom_bump × L
   double memory_high_fraction = 0.9;  // memory_high = max(percentile peak, this × memory_max)
   double cpu_margin = 0.15;          // added to the percentile of the runs' p95 CPU use
+
+  bool operator==(const AdvisorConfig&) const = default;
 };
 
 struct RunsConfig {
@@ -32,6 +34,8 @@ struct RunsConfig {
   // median of each figure); with fewer than 3 there is none.
   int baseline_runs = 10;
   AdvisorConfig advise;
+
+  bool operator==(const RunsConfig&) const = default;
 };
 
 }  // namespace stagewatch

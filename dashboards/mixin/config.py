@@ -2,6 +2,7 @@
 
 import os
 import re
+import sys
 
 import yaml
 
@@ -204,7 +205,19 @@ def load(site_path=None):
         raw = merge(raw, site)
         source = site_path
         validate(raw, site_path)
+    warn_unless_url(raw["runbook_url_base"], source)
     return Config(raw, source)
+
+
+def warn_unless_url(base, source):
+    """A runbook link that is a repository path opens nowhere from a page: say so, every run."""
+    if re.match(r"^https?://", base):
+        return
+    sys.stderr.write(
+        f"warning: {source}: runbook_url_base {base!r} is not an http(s) URL, so the runbook "
+        "links of the alerts open nowhere; publish the runbooks (docs/runbooks/, installed by "
+        "the .deb at /usr/share/doc/stagewatch/runbooks/) and set runbook_url_base to their "
+        "address in your site configuration\n")
 
 
 def sample_from_selector(selector, source):

@@ -58,6 +58,14 @@ class BadConfig(unittest.TestCase):
 
 
 class SiteConfig(unittest.TestCase):
+    def test_a_url_runbook_base_is_not_warned_about(self):
+        with tempfile.TemporaryDirectory() as out:
+            r = generate("runbook_url_base: https://wiki.example.org/stagewatch/runbooks\n", out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertNotIn("runbook_url_base", r.stderr)
+            r = generate("critical_stages: all\n", out)  # the default base, a repository path
+            self.assertIn("runbook_url_base 'docs/runbooks' is not an http(s) URL", r.stderr)
+
     def test_site_values_reach_rules_and_dashboards(self):
         with tempfile.TemporaryDirectory() as out:
             r = generate("selector: 'job=\"lab\"'\nruntbook: 1\n", out)
@@ -71,6 +79,7 @@ class SiteConfig(unittest.TestCase):
             self.assertIn('job="lab", pipeline_stage=~"validate"', rules)
             self.assertIn('job="lab", pipeline_stage!~"validate"', rules)
             self.assertIn("runbook_url: x/StagewatchOOMKill.md", rules)
+            self.assertIn("runbook_url_base 'x' is not an http(s) URL", r.stderr)
             self.assertIn(">= 0.85", rules)
             self.assertNotIn("stagewatch.*", rules)
             # Unchanged keys keep their defaults.

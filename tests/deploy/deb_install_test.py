@@ -80,6 +80,19 @@ def service_command_line(root, deb, as_unit):
         f"all {len(attached)} probes attached on /metrics")
 
 
+def require_runbooks(root):
+    """Every alert of the shipped rules has its runbook in the package, where the docs say."""
+    rules = open(os.path.join(REPO, "alerts", "stagewatch.rules.yml")).read()
+    alerts = sorted(set(re.findall(r"^\s*- alert: (\S+)", rules, re.M)))
+    if not alerts:
+        fail("no alerts found in alerts/stagewatch.rules.yml")
+    base = f"{root}/usr/share/doc/stagewatch/runbooks"
+    missing = [a for a in alerts if not os.path.isfile(f"{base}/{a}.md")]
+    if missing:
+        fail(f"runbooks missing from /usr/share/doc/stagewatch/runbooks: {missing}")
+    log(f"runbooks: all {len(alerts)} alerts' runbooks installed")
+
+
 def main():
     build = os.path.abspath(sys.argv[1])
     need_root("installing the .deb in a debootstrap root")
@@ -127,6 +140,7 @@ def main():
             fail(f"--version says {out!r}, the package is {version}")
         log(f"--version: {out.strip()}")
         in_root(root, ["stagewatch", "check-config", "/etc/stagewatch/config.yaml"])
+        require_runbooks(root)
         conffiles = in_root(root, ["dpkg-query", "-W", "-f=${Conffiles}", "stagewatch"]).stdout
         if "/etc/stagewatch/config.yaml" not in conffiles:
             fail(f"config.yaml is not a conffile: {conffiles!r}")

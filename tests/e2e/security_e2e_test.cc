@@ -328,6 +328,11 @@ TEST(Capabilities, KeepListIsHonoured) {
   ASSERT_TRUE(agent.WaitListening()) << agent.log();
   EXPECT_EQ(CapabilityLine(agent.pid(), "CapEff"), "CapEff:\t0000000000000400");  // bit 10
 
+  // "none", the default --help and the docs name, is a value the flag takes.
+  AgentProcess none({"--web.listen-address", "127.0.0.1:0", "--capabilities.keep", "none"});
+  ASSERT_TRUE(none.WaitListening()) << none.log();
+  EXPECT_EQ(CapabilityLine(none.pid(), "CapEff"), "CapEff:\t0000000000000000");
+
   AgentProcess bad({"--web.listen-address", "127.0.0.1:0", "--capabilities.keep", "cap_flying"});
   EXPECT_EQ(bad.WaitExit(), 1);
   EXPECT_NE(bad.log().find("unknown capability \"cap_flying\""), std::string::npos) << bad.log();

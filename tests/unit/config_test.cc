@@ -312,7 +312,7 @@ TEST(ConfigErrorTest, CgroupRootIsRefusedWithWhatToDo) {
 TEST(ConfigErrorTest, CgroupSettings) {
   EXPECT_THAT(ErrorOf("cgroup:\n  rescan_min_interval: fast\n"),
               HasSubstr("cfg.yaml:2:24: cgroup.rescan_min_interval \"fast\" is not a duration; "
-                        "write e.g. \"200ms\""));
+                        "write e.g. 200ms, 1m30s, 24h or 7d"));
   EXPECT_THAT(ErrorOf("cgroup:\n  rescan_min_interval: 200\n"), HasSubstr("is not a duration"));
   EXPECT_THAT(ErrorOf("cgroup:\n  rescan_min_interval: -1s\n"),
               HasSubstr("cgroup.rescan_min_interval must not be negative"));
@@ -343,8 +343,12 @@ TEST(ConfigErrorTest, ForgetAfterMustBeANonNegativeDuration) {
             "cfg.yaml:2:17: discovery.forget_after must not be negative (got \"-5m\")");
   EXPECT_EQ(ErrorOf("discovery:\n  forget_after: soon\n"),
             "cfg.yaml:2:17: discovery.forget_after \"soon\" is not a duration; write e.g. "
-            "\"200ms\" or \"1s\"");
+            "200ms, 1m30s, 24h or 7d");
   EXPECT_THAT(ErrorOf("discovery:\n  forget_after: 15\n"), HasSubstr("is not a duration"));
+  // Days as `runs list --since 7d` takes them: one duration syntax everywhere.
+  const absl::StatusOr<Config> day = Parse("discovery:\n  forget_after: 1d\n");
+  ASSERT_TRUE(day.ok()) << day.status();
+  EXPECT_EQ(day->discovery.forget_after, absl::Hours(24));
   const absl::StatusOr<Config> never = Parse("discovery:\n  forget_after: 0s\n");
   ASSERT_TRUE(never.ok()) << never.status();
   EXPECT_EQ(never->discovery.forget_after, absl::ZeroDuration());
@@ -547,6 +551,61 @@ TEST(ConfigAnomaliesTest, BadValuesNameTheKey) {
   EXPECT_THAT(message, HasSubstr("memory_climb.k must be a number, 0 or more"));
   EXPECT_THAT(message, HasSubstr("did you mean \"threshold\"?"));
   EXPECT_THAT(message, HasSubstr("alertmanager URL \"am-1:9093\": no scheme"));
+}
+
+// The keys docs/detectors.md documents besides the common ones, each read into its field.
+TEST(ConfigAnomaliesTest, EveryDetectorFieldIsSettable) {
+  absl::StatusOr<Config> config = ParseConfig(
+      "anomalies:\n"
+      "  memory_climb: {baseline_half_life: 20m, clear_hold: 1m}\n"
+      "  limit_eta: {min_points: 20, max_release_fraction: 0.1, min_recent_growth_ratio: 0.25,\n"
+      "              clear_hold: 45s}\n"
+      "  pressure_spike: {clear_ratio: 0.8}\n"
+      "  fault_storm: {baseline_half_life: 1h, trim_fraction: 0, clear_hold: 10s}\n"
+      "  cpu_starvation: {baseline_half_life: 1d, clear_hold: 2m}\n",
+      "cfg.yaml", CollectorFlagNames());
+  ASSERT_TRUE(config.ok()) << config.status();
+  const AnomalyConfig& a = config->anomalies;
+  EXPECT_EQ(a.memory_climb.baseline_half_life, absl::Minutes(20));
+  EXPECT_EQ(a.memory_climb.clear_hold, absl::Minutes(1));
+  EXPECT_EQ(a.limit_eta.min_points, 20u);
+  EXPECT_DOUBLE_EQ(a.limit_eta.max_release_fraction, 0.1);
+  EXPECT_DOUBLE_EQ(a.limit_eta.min_recent_growth_ratio, 0.25);
+  EXPECT_EQ(a.limit_eta.clear_hold, absl::Seconds(45));
+  EXPECT_DOUBLE_EQ(a.pressure_spike.clear_ratio, 0.8);
+  EXPECT_EQ(a.fault_storm.baseline_half_life, absl::Hours(1));
+  EXPECT_DOUBLE_EQ(a.fault_storm.trim_fraction, 0);
+  EXPECT_EQ(a.fault_storm.clear_hold, absl::Seconds(10));
+  EXPECT_EQ(a.cpu_starvation.baseline_half_life, absl::Hours(24));
+  EXPECT_EQ(a.cpu_starvation.clear_hold, absl::Minutes(2));
+}
+
+TEST(ConfigAnomaliesTest, DetectorFieldsAreValidatedWithTheirPosition) {
+  const absl::StatusOr<Config> bad = ParseConfig(
+      "anomalies:\n"
+      "  memory_climb: {baseline_half_life: 0s}\n"
+      "  limit_eta: {min_points: 1, max_release_fraction: 0, min_recent_growth_ratio: -1}\n"
+      "  pressure_spike: {clear_ratio: 1.5}\n"
+      "  fault_storm: {trim_fraction: 1, clear_hold: -1s}\n"
+      "  cpu_starvation: {trim_fraction: 0.1}\n",
+      "cfg.yaml", CollectorFlagNames());
+  ASSERT_FALSE(bad.ok());
+  const std::string message(bad.status().message());
+  EXPECT_THAT(message, HasSubstr("cfg.yaml:2:38: anomalies.memory_climb.baseline_half_life "
+                                 "must be at least 1s (got \"0s\")"));
+  EXPECT_THAT(message, HasSubstr("cfg.yaml:3:27: anomalies.limit_eta.min_points must be "
+                                 "between 2 and 100000 (got 1)"));
+  EXPECT_THAT(message, HasSubstr("anomalies.limit_eta.max_release_fraction must be a number "
+                                 "above 0 and at most 1"));
+  EXPECT_THAT(message, HasSubstr("anomalies.limit_eta.min_recent_growth_ratio must be a number, "
+                                 "0 or more"));
+  EXPECT_THAT(message, HasSubstr("cfg.yaml:4:33: anomalies.pressure_spike.clear_ratio must be"));
+  EXPECT_THAT(message, HasSubstr("anomalies.fault_storm.trim_fraction must be a number from 0 "
+                                 "up to (not including) 1"));
+  EXPECT_THAT(message, HasSubstr("anomalies.fault_storm.clear_hold must not be negative"));
+  // A gauge's median trims nothing: the key is not there to set.
+  EXPECT_THAT(message, HasSubstr("cfg.yaml:6:20: unknown key \"trim_fraction\" in "
+                                 "anomalies.cpu_starvation"));
 }
 
 }  // namespace

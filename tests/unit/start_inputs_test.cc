@@ -46,5 +46,17 @@ TEST(CapabilityListTest, ParsesNamesCaseInsensitively) {
               HasSubstr("unknown capability \"cap_bogus\""));
 }
 
+// --help and the docs give "none" as the default: it must be a value the flag takes.
+TEST(CapabilityListTest, NoneKeepsNothingAndAllIsRefusedWithAReason) {
+  EXPECT_THAT(ParseCapabilityList("none").value(), ElementsAre());
+  EXPECT_THAT(ParseCapabilityList(" NONE ").value(), ElementsAre());
+  EXPECT_THAT(std::string(ParseCapabilityList("all").status().message()),
+              HasSubstr("would keep every capability"));
+  EXPECT_THAT(std::string(ParseCapabilityList("cap_net_raw,all").status().message()),
+              HasSubstr("would keep every capability"));
+  EXPECT_THAT(std::string(ParseCapabilityList("none,cap_net_raw").status().message()),
+              HasSubstr("\"none\" stands alone"));
+}
+
 }  // namespace
 }  // namespace stagewatch

@@ -25,15 +25,29 @@ TEST(UnitsTest, SizesArePowersOf1024) {
   EXPECT_THAT(ParseSize("0", "--memory-high").status().message(), HasSubstr("above 0"));
 }
 
-TEST(UnitsTest, CoresAndSince) {
+TEST(UnitsTest, Cores) {
   EXPECT_DOUBLE_EQ(*ParseCores("0.2", "--cpu-max"), 0.2);
   EXPECT_DOUBLE_EQ(*ParseCores("2", "--cpu-max"), 2);
   EXPECT_FALSE(ParseCores("0", "--cpu-max").ok());
   EXPECT_FALSE(ParseCores("-1", "--cpu-max").ok());
-  EXPECT_EQ(*ParseSince("24h"), absl::Hours(24));
-  EXPECT_EQ(*ParseSince("7d"), absl::Hours(24 * 7));
-  EXPECT_EQ(*ParseSince("1h30m"), absl::Minutes(90));
-  EXPECT_THAT(ParseSince("yesterday").status().message(), HasSubstr("e.g. 30m, 24h or 7d"));
+}
+
+// One syntax for every flag and key that takes a duration: absl's units plus days.
+TEST(UnitsTest, Durations) {
+  EXPECT_EQ(*ParseDuration("24h", "--since"), absl::Hours(24));
+  EXPECT_EQ(*ParseDuration("7d", "--since"), absl::Hours(24 * 7));
+  EXPECT_EQ(*ParseDuration("1.5d", "x"), absl::Hours(36));
+  EXPECT_EQ(*ParseDuration("1d12h", "x"), absl::Hours(36));
+  EXPECT_EQ(*ParseDuration("1h30m", "x"), absl::Minutes(90));
+  EXPECT_EQ(*ParseDuration("200ms", "x"), absl::Milliseconds(200));
+  EXPECT_EQ(*ParseDuration("0", "x"), absl::ZeroDuration());
+  EXPECT_EQ(ParseDuration("yesterday", "--since").status().message(),
+            "--since \"yesterday\" is not a duration; write e.g. 200ms, 1m30s, 24h or 7d");
+  EXPECT_EQ(ParseDuration("-1d", "x").status().message(), "x must not be negative (got \"-1d\")");
+  for (const char* bad : {"", "d", "1", "15", "1d-2h", "1d+2h", "2h1d", "1dd", "inf", "1e3d",
+                          " 1d", "1 d"}) {
+    EXPECT_FALSE(ParseDuration(bad, "x").ok()) << bad;
+  }
 }
 
 TEST(UnitsTest, FormatsAndParsesTimesAndSizes) {

@@ -4,11 +4,13 @@
 #include <crypt.h>
 
 #include <memory>
+#include <regex>
 
 #include "absl/strings/escaping.h"
 #include "exporters/http/basic_auth.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "source_scan.h"
 
 namespace stagewatch::exporters {
 namespace {
@@ -69,6 +71,24 @@ TEST(WebConfigTest, MistakesAreReportedWithTheirPosition) {
   // A key with an escaped line break is quoted back escaped: one problem per line.
   EXPECT_THAT(ErrorOf("\"a\\nb\": 1\n"), HasSubstr("unknown key \"a\\x0ab\""));
   EXPECT_THAT(ErrorOf("a: 1\n\x01\n"), HasSubstr("web.yml:2:1: control character 0x01"));
+}
+
+// docs/security.md lists the keys of the shared format stagewatch refuses; each is refused.
+TEST(WebConfigTest, TheKeysTheDocsCallRefusedAreRefused) {
+  const std::string doc = testing::SourceText("docs/security.md");
+  const size_t start = doc.find("Keys of that format that stagewatch does not implement");
+  ASSERT_NE(start, std::string::npos);
+  const std::string sentence = doc.substr(start, doc.find("refused", start) - start);
+  static const std::regex kKey("`([a-z_]+)\\.([a-z0-9_]+)`");
+  int keys = 0;
+  for (std::sregex_iterator it(sentence.begin(), sentence.end(), kKey), end; it != end; ++it) {
+    const std::string section = (*it)[1], key = (*it)[2];
+    EXPECT_THAT(ErrorOf(section + ":\n  " + key + ": x\n"),
+                HasSubstr(key + " in " + section + " is not supported by stagewatch"));
+    ++keys;
+  }
+  EXPECT_GE(keys, 8);
+  EXPECT_EQ(ErrorOf("http_server_config: {}\n"), "");  // as the docs say, empty is accepted
 }
 
 TEST(BasicAuthTest, ParsesOnlyWellFormedBasicHeaders) {

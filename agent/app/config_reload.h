@@ -24,7 +24,8 @@ class ConfigReload {
  public:
   using Loader = std::function<absl::StatusOr<Config>()>;
   // `running` is what the agent started with; `load` loads it again (null: nothing to reload).
-  ConfigReload(Config running, Loader load) : running_(std::move(running)), load_(std::move(load)) {}
+  ConfigReload(Config running, Loader load)
+      : running_(std::move(running)), load_(std::move(load)) {}
 
   // Loads, applies what can be applied live, and logs what happened.
   void Reload();

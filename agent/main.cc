@@ -9,8 +9,10 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
 #include "app/agent_app.h"
 #include "app/collector_flags.h"
+#include "app/config_reload.h"
 #include "app/exit_codes.h"
 #include "app/features_report.h"
 #include "app/results_cli.h"
@@ -43,12 +45,11 @@ absl::Status ApplyOverrides(const Overrides& o, const stagewatch::CollectorFlags
   if (o.log_level) config->log.level = *o.log_level;
   if (o.log_format) config->log.format = *o.log_format;
   collectors.ApplyTo(config);
-  absl::StatusOr<stagewatch::LogLevel> level = stagewatch::ParseLogLevel(config->log.level);
-  if (!level.ok()) return level.status();
-  absl::StatusOr<stagewatch::LogFormat> format = stagewatch::ParseLogFormat(config->log.format);
-  if (!format.ok()) return format.status();
-  stagewatch::Log::Configure(*level, *format);
-  return absl::OkStatus();
+  if (absl::StatusOr<stagewatch::LogLevel> l = stagewatch::ParseLogLevel(config->log.level);
+      !l.ok()) {
+    return l.status();
+  }
+  return stagewatch::ParseLogFormat(config->log.format).status();
 }
 
 // With --web.config.file before the subcommand, that file is checked as well.
@@ -142,15 +143,25 @@ int main(int argc, char** argv) {
 
   if (*check) return CheckConfig(check_file, web_config_file);
 
-  const std::vector<std::string> collectors = stagewatch::CollectorFlagNames();
-  absl::StatusOr<stagewatch::Config> config =
-      config_file.empty() ? stagewatch::DefaultConfig(collectors)
-                          : stagewatch::LoadConfigFile(config_file, collectors);
+  // The configuration as the file and the flags make it; the agent loads it again on SIGHUP.
+  auto load_config = [&]() -> absl::StatusOr<stagewatch::Config> {
+    const std::vector<std::string> collectors = stagewatch::CollectorFlagNames();
+    absl::StatusOr<stagewatch::Config> config =
+        config_file.empty() ? stagewatch::DefaultConfig(collectors)
+                            : stagewatch::LoadConfigFile(config_file, collectors);
+    if (!config.ok()) return config.status();
+    if (absl::Status s = ApplyOverrides(overrides, collector_flags, &*config); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("stagewatch: ", s.message()));
+    }
+    if (!ledger_path.empty()) config->runs.ledger_path = ledger_path;
+    return config;
+  };
+  absl::StatusOr<stagewatch::Config> config = load_config();
   if (!config.ok()) {
     std::cerr << config.status().message() << "\n";
     return refused;
   }
-  if (absl::Status s = ApplyOverrides(overrides, collector_flags, &*config); !s.ok()) {
+  if (absl::Status s = stagewatch::ApplyLogConfig(config->log); !s.ok()) {
     std::cerr << "stagewatch: " << s.message() << "\n";
     return refused;
   }
@@ -167,7 +178,6 @@ int main(int argc, char** argv) {
                                           .task_iterator = config->memory.task_iterator},
                                          std::cout);
   }
-  if (!ledger_path.empty()) config->runs.ledger_path = ledger_path;
   if (std::optional<int> code = runs_cli.Dispatch(*config)) return *code;
   if (std::optional<int> code = results_cli.Dispatch(*config)) return *code;
   (void)agent;  // no subcommand and `agent` both run the exporter
@@ -181,5 +191,6 @@ int main(int argc, char** argv) {
                                .attach = *policy,
                                .web_config_file = web_config_file,
                                .keep_capabilities = *std::move(keep),
-                               .bpf_stats = bpf_stats});
+                               .bpf_stats = bpf_stats,
+                               .reload_config = load_config});
 }

@@ -14,6 +14,7 @@
 #include "bounded_file.h"
 #include "capabilities.h"
 #include "anomaly/anomaly_feeder.h"
+#include "app/config_reload.h"
 #include "app/ring_pollers.h"
 #include "cgroup/cgroup_namer.h"
 #include "cgroup/layout.h"
@@ -42,13 +43,14 @@
 namespace stagewatch {
 namespace {
 
-// Blocks the shutdown signals in every thread (threads inherit the mask), so that only the
-// main thread's sigwait() sees them.
-sigset_t BlockShutdownSignals() {
+// Blocks the shutdown and reload signals in every thread (threads inherit the mask), so that
+// only the main thread's sigwait() sees them.
+sigset_t BlockAgentSignals() {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   return set;
 }
@@ -218,7 +220,7 @@ exporters::AgentHealthSources HealthOf(const RunningSignals& running, CgroupPath
 
 int RunAgent(const AgentOptions& options) {
   const Config& config = options.config;
-  const sigset_t shutdown_signals = BlockShutdownSignals();
+  const sigset_t agent_signals = BlockAgentSignals();
   RouteLibbpfLogs();
   Log::Info("starting stagewatch", {{"version", kVersion}, {"revision", kRevision}});
 
@@ -263,6 +265,7 @@ int RunAgent(const AgentOptions& options) {
       .listen_address = config.web.listen_address,
       .telemetry_path = config.web.telemetry_path,
       .web = inputs->web,
+      .web_config_file = options.web_config_file,
       .render_metrics = [&registry] { return exporters::SerializeText(registry.CollectAll()); },
       .ready = [&ready] { return ready.load(); },
       .handlers = exporters::RunsHandlers(&runs_source, config.runs)};
@@ -332,8 +335,15 @@ int RunAgent(const AgentOptions& options) {
 
   Log::Info("listening", {{"address", (*http)->address()},
                           {"telemetry_path", config.web.telemetry_path}});
+  ConfigReload reload(config, options.reload_config);
   int signal = 0;
-  sigwait(&shutdown_signals, &signal);
+  for (;;) {
+    sigwait(&agent_signals, &signal);
+    if (signal != SIGHUP) break;
+    Log::Info("reloading the configuration", {{"signal", strsignal(signal)}});
+    reload.Reload();
+    (*http)->ReloadWebConfig();
+  }
   Log::Info("shutting down", {{"signal", strsignal(signal)}});
 
   http->reset();  // stop serving before the collectors' sources go away

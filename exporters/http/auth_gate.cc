@@ -16,6 +16,11 @@ constexpr int kCheckThreadNice = 10;
 
 }  // namespace
 
+void AuthGate::Remembered::Clear() {
+  set_.clear();
+  order_.clear();
+}
+
 void AuthGate::Remembered::Insert(const std::string& digest) {
   if (!set_.insert(digest).second) return;
   order_.push_back(digest);
@@ -26,14 +31,40 @@ void AuthGate::Remembered::Insert(const std::string& digest) {
 }
 
 AuthGate::AuthGate(BasicAuthUsers users, AuthGateOptions options)
-    : users_(std::move(users)),
-      options_(options),
+    : options_(options),
+      users_(std::make_shared<const BasicAuthUsers>(std::move(users))),
       accepted_(options.remembered),
       refused_(options.remembered),
       budget_(options.budget) {
-  if (!enabled()) return;
   salt_.resize(16);
   gnutls_rnd(GNUTLS_RND_RANDOM, salt_.data(), salt_.size());
+  if (enabled()) StartThreads();
+}
+
+bool AuthGate::enabled() const {
+  std::lock_guard lock(mu_);
+  return !users_->empty();
+}
+
+void AuthGate::SetUsers(BasicAuthUsers users) {
+  const bool any = !users.empty();
+  {
+    std::lock_guard lock(mu_);
+    users_ = std::make_shared<const BasicAuthUsers>(std::move(users));
+    users_generation_++;
+    accepted_.Clear();
+    refused_.Clear();
+  }
+  if (any) StartThreads();
+}
+
+void AuthGate::StartThreads() {
+  std::lock_guard threads_lock(threads_mu_);
+  {
+    std::lock_guard lock(mu_);
+    if (threads_started_ || stopping_) return;
+    threads_started_ = true;
+  }
   check_thread_ = std::thread([this] {
     NameThisThread("sw-auth");
     setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), kCheckThreadNice);
@@ -45,11 +76,7 @@ AuthGate::AuthGate(BasicAuthUsers users, AuthGateOptions options)
   });
 }
 
-AuthGate::~AuthGate() {
-  Stop();
-  if (check_thread_.joinable()) check_thread_.join();
-  if (throttle_thread_.joinable()) throttle_thread_.join();
-}
+AuthGate::~AuthGate() { Stop(); }
 
 std::string AuthGate::Digest(const BasicCredentials& c) const {
   const std::string text = salt_ + c.user + std::string(1, '\0') + c.password;
@@ -60,7 +87,11 @@ std::string AuthGate::Digest(const BasicCredentials& c) const {
 
 std::variant<AuthOutcome, AuthGate::Ticket> AuthGate::Check(std::string_view header,
                                                             const sockaddr* client) {
-  if (!enabled()) return AuthOutcome::kAccepted;
+  // Without users nobody is asked; with them a request without credentials costs nothing.
+  {
+    std::lock_guard lock(mu_);
+    if (users_->empty()) return AuthOutcome::kAccepted;
+  }
   std::optional<BasicCredentials> credentials = ParseBasicAuth(header);
   if (!credentials) return AuthOutcome::kRefused;  // costs nothing: not counted as a failure
   Ticket ticket{Ticket::kCheck, *std::move(credentials), "", FailureBudget::KeyOf(client)};
@@ -105,16 +136,20 @@ void AuthGate::CheckLoop() {
     if (stopping_) break;
     Pending p = std::move(checks_.front());
     checks_.pop_front();
+    const std::shared_ptr<const BasicAuthUsers> users = users_;
+    const uint64_t generation = users_generation_;
     lock.unlock();
-    const bool ok = users_.Matches(p.ticket.credentials);
+    const bool ok = users->Matches(p.ticket.credentials);
     lock.lock();
     checks_queued_--;
+    // Checked against users since replaced: answered, but not remembered for the new ones.
+    const bool current = generation == users_generation_;
     if (ok) {
-      accepted_.Insert(p.ticket.digest);
+      if (current) accepted_.Insert(p.ticket.digest);
       budget_.Refund(p.ticket.client);
       stats_.checks_accepted++;
     } else {
-      refused_.Insert(p.ticket.digest);
+      if (current) refused_.Insert(p.ticket.digest);
       stats_.checks_refused++;
     }
     lock.unlock();
@@ -163,6 +198,7 @@ void AuthGate::Stop() {
   throttle_wake_.notify_all();
   // The threads answer what waits; a caller that must know every ticket is answered before
   // going on (a server about to stop) joins them.
+  std::lock_guard threads_lock(threads_mu_);
   if (check_thread_.joinable()) check_thread_.join();
   if (throttle_thread_.joinable()) throttle_thread_.join();
 }

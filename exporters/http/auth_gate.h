@@ -3,8 +3,8 @@
 // A bcrypt check costs ~30 ms of CPU, so checking every request on the threads that serve
 // scrapes lets anyone who reaches the port stall them. The gate instead:
 // - remembers the outcome of every credential it checked (by a salted SHA-256 of user and
-//   password, never in clear; the web configuration is read once, so an outcome stays true),
-//   so a scraper with the right password costs a hash, and a repeated wrong one no bcrypt;
+//   password, never in clear; outcomes are forgotten when the users change), so a scraper with
+//   the right password costs a hash, and a repeated wrong one no bcrypt;
 // - runs the checks it must on one low-priority thread of its own, with a bounded queue;
 // - gives each client address a budget of failed logins (exporters/http/failure_budget.h);
 // - answers a client over its budget, or one that finds the queue full, with 429 after a delay
@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -49,7 +50,11 @@ class AuthGate {
   AuthGate(const AuthGate&) = delete;
   AuthGate& operator=(const AuthGate&) = delete;
 
-  bool enabled() const { return !users_.empty(); }
+  bool enabled() const;
+  // Swaps in the users of a re-read web configuration: every remembered outcome is forgotten
+  // (a password that was right may be wrong now), and a check under way when they change is
+  // answered but not remembered.
+  void SetUsers(BasicAuthUsers users);
 
   // A request the gate answers later: a credential to check, or a throttled client.
   struct Ticket {
@@ -84,6 +89,7 @@ class AuthGate {
    public:
     explicit Remembered(size_t bound) : bound_(bound) {}
     bool contains(const std::string& digest) const { return set_.contains(digest); }
+    void Clear();
     void Insert(const std::string& digest);
 
    private:
@@ -93,14 +99,17 @@ class AuthGate {
   };
 
   std::string Digest(const BasicCredentials& c) const;
+  void StartThreads();  // once, when the gate first has users; mu_ not held
   void CheckLoop();     // the bcrypt thread
   void ThrottleLoop();  // answers throttled tickets when due
 
-  const BasicAuthUsers users_;
   const AuthGateOptions options_;
   std::string salt_;  // random per process: digests mean nothing outside it
 
   mutable std::mutex mu_;
+  std::shared_ptr<const BasicAuthUsers> users_;  // swapped whole; a check holds its own copy
+  uint64_t users_generation_ = 0;                // bumped on each swap
+  bool threads_started_ = false;
   std::condition_variable check_wake_, throttle_wake_;
   bool stopping_ = false;
   Remembered accepted_, refused_;
@@ -108,6 +117,9 @@ class AuthGate {
   size_t checks_queued_ = 0;  // tickets of kind kCheck handed out and not yet answered
   std::deque<Pending> checks_, throttled_;  // throttled_ is in due order (one fixed delay)
   AuthGateStats stats_;
+  // Started once, by the first users (possibly on a reload, from a serving thread) and joined
+  // by Stop(), perhaps at the same time: threads_mu_ orders the two.
+  std::mutex threads_mu_;
   std::thread check_thread_, throttle_thread_;
 };
 

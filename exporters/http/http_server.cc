@@ -23,6 +23,7 @@
 #include "absl/synchronization/mutex.h"
 #include "bounded_file.h"
 #include "exporters/http/auth_gate.h"
+#include "exporters/http/web_config_watch.h"
 #include "listen_address.h"
 #include "log.h"
 #include "version.h"
@@ -199,7 +200,8 @@ struct HttpServer::Handler {
   HttpLimits limits;
   std::string landing;
   AuthGate auth;
-  ClientAuth client_auth = ClientAuth::kNoClientCert;
+  ClientAuth client_auth = ClientAuth::kNoClientCert;  // kept on reloads: needs a restart
+  std::unique_ptr<WebConfigWatch> web;
 
   absl::Mutex log_mu;
   std::string last_log;  // libmicrohttpd's last message, for a start-up error
@@ -239,6 +241,27 @@ struct HttpServer::Handler {
       mark[1] = '\0';
     }
     return state;
+  }
+
+  // A connection starts, before its TLS handshake: it gets the credentials current now, and
+  // holds them until it closes (GnuTLS keeps a pointer, not a copy). Plain connections look
+  // too, so that basic auth users change without TLS.
+  static void OnConnection(void* cls, MHD_Connection* connection, void** socket_context,
+                           MHD_ConnectionNotificationCode code) {
+    using Held = std::shared_ptr<const LiveWebConfig>;
+    if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+      delete static_cast<Held*>(*socket_context);
+      *socket_context = nullptr;
+      return;
+    }
+    Held live = static_cast<Handler*>(cls)->web->Current();
+    if (live->tls == nullptr) return;
+    const MHD_ConnectionInfo* info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    if (info == nullptr || info->tls_session == nullptr) return;
+    gnutls_credentials_set(static_cast<gnutls_session_t>(info->tls_session),
+                           GNUTLS_CRD_CERTIFICATE, live->tls.get());
+    *socket_context = new Held(std::move(live));
   }
 
   static void OnCompleted(void*, MHD_Connection*, void** request_state,
@@ -362,9 +385,21 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions 
   if (!fd.ok()) return fd.status();
 
   std::unique_ptr<HttpServer> http(new HttpServer());
+  std::string web_config_file = options.web_config_file;
+  WebServerConfig web = options.web;
   http->handler_ = std::make_unique<Handler>(std::move(options), limits);
   http->address_ = bound;
   Handler* handler = http->handler_.get();
+  absl::StatusOr<std::unique_ptr<WebConfigWatch>> watch = WebConfigWatch::Start(
+      std::move(web_config_file), std::move(web),
+      [handler](const std::map<std::string, std::string>& users) {
+        handler->auth.SetUsers(BasicAuthUsers(users));
+      });
+  if (!watch.ok()) {
+    close(*fd);
+    return watch.status();
+  }
+  handler->web = *std::move(watch);
   const int max_connections = RaiseFileLimit(limits.max_connections);
 
   std::vector<MHD_OptionItem> items = {
@@ -377,6 +412,8 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions 
        nullptr},
       {MHD_OPTION_URI_LOG_CALLBACK, reinterpret_cast<intptr_t>(&Handler::OnRequestLine), handler},
       {MHD_OPTION_NOTIFY_COMPLETED, reinterpret_cast<intptr_t>(&Handler::OnCompleted), handler},
+      {MHD_OPTION_NOTIFY_CONNECTION, reinterpret_cast<intptr_t>(&Handler::OnConnection),
+       handler},
   };
   // Suspend and resume: requests wait for the auth gate without holding a worker.
   unsigned int flags =
@@ -413,5 +450,7 @@ HttpServer::~HttpServer() {
 }
 
 AuthGateStats HttpServer::auth_stats() const { return handler_->auth.stats(); }
+
+void HttpServer::ReloadWebConfig() { handler_->web->Reload(); }
 
 }  // namespace stagewatch::exporters

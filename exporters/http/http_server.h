@@ -6,7 +6,8 @@
 // scrapes are served whatever other clients do. Idle connections time out, request headers
 // are bounded by a per-connection memory pool, request bodies are never read, and the
 // listen socket has the kernel's full backlog. TLS and basic auth come from the web
-// configuration (exporters/http/web_config.h); credentials are checked through the auth gate
+// configuration (exporters/http/web_config.h), re-read when its files change, and each new
+// connection gets the certificate current then; credentials are checked through the auth gate
 // (exporters/http/auth_gate.h), off the serving threads, with requests suspended meanwhile.
 #pragma once
 
@@ -46,6 +47,9 @@ struct HttpServerOptions {
   std::string listen_address;
   std::string telemetry_path = "/metrics";  // matched literally
   WebServerConfig web;                      // TLS and basic auth; default: plain, open
+  // The file `web` was read from: re-read when it or a file it names changes, and on
+  // ReloadWebConfig() (exporters/http/web_config_watch.h). Empty: `web` never changes.
+  std::string web_config_file;
   std::function<std::string()> render_metrics;  // the exposition text, built per scrape
   std::function<bool()> ready;                  // /-/ready answers 200 once it is true
   std::vector<ExtraHandler> handlers;           // more pages, e.g. /runs
@@ -74,6 +78,9 @@ class HttpServer {
   std::string address() const { return address_; }
   // What basic auth has checked and throttled so far (all zero without basic auth).
   AuthGateStats auth_stats() const;
+  // Re-reads the web configuration file now (SIGHUP), as when it changes; a bad one is
+  // refused with a log line and the one in use stays.
+  void ReloadWebConfig();
 
  private:
   struct Handler;

@@ -47,6 +47,32 @@ void MakeCertificate(const std::string& dir) {
   ASSERT_EQ(system(cmd.c_str()), 0) << cmd;
 }
 
+// The SHA-256 fingerprint of the certificate in `pem_file`, or of the one the agent serves on
+// `port` to a new connection, as openssl prints it; "" when there is none.
+std::string FileFingerprint(const std::string& pem_file) {
+  auto [rc, out] =
+      testing::RunWithInput("openssl x509 -noout -fingerprint -sha256 -in " + pem_file, "");
+  return rc == 0 ? out : "";
+}
+std::string ServedFingerprint(int port) {
+  auto [rc, out] = testing::RunWithInput(
+      "{ openssl s_client -connect 127.0.0.1:" + std::to_string(port) +
+          " </dev/null 2>/dev/null | openssl x509 -noout -fingerprint -sha256; }",
+      "");
+  return rc == 0 ? out : "";
+}
+
+// Replaces `to` at once, as a deployment tool or cert-manager does (rename over it).
+void MoveOver(const std::string& from, const std::string& to) {
+  ASSERT_EQ(rename(from.c_str(), to.c_str()), 0) << from << " → " << to << ": " << strerror(errno);
+}
+
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) n++;
+  return n;
+}
+
 std::string CapabilityLine(pid_t pid, const std::string& name) {
   const std::string status = testing::ReadFile("/proc/" + std::to_string(pid) + "/status");
   const size_t at = status.find(name + ":\t");
@@ -263,6 +289,77 @@ TEST_F(TlsAgent, RequiredClientCertificateIsVerified) {
   httplib::Result with = client.Get("/metrics");
   ASSERT_TRUE(with) << httplib::to_string(with.error());
   EXPECT_EQ(with->status, 200);
+}
+
+// A rotated certificate is served to the next connection, without a restart; a replacement
+// that does not fit its key is refused with a log line, and the pair in use is served on.
+TEST_F(TlsAgent, ARotatedCertificateIsServedWithoutARestart) {
+  AgentProcess agent({"--web.listen-address", "127.0.0.1:0", "--web.config.file", dir_ + "/web.yml"});
+  ASSERT_TRUE(agent.WaitListening()) << agent.log();
+  const std::string first = FileFingerprint(dir_ + "/cert.pem");
+  ASSERT_FALSE(first.empty());
+  EXPECT_EQ(ServedFingerprint(agent.port()), first);
+
+  const std::string next = dir_ + "/next";
+  std::filesystem::create_directory(next);
+  MakeCertificate(next);
+  const std::string second = FileFingerprint(next + "/cert.pem");
+  ASSERT_NE(second, first);
+  MoveOver(next + "/key.pem", dir_ + "/key.pem");
+  MoveOver(next + "/cert.pem", dir_ + "/cert.pem");
+  EXPECT_TRUE(testing::WaitUntil([&] { return ServedFingerprint(agent.port()) == second; }, 5000))
+      << agent.log();
+  // Over a verified connection too, with the new certificate as the CA.
+  httplib::Result ok = Get(agent.port(), "/metrics", "scraper", "s3cret-pass");
+  ASSERT_TRUE(ok) << httplib::to_string(ok.error());
+  EXPECT_EQ(ok->status, 200);
+
+  // A certificate without its key: refused, said once, and the second pair served on.
+  const size_t refusals = Count(agent.log(), "web config not reloaded");
+  MakeCertificate(next);
+  MoveOver(next + "/cert.pem", dir_ + "/cert.pem");
+  std::string served;  // the files are looked at when a connection starts
+  EXPECT_TRUE(testing::WaitUntil(
+      [&] {
+        served = ServedFingerprint(agent.port());
+        return Count(agent.log(), "web config not reloaded") > refusals;
+      },
+      5000))
+      << agent.log();
+  EXPECT_NE(agent.log().find("do not match"), std::string::npos) << agent.log();
+  EXPECT_EQ(served, second);
+  EXPECT_EQ(ServedFingerprint(agent.port()), second);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // past the next look
+  EXPECT_EQ(ServedFingerprint(agent.port()), second);
+  EXPECT_EQ(Count(agent.log(), "web config not reloaded"), refusals + 1) << agent.log();
+}
+
+// A changed password in the web config file counts from the next request: the new one is let
+// in, the old one (remembered as right until then) is not.
+TEST_F(TlsAgent, AChangedPasswordCountsWithoutARestart) {
+  AgentProcess agent({"--web.listen-address", "127.0.0.1:0", "--web.config.file", dir_ + "/web.yml"});
+  ASSERT_TRUE(agent.WaitListening()) << agent.log();
+  httplib::Result before = Get(agent.port(), "/metrics", "scraper", "s3cret-pass");
+  ASSERT_TRUE(before) << httplib::to_string(before.error());
+  ASSERT_EQ(before->status, 200);
+
+  testing::WriteFile(dir_ + "/web.yml.new",
+                     "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n"
+                     "basic_auth_users:\n  scraper: " + BcryptHash("n3w-pass") + "\n");
+  MoveOver(dir_ + "/web.yml.new", dir_ + "/web.yml");
+  // A few tries a second: each wrong one takes from the address's failed-login budget.
+  EXPECT_TRUE(testing::WaitUntil(
+      [&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+        httplib::Result r = Get(agent.port(), "/metrics", "scraper", "n3w-pass");
+        return r && r->status == 200;
+      },
+      5000))
+      << agent.log();
+  httplib::Result old = Get(agent.port(), "/metrics", "scraper", "s3cret-pass");
+  ASSERT_TRUE(old);
+  EXPECT_EQ(old->status, 401);
+  EXPECT_NE(agent.log().find("web config reloaded"), std::string::npos) << agent.log();
 }
 
 // Pages reach a real Alertmanager served over TLS with basic auth (its own --web.config.file):

@@ -214,6 +214,27 @@ TEST_F(AuthGateTest, StopAnswersEveryWaitingRequestAndLaterOnesAtOnce) {
   EXPECT_EQ(answered.load(), 4);
 }
 
+// A re-read web configuration changes a password: the remembered outcomes go with the old one.
+TEST_F(AuthGateTest, NewUsersForgetEveryRememberedOutcome) {
+  AuthGate gate(Users());
+  ASSERT_EQ(CheckAndWait(gate, Header("scraper", "right"), As(good_)), AuthOutcome::kAccepted);
+  ASSERT_EQ(CheckAndWait(gate, Header("scraper", "next"), As(good_)), AuthOutcome::kRefused);
+  gate.SetUsers(BasicAuthUsers({{"scraper", Hash("next")}}));
+  EXPECT_EQ(CheckAndWait(gate, Header("scraper", "right"), As(good_)), AuthOutcome::kRefused);
+  EXPECT_EQ(CheckAndWait(gate, Header("scraper", "next"), As(good_)), AuthOutcome::kAccepted);
+}
+
+// Basic auth added by a reload to a server started without it starts asking.
+TEST(AuthGateOffTest, UsersSetLaterAreAskedFor) {
+  AuthGate gate(BasicAuthUsers({}));
+  gate.SetUsers(BasicAuthUsers({{"scraper", Hash("right")}}));
+  EXPECT_TRUE(gate.enabled());
+  EXPECT_EQ(CheckAndWait(gate, "", nullptr), AuthOutcome::kRefused);
+  EXPECT_EQ(CheckAndWait(gate, Header("scraper", "right"), nullptr), AuthOutcome::kAccepted);
+  gate.SetUsers(BasicAuthUsers({}));
+  EXPECT_EQ(CheckAndWait(gate, "", nullptr), AuthOutcome::kAccepted);
+}
+
 TEST(AuthGateOffTest, WithoutUsersEveryRequestIsAccepted) {
   AuthGate gate(BasicAuthUsers({}));
   EXPECT_FALSE(gate.enabled());

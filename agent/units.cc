@@ -114,6 +114,8 @@ std::string FormatBytes(double bytes) {
 }
 
 std::string FormatExact(double value) {
+  // A whole number reads as one ("4000000", not to_chars' shorter "4e+06").
+  if (value == std::trunc(value) && std::abs(value) < 1e15) return absl::StrFormat("%.0f", value);
   char buf[32];
   const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
   return ec == std::errc() ? std::string(buf, end) : std::string("?");

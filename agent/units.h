@@ -32,8 +32,9 @@ std::string FormatBytes(double bytes);
 // "12.3 s", "2m05s", "1h02m".
 std::string FormatSeconds(double seconds);
 
-// The shortest text that reads back as the same double ("0.9547", "120000", "1e+21"): a result
-// a command computed is shown as it wrote it.
+// Text that reads back as the same double, as short as it can be: whole numbers below 1e15 in
+// full ("4000000"), others the shortest way ("0.9547", "1e+21"). A result a command computed is
+// shown as it wrote it.
 std::string FormatExact(double value);
 
 // RFC 3339 in UTC with milliseconds ("2026-12-01T07:45:12.345Z"): fixed width, so the text

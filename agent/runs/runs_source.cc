@@ -31,4 +31,9 @@ absl::StatusOr<std::vector<RunSample>> LedgerRunsSource::Samples(const std::stri
   return WithLedger([&](Ledger& l) { return l.Samples(id); });
 }
 
+absl::StatusOr<std::vector<RunRecord>> LedgerRunsSource::CleanRunsBefore(const RunStart& run,
+                                                                         int n) {
+  return WithLedger([&](Ledger& l) { return l.CleanRunsBefore(run, n); });
+}
+
 }  // namespace stagewatch

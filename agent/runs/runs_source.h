@@ -21,6 +21,8 @@ class RunsSource {
   virtual absl::StatusOr<RunPage> List(const RunFilter& filter) = 0;
   virtual absl::StatusOr<std::optional<RunRecord>> Get(const std::string& id) = 0;
   virtual absl::StatusOr<std::vector<RunSample>> Samples(const std::string& id) = 0;
+  // The run's baseline candidates (Ledger::CleanRunsBefore).
+  virtual absl::StatusOr<std::vector<RunRecord>> CleanRunsBefore(const RunStart& run, int n) = 0;
 };
 
 // Reads the ledger at `path`, opened (read-only) at the first request that finds it readable:
@@ -35,6 +37,7 @@ class LedgerRunsSource : public RunsSource {
   absl::StatusOr<RunPage> List(const RunFilter& filter) override;
   absl::StatusOr<std::optional<RunRecord>> Get(const std::string& id) override;
   absl::StatusOr<std::vector<RunSample>> Samples(const std::string& id) override;
+  absl::StatusOr<std::vector<RunRecord>> CleanRunsBefore(const RunStart& run, int n) override;
 
  private:
   template <typename F>

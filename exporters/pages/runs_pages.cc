@@ -11,6 +11,7 @@
 #include "exporters/pages/run_charts.h"
 #include "nlohmann/json.hpp"
 #include "json_text.h"
+#include "runs/baseline_comparison.h"
 #include "runs/run_id.h"
 #include "runs/runs_report.h"
 #include "runs/verdict.h"
@@ -207,10 +208,12 @@ std::vector<Chart> RunCharts(const RunRecord& r, const std::vector<RunSample>& s
 }
 
 std::string RunHtml(const RunRecord& r, const RunsConfig& config,
-                    const std::vector<RunSample>& samples) {
+                    const std::vector<RunSample>& samples, const BaselineComparison& baseline) {
   const Verdict v = JudgeRun(r, config);
   std::string body = absl::StrCat("<h1>Run ", HtmlEscape(r.start.id), "</h1>\n<p class=\"verdict\" "
                                   "id=\"verdict\">", VerdictSpan(v), "</p>\n");
+  absl::StrAppend(&body, "<p id=\"baseline\">", HtmlEscape(baseline.Text(r.start.stage)),
+                  "</p>\n");
   if (!v.reasons.empty()) {
     absl::StrAppend(&body, "<ul id=\"reasons\">");
     for (const VerdictReason& reason : v.reasons) {
@@ -225,7 +228,8 @@ std::string RunHtml(const RunRecord& r, const RunsConfig& config,
   absl::StrAppendFormat(&body, "<h2>Over the run's time</h2>\n<p>%d samples.</p>\n",
                         samples.size());
   for (const Chart& c : RunCharts(r, samples)) absl::StrAppend(&body, RenderChartSvg(c));
-  absl::StrAppend(&body, "<h2>Facts</h2>\n<pre>", HtmlEscape(RunDetails(r, config)), "</pre>\n",
+  absl::StrAppend(&body, "<h2>Facts</h2>\n<pre>", HtmlEscape(RunDetails(r, config)),
+                  HtmlEscape(BaselineDetails(r, baseline)), "</pre>\n",
                   "<p><a href=\"/api/v1/runs/", UrlEncode(r.start.id), "\">JSON</a></p>\n");
   return Page(absl::StrCat("stagewatch: run ", r.start.id), body);
 }
@@ -286,8 +290,14 @@ HttpReply AnswerRunsRequest(RunsSource& source, const RunsConfig& config,
   }
   absl::StatusOr<std::vector<RunSample>> samples = source.Samples(id);
   if (!samples.ok()) return Unavailable(api, samples.status());
-  if (!api) return {200, kHtml, RunHtml(**run, config, *samples)};
+  absl::StatusOr<std::vector<RunRecord>> candidates =
+      source.CleanRunsBefore((*run)->start, config.baseline_runs);
+  if (!candidates.ok()) return Unavailable(api, candidates.status());
+  const BaselineComparison baseline =
+      CompareWithBaseline(**run, *candidates, config.baseline_runs);
+  if (!api) return {200, kHtml, RunHtml(**run, config, *samples, baseline)};
   json out = RunToJson(**run, config);
+  out["baseline"] = baseline.ToJson();
   out["samples"] = SamplesJson(*samples);
   return {200, kJson, JsonText(out) + "\n"};
 }

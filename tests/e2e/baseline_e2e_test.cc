@@ -1,0 +1,164 @@
+// A run against its stage's usual runs, with real workloads in real cgroups and a real agent:
+// three undisturbed runs of a stage make its baseline; the same work run beside a CPU hog in
+// another stage on the same CPU takes longer, and the excess is put down to waiting for a CPU,
+// with the hog's stage among its preemptors. The same work under a lower CPU limit, compared
+// with an undisturbed run, is put down to throttling. The first run of a stage has no baseline
+// and says so. Results a command writes to $STAGEWATCH_RESULTS come back in `runs show --json`,
+// `runs compare` and the API.
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "runs/ledger.h"
+#include "test_support.h"
+
+namespace stagewatch {
+namespace {
+
+using ::testing::HasSubstr;
+using json = nlohmann::json;
+using testing::AgentProcess;
+using testing::TestCgroup;
+
+// The same CPU-bound work every time, on CPU 0, writing its results: about a second here.
+constexpr char kWork[] =
+    "import os\n"
+    "x = 0\n"
+    "for i in range(4_000_000): x += i\n"
+    "open(os.environ['STAGEWATCH_RESULTS'], 'w').write('{\"checksum\": %d, \"rows\": 4000000}' % (x % 1000))\n";
+
+class BaselineE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    STAGEWATCH_REQUIRE_PRIVILEGES();
+    char tmpl[] = "/tmp/stagewatch-baseline-e2e-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    ledger_ = dir_ + "/ledger.db";
+    // Baseline runs must be clean on a busy or emulated host: only a cause above half the wall
+    // time degrades a run here. The comparison does not depend on it.
+    config_ = dir_ + "/config.yaml";
+    std::ofstream(config_) << "runs:\n  degraded_fraction: 0.5\n  ledger_path: " << ledger_ << "\n";
+    parent_ = std::make_unique<TestCgroup>("baseline-e2e", std::vector<std::string>{"cpu", "cpuacct", "pressure"});
+    agent_ = std::make_unique<AgentProcess>(std::vector<std::string>{
+        "--config.file", config_, "--web.listen-address", "127.0.0.1:0"});
+    ASSERT_TRUE(agent_->WaitListening()) << agent_->log();
+  }
+  void TearDown() override {
+    agent_.reset();
+    parent_.reset();
+    std::error_code ec;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+  }
+
+  std::vector<std::string> Launch(const std::string& stage, const std::string& id,
+                                  std::vector<std::string> limits, std::vector<std::string> command) {
+    std::vector<std::string> args = {"--config.file", config_, "run", "--stage", stage,
+                                     "--run-id", id, "--cgroup.parent", parent_->path()};
+    args.insert(args.end(), limits.begin(), limits.end());
+    args.push_back("--");
+    args.insert(args.end(), command.begin(), command.end());
+    return args;
+  }
+  // Runs kWork as a run of `stage` and returns what the launcher printed.
+  std::string RunWork(const std::string& stage, const std::string& id,
+                      std::vector<std::string> limits = {}) {
+    AgentProcess run(Launch(stage, id, std::move(limits), {"taskset", "-c", "0", "python3", "-c", kWork}));
+    EXPECT_EQ(run.WaitExit(120000), 0) << run.log();
+    return run.log();
+  }
+  json Cli(const std::vector<std::string>& args) {
+    std::string cmd = absl::StrCat(STAGEWATCH_BINARY, " --config.file ", config_);
+    for (const std::string& a : args) absl::StrAppend(&cmd, " ", a);
+    const auto [code, out] = testing::RunWithInput(cmd + " 2>/dev/null", "");
+    EXPECT_EQ(code, 0) << cmd << "\n" << out;
+    json j = json::parse(out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << out;
+    return j;
+  }
+
+  std::string dir_, ledger_, config_;
+  std::unique_ptr<TestCgroup> parent_;
+  std::unique_ptr<AgentProcess> agent_;
+};
+
+TEST_F(BaselineE2E, AHoggedRunIsPutDownToWaitingForCpuBehindTheHogsStage) {
+  const std::string first = RunWork("swbase", "base-1");
+  EXPECT_THAT(first, HasSubstr("no baseline yet: 0 clean runs of swbase"));
+  RunWork("swbase", "base-2");
+  RunWork("swbase", "base-3");
+  // A hog in another stage, on the same CPU, for the whole of the next run.
+  AgentProcess hog(Launch("swhog", "hog-1", {}, {"taskset", "-c", "0", "python3", "-c", "while True: pass"}));
+  const std::string hogged = RunWork("swbase", "hogged");
+  ASSERT_EQ(kill(hog.pid(), SIGTERM), 0);
+  hog.WaitExit(30000);
+
+  const json shown = Cli({"runs", "show", "hogged", "--json"});
+  ASSERT_TRUE(shown["baseline"]["slowdown"].is_object()) << shown.dump(2);
+  const json& s = shown["baseline"]["slowdown"];
+  EXPECT_EQ(shown["baseline"]["baseline"]["runs"].size(), 3u);
+  EXPECT_GT(s["ratio"].get<double>(), 1.3) << s.dump(2);
+  double sum = 0, largest = 0;
+  std::string largest_cause;
+  for (const auto& [cause, seconds] : s["seconds_by_cause"].items()) {
+    sum += seconds.get<double>();
+    if (cause != "unexplained" && seconds.get<double>() > largest) {
+      largest = seconds.get<double>();
+      largest_cause = cause;
+    }
+  }
+  const double excess = s["excess_seconds"].get<double>();
+  EXPECT_NEAR(sum, excess, 0.05 * excess) << s.dump(2);
+  EXPECT_EQ(largest_cause, "cpu_wait") << s.dump(2);
+  EXPECT_GT(s["seconds_by_cause"]["cpu_wait"].get<double>(), 0.5 * excess) << s.dump(2);
+  bool hog_preempted = false;
+  for (const json& p : s["preemptors"]) hog_preempted |= p["stage"] == "swhog";
+  EXPECT_TRUE(hog_preempted) << s.dump(2);
+  EXPECT_THAT(hogged, HasSubstr("its usual")) << hogged;
+  EXPECT_THAT(hogged, HasSubstr("waiting for CPU (preempted by")) << hogged;
+  EXPECT_THAT(hogged, HasSubstr("swhog")) << hogged;
+
+  // The results the command wrote, in the ledger, the CLI and the API.
+  EXPECT_EQ(shown["results"]["rows"], 4000000);
+  const json api = json::parse(agent_->Get("/api/v1/runs/hogged").value_or(""), nullptr, false);
+  ASSERT_FALSE(api.is_discarded());
+  EXPECT_EQ(api["results"]["rows"], 4000000);
+  EXPECT_EQ(api["baseline"]["slowdown"]["excess_seconds"], s["excess_seconds"]);
+  const std::string page = agent_->Get("/runs/hogged").value_or("");
+  EXPECT_THAT(page, HasSubstr("its usual"));
+  EXPECT_THAT(page, HasSubstr("rows 4000000"));
+  const json compared = Cli({"runs", "compare", "base-3", "hogged", "--json"});
+  EXPECT_EQ(compared["results"]["rows"]["difference"], 0);
+  EXPECT_GT(compared["slowdown"]["seconds_by_cause"]["cpu_wait"].get<double>(), 0);
+}
+
+TEST_F(BaselineE2E, TheSameWorkUnderALowerCpuLimitIsPutDownToThrottling) {
+  RunWork("swthrottle", "free", {"--cpu-max", "1"});
+  const std::string limited = RunWork("swthrottle", "limited", {"--cpu-max", "0.3"});
+  // Other limits, no baseline of its own yet; compared with the run under the higher limit.
+  EXPECT_THAT(limited, HasSubstr("no baseline yet: 0 clean runs of swthrottle with these limits"));
+  const json compared = Cli({"runs", "compare", "free", "limited", "--json"});
+  const json& causes = compared["slowdown"]["seconds_by_cause"];
+  ASSERT_TRUE(causes.is_object()) << compared.dump(2);
+  std::string largest_cause;
+  double largest = 0;
+  for (const auto& [cause, seconds] : causes.items()) {
+    if (cause != "unexplained" && seconds.get<double>() > largest) {
+      largest = seconds.get<double>();
+      largest_cause = cause;
+    }
+  }
+  EXPECT_EQ(largest_cause, "cpu_throttling") << compared.dump(2);
+  EXPECT_GT(compared["slowdown"]["ratio"].get<double>(), 1.5) << compared.dump(2);
+}
+
+}  // namespace
+}  // namespace stagewatch

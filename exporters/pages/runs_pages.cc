@@ -32,7 +32,8 @@ const char kStyle[] =
     "td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}"
     ".verdict{font-size:1.4em;font-weight:bold}.clean{color:#1a7f37}.degraded{color:#9a6700}"
     ".interrupted{color:#cf222e}.unobserved,.running{color:#555}pre{background:#f6f8fa;"
-    "padding:8px}";
+    "padding:8px;white-space:pre-wrap;overflow-wrap:anywhere}"
+    "svg.chart{max-width:100%;height:auto}";
 
 std::string Page(const std::string& title, const std::string& body) {
   return absl::StrCat("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>",

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "runs/run_efficiency.h"
 #include "runs/terminal_text.h"
 #include "runs/verdict.h"
 #include "units.h"
@@ -180,6 +181,7 @@ json RunToJson(const RunRecord& r, const RunsConfig& config) {
       {"agent_observed", r.agent_observed},
       {"not_observed", v.unobserved},
   };
+  j["efficiency"] = EfficiencyToJson(EfficiencyOf(r, OnlineCpuCount()));
   return j;
 }
 
@@ -251,6 +253,9 @@ std::string RunDetails(const RunRecord& r, const RunsConfig& config) {
     if (f.cpu_p95_cores) absl::StrAppend(&cpu, absl::StrFormat(", p95 %.2f CPUs", *f.cpu_p95_cores));
     absl::StrAppend(&cpu, "; throttled ", OrNotObserved(f.cpu_throttled_seconds, Secs));
     row("cpu", cpu);
+    const RunEfficiency e = EfficiencyOf(r, OnlineCpuCount());  // as seff prints them
+    row("cpu efficiency", CpuEfficiencyText(e, r));
+    row("memory efficiency", MemoryEfficiencyText(e));
     row("pressure", absl::StrFormat("memory %s, cpu %s (PSI some)",
                                     OrNotObserved(f.memory_pressure_seconds, Secs),
                                     OrNotObserved(f.cpu_pressure_seconds, Secs)));

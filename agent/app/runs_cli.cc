@@ -3,6 +3,8 @@
 #include <filesystem>
 #include <iostream>
 
+#include "runs/advise_bounds.h"
+#include "runs/advise_format.h"
 #include "runs/advisor.h"
 #include "json_text.h"
 #include "runs/launcher.h"
@@ -62,6 +64,10 @@ RunsCli::RunsCli(CLI::App& app) {
                 ->fallthrough();
   advise_->add_option("--stage", stage_, "The stage")->required();
   advise_->add_flag("--json", json_, "Print JSON");
+  advise_->add_option("--format", advise_format_,
+                      "Print only the target limits as run (flags), systemd (unit settings), "
+                      "slurm (sbatch options) or kubernetes (resources) take them")
+      ->check(CLI::IsMember({"run", "systemd", "slurm", "kubernetes"}));
   AddLedgerFlag(advise_, ledger_path_);
 }
 
@@ -231,10 +237,17 @@ int RunsCli::Advise(const Config& config) {
   absl::StatusOr<std::vector<RunRecord>> runs = (*ledger)->List(filter);
   if (!runs.ok()) return Fail("advise", runs.status());
   const Advice advice = AdviseLimits(stage_, *std::move(runs), config.runs);
-  if (json_) {
-    std::cout << JsonText(AdviceToJson(advice), 2) << "\n";
+  if (!advise_format_.empty()) {
+    if (!advice.enough_runs) return Fail("advise", absl::FailedPreconditionError(
+                                                      advice.stage + ": " + advice.not_enough));
+    std::cout << FormatAdvice(advice, *ParseAdviseFormat(advise_format_));
+  } else if (json_) {
+    nlohmann::json j = AdviceToJson(advice);
+    if (advice.enough_runs) j["bounds"] = BoundsToJson(BoundsOf(advice));
+    std::cout << JsonText(j, 2) << "\n";
   } else {
     std::cout << AdviceText(advice);
+    if (advice.enough_runs) std::cout << BoundsText(BoundsOf(advice));
   }
   return 0;
 }

@@ -33,6 +33,7 @@ class RunsCli {
 
   std::string stage_, run_id_, pipeline_, cgroup_parent_, ledger_path_, since_, show_id_;
   std::string verdict_;
+  std::string advise_format_;  // advise --format
   int limit_ = 1000;
   bool all_ = false;
   std::string memory_max_, memory_high_, cpu_max_;

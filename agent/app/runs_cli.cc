@@ -10,6 +10,8 @@
 #include "runs/launcher.h"
 #include "runs/ledger.h"
 #include "runs/orphan_runs.h"
+#include "runs/runs_columns.h"
+#include "runs/runs_list_filter.h"
 #include "runs/runs_report.h"
 #include "runs/verdict.h"
 #include "units.h"
@@ -48,10 +50,19 @@ RunsCli::RunsCli(CLI::App& app) {
   runs_ = app.add_subcommand("runs", "Look at recorded runs")->require_subcommand(1)->fallthrough();
   AddLedgerFlag(runs_, ledger_path_);
   list_ = runs_->add_subcommand("list", "Recent runs, newest first")->fallthrough();
-  list_->add_option("--stage", stage_, "Only this stage");
-  list_->add_option("--since", since_, "Only runs started this long ago or less, e.g. 24h, 7d");
-  list_->add_option("--verdict", verdict_, "Only runs of this verdict")
+  list_->add_option("--stage", list_flags_.stage, "Only this stage");
+  list_->add_option("--since", list_flags_.since,
+                    "Only runs started this long ago or less (24h, 7d), or at or after a time "
+                    "(2026-12-01T08:00:00Z)");
+  list_->add_option("--until", list_flags_.until,
+                    "Only runs started before: that long ago (24h, 7d), or a time");
+  list_->add_option("--verdict", list_flags_.verdict, "Only runs of this verdict")
       ->check(CLI::IsMember({"running", "clean", "unobserved", "degraded", "interrupted"}));
+  list_->add_option("-o,--fields", fields_,
+                    "The table's columns, comma-separated, as sacct -o (default "
+                    "id,stage,start,wall,ended,peak_limit,verdict,why; also pipeline, source, "
+                    "command, end, peak, limit, cpu, cpu_eff, mem_eff, oom_kills); --json keeps "
+                    "every field");
   CLI::Option* limit = list_->add_option("--limit", limit_, "At most this many runs (default 1000)")
                            ->check(CLI::PositiveNumber);
   list_->add_flag("--all", all_, "Every run that matches")->excludes(limit);
@@ -166,23 +177,25 @@ int Fail(const char* command, const absl::Status& status) {
 }  // namespace
 
 int RunsCli::List(const Config& config) {
-  RunFilter filter;
-  filter.stage = stage_;
-  if (!since_.empty()) {
-    absl::StatusOr<absl::Duration> since = ParseSince(since_);
-    if (!since.ok()) return Fail("runs list", since.status());
-    filter.since = absl::Now() - *since;
+  absl::StatusOr<RunFilter> parsed = RunFilterFromFlags(list_flags_, absl::Now());
+  if (!parsed.ok()) return Fail("runs list", parsed.status());
+  RunFilter& filter = *parsed;
+  std::vector<const RunColumn*> columns = DefaultRunColumns();
+  if (!fields_.empty()) {
+    absl::StatusOr<std::vector<const RunColumn*>> chosen = ParseRunColumns(fields_);
+    if (!chosen.ok()) return Fail("runs list", chosen.status());
+    columns = *std::move(chosen);
   }
-  if (!verdict_.empty()) filter.verdict = ParseVerdictName(verdict_);
   // --all reads a page at a time, so that a ledger of millions of runs is never held at once.
   constexpr int kAllPage = 1000;
   filter.limit = all_ ? kAllPage : limit_;
-  TidyLedgerForListing(LedgerPath(config), config.runs, stage_, std::cerr);  // runs of dead launchers
+  TidyLedgerForListing(LedgerPath(config), config.runs, filter.stage,
+                       std::cerr);  // runs of dead launchers
   absl::StatusOr<std::unique_ptr<Ledger>> ledger =
       OpenExisting(LedgerPath(config), config.runs);
   if (!ledger.ok()) return Fail("runs list", ledger.status());
   JsonArrayWriter json(std::cout);
-  RunsTableWriter table(config.runs);
+  RunsTableWriter table(config.runs, std::move(columns));
   int shown = 0;
   for (;;) {
     absl::StatusOr<RunPage> page = (*ledger)->ListPage(filter);

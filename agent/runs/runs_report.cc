@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "runs/run_efficiency.h"
+#include "runs/runs_columns.h"
 #include "runs/terminal_text.h"
 #include "runs/verdict.h"
 #include "units.h"
@@ -54,14 +55,6 @@ std::string EndedBy(const RunEnd& end) {
   if (end.exit_code) return absl::StrFormat("exit code %d", *end.exit_code);
   return end.closed_by == RunCloser::kAgent ? "its cgroup going away (closed by the agent)"
                                             : "unknown";
-}
-
-std::string PeakOverLimit(const RunRecord& r) {
-  if (!r.end || !r.end->facts.memory_peak_bytes) return "-";
-  const CgroupFacts& f = r.end->facts;
-  return f.memory_limit_bytes
-             ? absl::StrCat(FormatBytes(*f.memory_peak_bytes), " / ", FormatBytes(*f.memory_limit_bytes))
-             : FormatBytes(*f.memory_peak_bytes);
 }
 
 // Left-aligned columns, two spaces apart, each as wide as its widest cell so far (`width`,
@@ -193,21 +186,14 @@ std::string RunsTable(const std::vector<RunRecord>& runs, const RunsConfig& conf
 std::string RunsTableWriter::Page(const std::vector<RunRecord>& runs) {
   std::vector<std::vector<std::string>> rows;
   if (!header_written_) {
-    rows.push_back({"ID", "STAGE", "START", "WALL", "ENDED", "PEAK / LIMIT", "VERDICT", "WHY"});
+    std::vector<std::string>& header = rows.emplace_back();
+    for (const RunColumn* c : columns_) header.push_back(c->header);
     header_written_ = true;
   }
   for (const RunRecord& r : runs) {
     const Verdict v = JudgeRun(r, config_);
-    const auto wall = r.Wall();
-    std::string ended = "-";
-    if (r.end) {
-      ended = r.end->signal ? SignalName(*r.end->signal)
-                            : r.end->exit_code ? absl::StrCat("exit ", *r.end->exit_code) : "-";
-    }
-    rows.push_back({r.start.id, r.start.stage, FormatRfc3339(r.start.start),
-                    wall ? FormatSeconds(absl::ToDoubleSeconds(*wall)) : "-", ended,
-                    PeakOverLimit(r), std::string(VerdictName(v.kind)),
-                    v.reasons.empty() ? "" : v.reasons.front().text});
+    std::vector<std::string>& row = rows.emplace_back();
+    for (const RunColumn* c : columns_) row.push_back(c->cell(r, v));
   }
   return Table(rows, width_);
 }

@@ -10,6 +10,7 @@
 #include "runs/launcher.h"
 #include "runs/ledger.h"
 #include "runs/orphan_runs.h"
+#include "runs/run_follow.h"
 #include "runs/runs_columns.h"
 #include "runs/runs_list_filter.h"
 #include "runs/runs_report.h"
@@ -70,6 +71,9 @@ RunsCli::RunsCli(CLI::App& app) {
   show_ = runs_->add_subcommand("show", "One run: its verdict first, then the facts")->fallthrough();
   show_->add_option("id", show_id_, "The run id")->required();
   show_->add_flag("--json", json_, "Print JSON");
+  show_->add_flag("--follow", follow_,
+                  "For a running run: print its figures as they come, until it ends")
+      ->excludes("--json");
 
   advise_ = app.add_subcommand("advise", "Recommend a stage's limits from its recorded runs")
                 ->fallthrough();
@@ -231,6 +235,10 @@ int RunsCli::Show(const Config& config) {
     return Fail("runs show", absl::NotFoundError(absl::StrCat(
                                  "no run \"", show_id_, "\" in the ledger \"", LedgerPath(config),
                                  "\"; see `stagewatch runs list`")));
+  }
+  if (follow_) {
+    absl::Status followed = FollowRun(**ledger, show_id_, config.runs, std::cout);
+    return followed.ok() ? 0 : Fail("runs show", followed);
   }
   if (json_) {
     std::cout << JsonText(RunToJson(**run, config.runs), 2) << "\n";

@@ -42,6 +42,7 @@ class RunsCli {
   std::optional<uint32_t> cpu_weight_;
   std::vector<std::string> command_;
   bool json_ = false;
+  bool follow_ = false;  // runs show --follow
 };
 
 }  // namespace stagewatch

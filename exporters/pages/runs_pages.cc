@@ -27,6 +27,8 @@ constexpr char kJson[] = "application/json";
 constexpr int kDefaultLimit = 100;
 constexpr int kMaxLimit = 1000;
 
+constexpr int kRunningRefresh = 5;  // seconds
+
 const char kStyle[] =
     "body{font-family:sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse}"
     "td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}"
@@ -35,9 +37,15 @@ const char kStyle[] =
     "padding:8px;white-space:pre-wrap;overflow-wrap:anywhere}"
     "svg.chart{max-width:100%;height:auto}";
 
-std::string Page(const std::string& title, const std::string& body) {
-  return absl::StrCat("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>",
-                      HtmlEscape(title), "</title><style>", kStyle, "</style></head><body>\n",
+// `refresh_seconds` > 0: the browser reloads the page that often (a running run's).
+std::string Page(const std::string& title, const std::string& body, int refresh_seconds = 0) {
+  const std::string refresh =
+      refresh_seconds > 0
+          ? absl::StrCat("<meta http-equiv=\"refresh\" content=\"", refresh_seconds, "\">")
+          : "";
+  return absl::StrCat("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">", refresh,
+                      "<title>", HtmlEscape(title), "</title><style>", kStyle,
+                      "</style></head><body>\n",
                       "<p><a href=\"/\">stagewatch</a> · <a href=\"/runs\">runs</a></p>\n", body,
                       "</body></html>\n");
 }
@@ -215,7 +223,8 @@ std::string RunHtml(const RunRecord& r, const RunsConfig& config,
   for (const Chart& c : RunCharts(r, samples)) absl::StrAppend(&body, RenderChartSvg(c));
   absl::StrAppend(&body, "<h2>Facts</h2>\n<pre>", HtmlEscape(RunDetails(r, config)), "</pre>\n",
                   "<p><a href=\"/api/v1/runs/", UrlEncode(r.start.id), "\">JSON</a></p>\n");
-  return Page(absl::StrCat("stagewatch: run ", r.start.id), body);
+  // A running run's page follows it: its samples reach the ledger every few seconds.
+  return Page(absl::StrCat("stagewatch: run ", r.start.id), body, r.end ? 0 : kRunningRefresh);
 }
 
 json SamplesJson(const std::vector<RunSample>& samples) {

@@ -136,37 +136,6 @@ absl::Status CheckTlsMinVersion(std::string_view version) {
       absl::StrFormat("TLS version \"%s\" is not supported; write TLS12 or TLS13", version));
 }
 
-absl::Status CheckLabelName(std::string_view name) {
-  bool valid = !name.empty();
-  for (size_t i = 0; valid && i < name.size(); ++i) {
-    const unsigned char c = name[i];
-    valid = absl::ascii_isalpha(c) || c == '_' || (i > 0 && absl::ascii_isdigit(c));
-  }
-  if (!valid) {
-    return Invalid(absl::StrFormat("label name \"%s\" is not valid: use letters, digits and _, "
-                                   "not starting with a digit", name));
-  }
-  if (name.substr(0, 2) == "__") {
-    return Invalid(absl::StrFormat("label name \"%s\" is reserved (names starting with __ are "
-                                   "Prometheus' own)", name));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CheckExternalUrl(std::string_view url) {
-  const size_t scheme_end = url.find("://");
-  const std::string_view scheme = url.substr(0, scheme_end);
-  const std::string_view rest =
-      scheme_end == std::string_view::npos ? "" : url.substr(scheme_end + 3);
-  if ((scheme != "http" && scheme != "https") || rest.empty() || rest[0] == '/' ||
-      rest.find_first_of("?# ") != std::string_view::npos) {
-    return Invalid(absl::StrFormat(
-        "external URL \"%s\" must be an absolute http:// or https:// URL without ? or #, "
-        "e.g. https://stagewatch.example.org or http://node-1:9617/stagewatch", url));
-  }
-  return absl::OkStatus();
-}
-
 absl::Status CheckStageName(std::string_view name) {
   if (name.empty()) return Invalid("stage name must not be empty");
   if (name == "unattributed") {

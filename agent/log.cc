@@ -63,7 +63,7 @@ void AppendLogfmtValue(std::string& out, std::string_view value) {
 }
 
 std::string FormatLogfmt(std::string_view timestamp, LogLevel level, std::string_view msg,
-                         std::initializer_list<LogField> fields) {
+                         std::span<const LogField> fields) {
   std::string out = "ts=";
   out += timestamp;
   absl::StrAppend(&out, " level=", LevelName(level), " msg=");
@@ -76,7 +76,7 @@ std::string FormatLogfmt(std::string_view timestamp, LogLevel level, std::string
 }
 
 std::string FormatJson(std::string_view timestamp, LogLevel level, std::string_view msg,
-                       std::initializer_list<LogField> fields) {
+                       std::span<const LogField> fields) {
   std::string out = "{\"ts\":";
   AppendQuoted(out, timestamp);
   absl::StrAppend(&out, ",\"level\":\"", LevelName(level), "\",\"msg\":");
@@ -118,6 +118,12 @@ LogField::LogField(std::string_view k, double v)
 
 std::string FormatLogLine(LogFormat format, std::string_view timestamp, LogLevel level,
                           std::string_view msg, std::initializer_list<LogField> fields) {
+  return FormatLogLine(format, timestamp, level, msg,
+                       std::span<const LogField>(fields.begin(), fields.size()));
+}
+
+std::string FormatLogLine(LogFormat format, std::string_view timestamp, LogLevel level,
+                          std::string_view msg, std::span<const LogField> fields) {
   return format == LogFormat::kJson ? FormatJson(timestamp, level, msg, fields)
                                     : FormatLogfmt(timestamp, level, msg, fields);
 }
@@ -137,6 +143,10 @@ bool Log::Enabled(LogLevel level) {
 }
 
 void Log::Write(LogLevel level, std::string_view msg, std::initializer_list<LogField> fields) {
+  Write(level, msg, std::span<const LogField>(fields.begin(), fields.size()));
+}
+
+void Log::Write(LogLevel level, std::string_view msg, std::span<const LogField> fields) {
   if (!Enabled(level)) return;
   const std::string timestamp = FormatRfc3339(absl::Now());
   std::string line =

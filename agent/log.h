@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <iosfwd>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -46,6 +47,8 @@ class Log {
   static bool Enabled(LogLevel level);
 
   static void Write(LogLevel level, std::string_view msg, std::initializer_list<LogField> fields);
+  // For lines whose fields vary (figures that may not be known).
+  static void Write(LogLevel level, std::string_view msg, std::span<const LogField> fields);
 
   static void Debug(std::string_view msg, std::initializer_list<LogField> fields = {}) {
     Write(LogLevel::kDebug, msg, fields);
@@ -64,5 +67,7 @@ class Log {
 // Formats one line without the trailing newline (exposed for tests).
 std::string FormatLogLine(LogFormat format, std::string_view timestamp, LogLevel level,
                           std::string_view msg, std::initializer_list<LogField> fields);
+std::string FormatLogLine(LogFormat format, std::string_view timestamp, LogLevel level,
+                          std::string_view msg, std::span<const LogField> fields);
 
 }  // namespace stagewatch

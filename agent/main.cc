@@ -4,6 +4,7 @@
 #include <malloc.h>
 
 #include <iostream>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,19 +30,46 @@ namespace {
 
 // Flags that override the configuration file; unset ones leave it alone.
 struct Overrides {
-  std::optional<std::string> listen_address, telemetry_path, log_level, log_format;
+  std::optional<std::string> listen_address, telemetry_path, external_url, log_level, log_format;
+  std::vector<std::string> page_labels;  // NAME=VALUE each, over alerting.labels
 };
+
+// --alerting.label NAME=VALUE into the labels every page carries.
+absl::Status ApplyPageLabels(const std::vector<std::string>& flags,
+                             std::map<std::string, std::string>* labels) {
+  for (const std::string& flag : flags) {
+    const size_t eq = flag.find('=');
+    if (eq == std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--alerting.label \"", flag, "\" must be NAME=VALUE, e.g. instance=node-1"));
+    }
+    const std::string name = flag.substr(0, eq);
+    if (absl::Status s = stagewatch::config_internal::CheckLabelName(name); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--alerting.label: ", s.message()));
+    }
+    if (name == "alertname") {
+      return absl::InvalidArgumentError("--alerting.label: alertname is each page's own name");
+    }
+    (*labels)[name] = flag.substr(eq + 1);
+  }
+  return absl::OkStatus();
+}
 
 absl::Status ApplyOverrides(const Overrides& o, const stagewatch::CollectorFlags& collectors,
                             stagewatch::Config* config) {
   namespace check = stagewatch::config_internal;
   for (const absl::Status& problem :
        {o.listen_address ? check::CheckListenAddress(*o.listen_address) : absl::OkStatus(),
-        o.telemetry_path ? check::CheckTelemetryPath(*o.telemetry_path) : absl::OkStatus()}) {
+        o.telemetry_path ? check::CheckTelemetryPath(*o.telemetry_path) : absl::OkStatus(),
+        o.external_url ? check::CheckExternalUrl(*o.external_url) : absl::OkStatus()}) {
     if (!problem.ok()) return problem;
   }
   if (o.listen_address) config->web.listen_address = *o.listen_address;
   if (o.telemetry_path) config->web.telemetry_path = *o.telemetry_path;
+  if (o.external_url) config->web.external_url = *o.external_url;
+  if (absl::Status s = ApplyPageLabels(o.page_labels, &config->alerting.labels); !s.ok()) {
+    return s;
+  }
   if (o.log_level) config->log.level = *o.log_level;
   if (o.log_format) config->log.format = *o.log_format;
   collectors.ApplyTo(config);
@@ -94,6 +122,12 @@ int main(int argc, char** argv) {
                  "Address to serve metrics on (default :9617)");
   app.add_option("--web.telemetry-path", overrides.telemetry_path,
                  "Path of the metrics (default /metrics)");
+  app.add_option("--web.external-url", overrides.external_url,
+                 "The URL users reach the agent's pages at (behind a proxy, say), for the links "
+                 "in its pages to Alertmanager (default: http://<hostname>:<port>)");
+  app.add_option("--alerting.label", overrides.page_labels,
+                 "NAME=VALUE: a label every page to Alertmanager carries, over alerting.labels "
+                 "(repeatable); e.g. instance=$(NODE_NAME) in a DaemonSet");
   app.add_option("--web.config.file", web_config_file,
                  "Web configuration (TLS, basic auth) in the exporter-toolkit format; see "
                  "docs/security.md");

@@ -5,9 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/string_view.h"
 
@@ -39,6 +41,22 @@ inline bool AllDigits(std::string_view s) {
 // False when `text` is not all digits or overflows.
 inline bool ParseDigits(std::string_view text, uint64_t& value) {
   return AllDigits(text) && absl::SimpleAtoi(ToAbsl(text), &value);
+}
+
+// `text` percent-encoded for a URL's path segment or query value (RFC 3986 unreserved kept).
+inline std::string UrlEncode(std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if (absl::ascii_isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
 }
 
 }  // namespace stagewatch

@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "absl/cleanup/cleanup.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "anomaly/anomaly_engine.h"
 #include "bounded_file.h"
 #include "capabilities.h"
@@ -55,11 +57,25 @@ sigset_t BlockAgentSignals() {
   return set;
 }
 
-// The `instance` label of direct pages: this host and the port Prometheus scrapes.
-std::string InstanceName(const std::string& bound_address) {
+std::string HostName() {
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
-  return absl::StrCat(host, bound_address.substr(bound_address.rfind(':')));
+  return host;
+}
+
+// The `instance` label of direct pages: this host and the port Prometheus scrapes.
+std::string InstanceName(const std::string& bound_address) {
+  return absl::StrCat(HostName(), bound_address.substr(bound_address.rfind(':')));
+}
+
+// Where the links in pages point: --web.external-url, else this host at the bound port, as
+// Prometheus and Alertmanager default theirs.
+std::string ExternalUrl(const std::string& flag, const std::string& bound_address, bool tls) {
+  std::string url = flag.empty() ? absl::StrCat(tls ? "https://" : "http://",
+                                                InstanceName(bound_address))
+                                 : flag;
+  while (absl::EndsWith(url, "/")) url.pop_back();
+  return url;
 }
 
 void LogAnomaly(const AnomalyChange& c) {
@@ -70,6 +86,17 @@ void LogAnomaly(const AnomalyChange& c) {
     Log::Info("anomaly", {{"pipeline_stage", c.stage.name}, {"rule", AnomalyRuleName(c.rule)},
                           {"state", "resolved"}});
   }
+}
+
+// What every direct page carries, once at start: the labels Alertmanager's inhibit rules
+// compare with the scraped copies' (instance above all), and where its links point.
+void LogPaging(const std::map<std::string, std::string>& labels,
+               const exporters::PageLinks& links) {
+  std::vector<std::string> pairs;
+  for (const auto& [name, value] : labels) pairs.push_back(absl::StrCat(name, "=", value));
+  Log::Info("paging alertmanager", {{"labels", absl::StrJoin(pairs, ",")},
+                                    {"runbook_url_base", links.runbook_url_base},
+                                    {"external_url", links.external_url}});
 }
 
 void LogProbe(const ProbeStatus& p) {
@@ -277,9 +304,15 @@ int RunAgent(const AgentOptions& options) {
   }
 
   exporters::AlertmanagerOptions alerting = inputs->alerting;
-  alerting.instance = InstanceName((*http)->address());
+  alerting.labels = config.alerting.labels;
+  alerting.labels.try_emplace("instance", InstanceName((*http)->address()));
   exporters::AlertmanagerClient alertmanager(alerting);
-  exporters::AnomalyPager pager(&alertmanager);
+  const exporters::PageLinks links{
+      .runbook_url_base = config.alerting.runbook_url_base,
+      .external_url = ExternalUrl(config.web.external_url, (*http)->address(),
+                                  inputs->web.tls.has_value())};
+  if (alertmanager.enabled()) LogPaging(alerting.labels, links);
+  exporters::AnomalyPager pager(&alertmanager, links);
   registry.Add(std::make_unique<exporters::AlertmanagerCollector>(&alertmanager));
 
   CgroupNamer namer(&paths, &stages);

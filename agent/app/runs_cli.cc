@@ -5,12 +5,17 @@
 
 #include "app/cli_ledger.h"
 #include "app/exit_codes.h"
+#include "runs/advise_bounds.h"
+#include "runs/advise_format.h"
 #include "runs/advisor.h"
 #include "runs/baseline_comparison.h"
 #include "json_text.h"
 #include "runs/launcher.h"
 #include "runs/ledger.h"
 #include "runs/orphan_runs.h"
+#include "runs/run_follow.h"
+#include "runs/runs_columns.h"
+#include "runs/runs_list_filter.h"
 #include "runs/runs_report.h"
 #include "runs/verdict.h"
 #include "units.h"
@@ -50,10 +55,19 @@ RunsCli::RunsCli(CLI::App& app) {
   runs_ = app.add_subcommand("runs", "Look at recorded runs")->require_subcommand(1)->fallthrough();
   AddLedgerFlag(runs_, ledger_path_);
   list_ = runs_->add_subcommand("list", "Recent runs, newest first")->fallthrough();
-  list_->add_option("--stage", stage_, "Only this stage");
-  list_->add_option("--since", since_, "Only runs started this long ago or less, e.g. 24h, 7d");
-  list_->add_option("--verdict", verdict_, "Only runs of this verdict")
+  list_->add_option("--stage", list_flags_.stage, "Only this stage");
+  list_->add_option("--since", list_flags_.since,
+                    "Only runs started this long ago or less (24h, 7d), or at or after a time "
+                    "(2026-12-01T08:00:00Z)");
+  list_->add_option("--until", list_flags_.until,
+                    "Only runs started before: that long ago (24h, 7d), or a time");
+  list_->add_option("--verdict", list_flags_.verdict, "Only runs of this verdict")
       ->check(CLI::IsMember({"running", "clean", "unobserved", "degraded", "interrupted"}));
+  list_->add_option("-o,--fields", fields_,
+                    "The table's columns, comma-separated, as sacct -o (default "
+                    "id,stage,start,wall,ended,peak_limit,verdict,why; also pipeline, source, "
+                    "command, end, peak, limit, cpu, cpu_eff, mem_eff, oom_kills); --json keeps "
+                    "every field");
   CLI::Option* limit = list_->add_option("--limit", limit_, "At most this many runs (default 1000)")
                            ->check(CLI::PositiveNumber);
   list_->add_flag("--all", all_, "Every run that matches")->excludes(limit);
@@ -61,11 +75,18 @@ RunsCli::RunsCli(CLI::App& app) {
   show_ = runs_->add_subcommand("show", "One run: its verdict first, then the facts")->fallthrough();
   show_->add_option("id", show_id_, "The run id")->required();
   show_->add_flag("--json", json_, "Print JSON");
+  show_->add_flag("--follow", follow_,
+                  "For a running run: print its figures as they come, until it ends")
+      ->excludes("--json");
 
   advise_ = app.add_subcommand("advise", "Recommend a stage's limits from its recorded runs")
                 ->fallthrough();
   advise_->add_option("--stage", stage_, "The stage")->required();
   advise_->add_flag("--json", json_, "Print JSON");
+  advise_->add_option("--format", advise_format_,
+                      "Print only the target limits as run (flags), systemd (unit settings), "
+                      "slurm (sbatch options) or kubernetes (resources) take them")
+      ->check(CLI::IsMember({"run", "systemd", "slurm", "kubernetes"}));
   AddLedgerFlag(advise_, ledger_path_);
 }
 
@@ -161,23 +182,25 @@ int Fail(const char* command, const absl::Status& status) {
 }  // namespace
 
 int RunsCli::List(const Config& config) {
-  RunFilter filter;
-  filter.stage = stage_;
-  if (!since_.empty()) {
-    absl::StatusOr<absl::Duration> since = ParseDuration(since_, "--since");
-    if (!since.ok()) return Fail("runs list", since.status());
-    filter.since = absl::Now() - *since;
+  absl::StatusOr<RunFilter> parsed = RunFilterFromFlags(list_flags_, absl::Now());
+  if (!parsed.ok()) return Fail("runs list", parsed.status());
+  RunFilter& filter = *parsed;
+  std::vector<const RunColumn*> columns = DefaultRunColumns();
+  if (!fields_.empty()) {
+    absl::StatusOr<std::vector<const RunColumn*>> chosen = ParseRunColumns(fields_);
+    if (!chosen.ok()) return Fail("runs list", chosen.status());
+    columns = *std::move(chosen);
   }
-  if (!verdict_.empty()) filter.verdict = ParseVerdictName(verdict_);
   // --all reads a page at a time, so that a ledger of millions of runs is never held at once.
   constexpr int kAllPage = 1000;
   filter.limit = all_ ? kAllPage : limit_;
-  TidyLedgerForListing(LedgerPath(config), config.runs, stage_, std::cerr);  // runs of dead launchers
+  TidyLedgerForListing(LedgerPath(config), config.runs, filter.stage,
+                       std::cerr);  // runs of dead launchers
   absl::StatusOr<std::unique_ptr<Ledger>> ledger =
       OpenExistingLedger(LedgerPath(config), config.runs);
   if (!ledger.ok()) return Fail("runs list", ledger.status());
   JsonArrayWriter json(std::cout);
-  RunsTableWriter table(config.runs);
+  RunsTableWriter table(config.runs, std::move(columns));
   int shown = 0;
   for (;;) {
     absl::StatusOr<RunPage> page = (*ledger)->ListPage(filter);
@@ -211,6 +234,10 @@ int RunsCli::Show(const Config& config) {
   if (!run.ok()) return Fail("runs show", run.status());
   absl::StatusOr<BaselineComparison> baseline = CompareRunWithBaseline(**ledger, *run, config.runs);
   if (!baseline.ok()) return Fail("runs show", baseline.status());
+  if (follow_) {
+    absl::Status followed = FollowRun(**ledger, show_id_, config.runs, std::cout);
+    return followed.ok() ? 0 : Fail("runs show", followed);
+  }
   if (json_) {
     nlohmann::json j = RunToJson(*run, config.runs);
     j["baseline"] = baseline->ToJson();
@@ -231,10 +258,17 @@ int RunsCli::Advise(const Config& config) {
   absl::StatusOr<std::vector<RunRecord>> runs = (*ledger)->List(filter);
   if (!runs.ok()) return Fail("advise", runs.status());
   const Advice advice = AdviseLimits(stage_, *std::move(runs), config.runs);
-  if (json_) {
-    std::cout << JsonText(AdviceToJson(advice), 2) << "\n";
+  if (!advise_format_.empty()) {
+    if (!advice.enough_runs) return Fail("advise", absl::FailedPreconditionError(
+                                                      advice.stage + ": " + advice.not_enough));
+    std::cout << FormatAdvice(advice, *ParseAdviseFormat(advise_format_));
+  } else if (json_) {
+    nlohmann::json j = AdviceToJson(advice);
+    if (advice.enough_runs) j["bounds"] = BoundsToJson(BoundsOf(advice));
+    std::cout << JsonText(j, 2) << "\n";
   } else {
     std::cout << AdviceText(advice);
+    if (advice.enough_runs) std::cout << BoundsText(BoundsOf(advice));
   }
   return 0;
 }

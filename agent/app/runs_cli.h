@@ -8,6 +8,7 @@
 
 #include "CLI/CLI.hpp"
 #include "config/config.h"
+#include "runs/runs_list_filter.h"
 
 namespace stagewatch {
 
@@ -34,14 +35,17 @@ class RunsCli {
   CLI::App* show_ = nullptr;
   CLI::App* advise_ = nullptr;
 
-  std::string stage_, run_id_, pipeline_, pipeline_run_, cgroup_parent_, ledger_path_, since_, show_id_;
-  std::string verdict_;
+  std::string stage_, run_id_, pipeline_, pipeline_run_, cgroup_parent_, ledger_path_, show_id_;
+  std::string advise_format_;  // advise --format
+  ListFlags list_flags_;       // runs list's filters
+  std::string fields_;         // runs list -o
   int limit_ = 1000;
   bool all_ = false;
   std::string memory_max_, memory_high_, cpu_max_;
   std::optional<uint32_t> cpu_weight_;
   std::vector<std::string> command_;
   bool json_ = false;
+  bool follow_ = false;  // runs show --follow
 };
 
 }  // namespace stagewatch

@@ -44,6 +44,9 @@ struct DiscoveryConfig {
 struct WebConfig {
   std::string listen_address = ":9617";
   std::string telemetry_path = "/metrics";
+  // Where users reach the agent's pages (--web.external-url), for the links in its pages to
+  // Alertmanager; "": http(s)://<hostname>:<port> of the listen address.
+  std::string external_url;
 
   bool operator==(const WebConfig&) const = default;
 };
@@ -106,6 +109,12 @@ struct AlertingConfig {
   std::string tls_min_version = "TLS12";  // or TLS13
   absl::Duration timeout = absl::Seconds(5);
   absl::Duration resend_interval = absl::Seconds(30);
+  // Each page's runbook_url annotation is <runbook_url_base>/<alertname>.md, as the rules'
+  // (alerts/config.yaml's runbook_url_base, which this default matches).
+  std::string runbook_url_base = "docs/runbooks";
+  // Labels every page carries, as Prometheus' external_labels; `instance` here replaces the
+  // agent's hostname:port (a DaemonSet sets it to the node name, as its scrapes do).
+  std::map<std::string, std::string> labels;
 
   bool operator==(const AlertingConfig&) const = default;
 };

@@ -2,6 +2,9 @@
 #include "config/config_sections.h"
 #include "config/config_validate.h"
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
 namespace stagewatch::config_internal {
 namespace {
 
@@ -36,6 +39,30 @@ void ParseTls(ConfigReader& r, const ConfigValue& v, AlertingConfig& a) {
   }
 }
 
+// A map of label names to values; a name that is not a label name, or is the page's own
+// (alertname), is an error at its position.
+void ParseLabels(ConfigReader& r, const ConfigValue& v, AlertingConfig& a) {
+  if (v.node.IsNull()) return;
+  if (!v.node.IsMap()) {
+    r.Problem(v.mark, "alerting.labels must be a map of label names to values, e.g. "
+                      "{instance: node-1, cluster: eu-1}");
+    return;
+  }
+  for (const auto& entry : v.node) {
+    const std::string name = entry.first.Scalar();
+    if (absl::Status s = CheckLabelName(name); !s.ok()) {
+      r.Problem(entry.first.Mark(), absl::StrCat("alerting.labels: ", s.message()));
+    } else if (name == "alertname") {
+      r.Problem(entry.first.Mark(), "alerting.labels: alertname is each page's own name");
+    } else if (!entry.second.IsScalar()) {
+      r.Problem(entry.second.Mark(),
+                absl::StrCat("alerting.labels.", name, " must be a string"));
+    } else {
+      a.labels[name] = entry.second.Scalar();
+    }
+  }
+}
+
 }  // namespace
 
 void ParseAlerting(ConfigReader& r, const ConfigValue& section, AlertingConfig& a) {
@@ -48,6 +75,12 @@ void ParseAlerting(ConfigReader& r, const ConfigValue& section, AlertingConfig& 
       {"bearer_token", [&](const ConfigValue& v) { r.ReadString(v, a.bearer_token); }},
       {"timeout", [&](const ConfigValue& v) { r.ReadDuration(v, a.timeout); }},
       {"resend_interval", [&](const ConfigValue& v) { r.ReadDuration(v, a.resend_interval); }},
+      {"runbook_url_base", [&](const ConfigValue& v) {
+         if (r.ReadString(v, a.runbook_url_base)) {
+           while (absl::EndsWith(a.runbook_url_base, "/")) a.runbook_url_base.pop_back();
+         }
+       }},
+      {"labels", [&](const ConfigValue& v) { ParseLabels(r, v, a); }},
   });
 }
 

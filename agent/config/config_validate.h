@@ -27,6 +27,10 @@ absl::Status CheckUserspaceKillerPath(std::string_view path);
 absl::Status CheckAlertmanagerUrl(std::string_view url);  // the parser the client uses
 absl::Status CheckAbsolutePath(std::string_view path);
 absl::Status CheckTlsMinVersion(std::string_view version);  // TLS12 or TLS13
+// A Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*) that is not reserved (__*).
+absl::Status CheckLabelName(std::string_view name);
+// An absolute http:// or https:// URL without query or fragment (--web.external-url).
+absl::Status CheckExternalUrl(std::string_view url);
 
 // Name syntax only; uniqueness is checked by the parser, which sees all stages.
 absl::Status CheckStageName(std::string_view name);

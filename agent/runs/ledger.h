@@ -30,6 +30,7 @@ inline constexpr char kDefaultLedgerPath[] = "/var/lib/stagewatch/ledger.db";
 struct RunFilter {
   std::string stage;                  // "" for every stage
   std::optional<absl::Time> since;    // runs started at or after
+  std::optional<absl::Time> until;    // runs started before
   bool open_only = false;             // runs not yet ended
   // Runs of this verdict as JudgeRun gives it with the ledger's thresholds (Open's `judging`).
   std::optional<VerdictKind> verdict;

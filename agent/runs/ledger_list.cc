@@ -110,6 +110,10 @@ absl::StatusOr<RunPage> Ledger::ListPage(const RunFilter& filter) {
     where.conditions.push_back("start_time >= ?");
     where.args.push_back(FormatRfc3339(*filter.since));
   }
+  if (filter.until) {
+    where.conditions.push_back("start_time < ?");
+    where.args.push_back(FormatRfc3339(*filter.until));
+  }
   if (filter.open_only) where.conditions.push_back("end_time IS NULL");
   std::vector<std::optional<std::string>> judgements;
   try {

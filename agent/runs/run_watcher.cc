@@ -16,6 +16,7 @@
 #include "runs/orphan_runs.h"
 #include "runs/pending_ends.h"
 #include "runs/run_cgroup.h"
+#include "runs/run_end_log.h"
 #include "runs/run_id.h"
 #include "runs/verdict.h"
 #include "thread_name.h"
@@ -373,7 +374,9 @@ void RunWatcher::Count(uint64_t key) {
 void RunWatcher::CountEnded(const std::string& id) {
   absl::StatusOr<std::optional<RunRecord>> r = ledger_->Get(id);
   if (!r.ok() || !*r || !(*r)->end) return;
-  const std::string verdict(VerdictName(JudgeRun(**r, options_.runs).kind));
+  const Verdict judged = JudgeRun(**r, options_.runs);
+  LogRunFinished(**r, judged);
+  const std::string verdict(VerdictName(judged.kind));
   const RunStart& s = (*r)->start;
   std::optional<Slowdown> slowdown;
   if (absl::StatusOr<BaselineComparison> c = CompareRunWithBaseline(*ledger_, **r, options_.runs);

@@ -5,6 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "runs/run_efficiency.h"
+#include "runs/runs_columns.h"
 #include "runs/terminal_text.h"
 #include "runs/verdict.h"
 #include "units.h"
@@ -53,14 +55,6 @@ std::string EndedBy(const RunEnd& end) {
   if (end.exit_code) return absl::StrFormat("exit code %d", *end.exit_code);
   return end.closed_by == RunCloser::kAgent ? "its cgroup going away (closed by the agent)"
                                             : "unknown";
-}
-
-std::string PeakOverLimit(const RunRecord& r) {
-  if (!r.end || !r.end->facts.memory_peak_bytes) return "-";
-  const CgroupFacts& f = r.end->facts;
-  return f.memory_limit_bytes
-             ? absl::StrCat(FormatBytes(*f.memory_peak_bytes), " / ", FormatBytes(*f.memory_limit_bytes))
-             : FormatBytes(*f.memory_peak_bytes);
 }
 
 // Left-aligned columns, two spaces apart, each as wide as its widest cell so far (`width`,
@@ -183,6 +177,7 @@ json RunToJson(const RunRecord& r, const RunsConfig& config) {
       {"not_observed", v.unobserved},
       {"results", r.results},
   };
+  j["efficiency"] = EfficiencyToJson(EfficiencyOf(r, OnlineCpuCount()));
   return j;
 }
 
@@ -194,21 +189,14 @@ std::string RunsTable(const std::vector<RunRecord>& runs, const RunsConfig& conf
 std::string RunsTableWriter::Page(const std::vector<RunRecord>& runs) {
   std::vector<std::vector<std::string>> rows;
   if (!header_written_) {
-    rows.push_back({"ID", "STAGE", "START", "WALL", "ENDED", "PEAK / LIMIT", "VERDICT", "WHY"});
+    std::vector<std::string>& header = rows.emplace_back();
+    for (const RunColumn* c : columns_) header.push_back(c->header);
     header_written_ = true;
   }
   for (const RunRecord& r : runs) {
     const Verdict v = JudgeRun(r, config_);
-    const auto wall = r.Wall();
-    std::string ended = "-";
-    if (r.end) {
-      ended = r.end->signal ? SignalName(*r.end->signal)
-                            : r.end->exit_code ? absl::StrCat("exit ", *r.end->exit_code) : "-";
-    }
-    rows.push_back({r.start.id, r.start.stage, FormatRfc3339(r.start.start),
-                    wall ? FormatSeconds(absl::ToDoubleSeconds(*wall)) : "-", ended,
-                    PeakOverLimit(r), std::string(VerdictName(v.kind)),
-                    v.reasons.empty() ? "" : v.reasons.front().text});
+    std::vector<std::string>& row = rows.emplace_back();
+    for (const RunColumn* c : columns_) row.push_back(c->cell(r, v));
   }
   return Table(rows, width_);
 }
@@ -257,6 +245,9 @@ std::string RunDetails(const RunRecord& r, const RunsConfig& config) {
     if (f.cpu_p95_cores) absl::StrAppend(&cpu, absl::StrFormat(", p95 %.2f CPUs", *f.cpu_p95_cores));
     absl::StrAppend(&cpu, "; throttled ", OrNotObserved(f.cpu_throttled_seconds, Secs));
     row("cpu", cpu);
+    const RunEfficiency e = EfficiencyOf(r, OnlineCpuCount());  // as seff prints them
+    row("cpu efficiency", CpuEfficiencyText(e, r));
+    row("memory efficiency", MemoryEfficiencyText(e));
     row("pressure", absl::StrFormat("memory %s, cpu %s, io %s (PSI some)",
                                     OrNotObserved(f.memory_pressure_seconds, Secs),
                                     OrNotObserved(f.cpu_pressure_seconds, Secs),

@@ -9,6 +9,7 @@
 #include "nlohmann/json.hpp"
 #include "runs/advisor.h"
 #include "runs/run_record.h"
+#include "runs/runs_columns.h"
 
 namespace stagewatch {
 
@@ -20,11 +21,15 @@ std::string RunsTable(const std::vector<RunRecord>& runs, const RunsConfig& conf
 // column as wide as its widest cell so far, so the pages line up unless a later cell is wider.
 class RunsTableWriter {
  public:
-  explicit RunsTableWriter(const RunsConfig& config) : config_(config) {}
+  // `columns`: from ParseRunColumns (runs list -o), or the default table's.
+  explicit RunsTableWriter(const RunsConfig& config,
+                           std::vector<const RunColumn*> columns = DefaultRunColumns())
+      : config_(config), columns_(std::move(columns)) {}
   std::string Page(const std::vector<RunRecord>& runs);
 
  private:
   const RunsConfig config_;
+  const std::vector<const RunColumn*> columns_;
   bool header_written_ = false;
   std::vector<size_t> width_;
 };

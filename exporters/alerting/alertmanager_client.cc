@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "bounded_file.h"
+#include "config/config_validate.h"
 #include "exporters/metrics/metric_builders.h"
 #include "exporters/alerting/alert_poster.h"
 #include "log.h"
@@ -22,15 +23,6 @@ namespace {
 
 // A down Alertmanager fails every few seconds at most; one warning a minute is enough.
 constexpr absl::Duration kWarnEvery = absl::Minutes(1);
-
-bool IsValidLabelName(const std::string& name) {
-  if (name.empty()) return false;
-  for (size_t i = 0; i < name.size(); ++i) {
-    const unsigned char c = name[i];
-    if (!(absl::ascii_isalpha(c) || c == '_' || (i > 0 && absl::ascii_isdigit(c)))) return false;
-  }
-  return true;
-}
 
 // A client certificate and key go together; a CA file must be readable now, not at the
 // first page. min_version is "TLS12" or "TLS13", as in the web configuration.
@@ -54,11 +46,12 @@ absl::Status ValidateTls(const AlertmanagerTlsOptions& tls) {
 
 nlohmann::json AlertJson(const std::map<std::string, std::string>& labels,
                          const std::map<std::string, std::string>& annotations,
-                         absl::Time starts_at, const std::optional<absl::Time>& ends_at) {
+                         const std::string& generator_url, absl::Time starts_at,
+                         const std::optional<absl::Time>& ends_at) {
   nlohmann::json alert = {{"labels", labels},
                           {"annotations", annotations},
                           {"startsAt", FormatRfc3339(starts_at)},
-                          {"generatorURL", ""}};
+                          {"generatorURL", generator_url}};
   if (ends_at) alert["endsAt"] = FormatRfc3339(*ends_at);
   return alert;
 }
@@ -181,7 +174,7 @@ AlertmanagerClient::LabelSet AlertmanagerClient::FinalLabels(
   LabelSet out;
   for (const auto& [name, value] : labels) {
     if (value.empty()) continue;  // an empty label is an absent one
-    if (!IsValidLabelName(name)) {
+    if (!config_internal::CheckLabelName(name).ok()) {
       // A bad name would make Alertmanager reject the whole batch (HTTP 400). It is a bug in
       // the caller, so say it once rather than on every Fire.
       if (!warned_bad_label_.exchange(true)) {
@@ -193,7 +186,7 @@ AlertmanagerClient::LabelSet AlertmanagerClient::FinalLabels(
     out.emplace(name, value);
   }
   out["alertname"] = alertname;
-  if (!options_.instance.empty()) out.emplace("instance", options_.instance);
+  for (const auto& [name, value] : options_.labels) out.emplace(name, value);
   return out;
 }
 
@@ -227,19 +220,26 @@ void AlertmanagerClient::Fire(PageAlert alert) {
     if (it != active_.end()) {
       starts_at = it->second.starts_at;
       if (alert.annotations.empty()) alert.annotations = std::move(it->second.annotations);
+      if (alert.generator_url.empty()) alert.generator_url = std::move(it->second.generator_url);
       active_.erase(it);
     }
     Enqueue(Event{std::move(labels), std::move(alert.annotations),
-                  std::min(starts_at, *alert.ends_at), alert.ends_at});
+                  std::move(alert.generator_url), std::min(starts_at, *alert.ends_at),
+                  alert.ends_at});
     return;
   }
-  auto [it, inserted] = active_.try_emplace(labels, Active{alert.annotations, starts_at});
+  auto [it, inserted] =
+      active_.try_emplace(labels, Active{alert.annotations, alert.generator_url, starts_at});
   if (!inserted) {
-    if (it->second.annotations == alert.annotations) return;  // the resend keeps it alive
+    if (it->second.annotations == alert.annotations &&
+        it->second.generator_url == alert.generator_url) {
+      return;  // the resend keeps it alive
+    }
     it->second.annotations = alert.annotations;
+    it->second.generator_url = alert.generator_url;
   }
-  Enqueue(Event{std::move(labels), std::move(alert.annotations), it->second.starts_at,
-                std::nullopt});
+  Enqueue(Event{std::move(labels), std::move(alert.annotations), std::move(alert.generator_url),
+                it->second.starts_at, std::nullopt});
 }
 
 void AlertmanagerClient::Resolve(const std::string& alertname,
@@ -248,10 +248,11 @@ void AlertmanagerClient::Resolve(const std::string& alertname,
   const absl::Time now = absl::Now();
   LabelSet final_labels = FinalLabels(alertname, labels);
   absl::MutexLock lock(&mu_);
-  Event event{final_labels, {}, now, now};
+  Event event{final_labels, {}, {}, now, now};
   // Resolved even if unknown here (e.g. fired before a restart): Alertmanager ends it.
   if (auto it = active_.find(final_labels); it != active_.end()) {
     event.annotations = std::move(it->second.annotations);
+    event.generator_url = std::move(it->second.generator_url);
     event.starts_at = it->second.starts_at;
     active_.erase(it);
   }
@@ -298,11 +299,13 @@ void AlertmanagerClient::Run(Target* t) {
     const bool resend = t->resend;
     for (const auto& [labels, e] : t->batch) {
       if (resend && active_.count(labels)) continue;
-      alerts.push_back(AlertJson(e.labels, e.annotations, e.starts_at, e.ends_at));
+      alerts.push_back(
+          AlertJson(e.labels, e.annotations, e.generator_url, e.starts_at, e.ends_at));
     }
     if (resend) {
       for (const auto& [labels, a] : active_) {
-        alerts.push_back(AlertJson(labels, a.annotations, a.starts_at, std::nullopt));
+        alerts.push_back(
+            AlertJson(labels, a.annotations, a.generator_url, a.starts_at, std::nullopt));
       }
     }
     mu_.Unlock();

@@ -45,14 +45,17 @@ struct AlertmanagerOptions {
   absl::Duration resend_interval = absl::Seconds(30);  // active alerts are re-sent
   absl::Duration initial_backoff = absl::Milliseconds(200), max_backoff = absl::Seconds(30);
   size_t queue_capacity = 1024;  // bounded; overflow drops the oldest and is counted
-  std::string instance;          // hostname:port label value
+  // Labels every alert carries unless it has its own of the name, as Prometheus'
+  // external_labels: alerting.labels, and `instance` (hostname:port unless they set it).
+  std::map<std::string, std::string> labels;
 };
 
 struct PageAlert {
   std::string alertname;                            // e.g. StagewatchOOMKill
   std::map<std::string, std::string> labels;       // pipeline_stage, severity, ... (alertname,
                                                     // instance added)
-  std::map<std::string, std::string> annotations;  // summary, description
+  std::map<std::string, std::string> annotations;  // summary, description, runbook_url
+  std::string generator_url;                        // the page that tells more; "" for none
   absl::Time starts_at;                             // the Unix epoch (unset) means now
   std::optional<absl::Time> ends_at;                // set when resolved
 };
@@ -100,11 +103,13 @@ class AlertmanagerClient {
   struct Event {  // one fire or resolve, as sent
     LabelSet labels;
     std::map<std::string, std::string> annotations;
+    std::string generator_url;
     absl::Time starts_at;
     std::optional<absl::Time> ends_at;
   };
   struct Active {  // what a resend sends
     std::map<std::string, std::string> annotations;
+    std::string generator_url;
     absl::Time starts_at;
   };
   struct Target;  // one URL and its sender thread

@@ -1,6 +1,7 @@
 #include "exporters/alerting/anomaly_pager.h"
 
 #include "absl/strings/str_cat.h"
+#include "string_util.h"
 
 namespace stagewatch::exporters {
 namespace {
@@ -36,6 +37,10 @@ const char* AlertNameForRule(AnomalyRule rule) {
   return "StagewatchAnomaly";
 }
 
+std::string StagePageUrl(const std::string& external_url, const std::string& stage) {
+  return absl::StrCat(external_url, "/runs?stage=", UrlEncode(stage));
+}
+
 void AnomalyPager::OnChange(const AnomalyChange& c) {
   std::map<std::string, std::string> labels = {{"pipeline_stage", c.stage.name},
                                                {"severity", Severity(c.rule)},
@@ -45,10 +50,19 @@ void AnomalyPager::OnChange(const AnomalyChange& c) {
     client_->Resolve(AlertNameForRule(c.rule), labels);
     return;
   }
+  // The same annotations as the rule's page for the condition, so that whichever copy
+  // notifies, on-call gets the runbook.
+  std::map<std::string, std::string> annotations = {
+      {"summary", absl::StrCat("Stage ", c.stage.name, ": ", What(c.rule))},
+      {"description", c.summary}};
+  if (!links_.runbook_url_base.empty()) {
+    annotations["runbook_url"] =
+        absl::StrCat(links_.runbook_url_base, "/", AlertNameForRule(c.rule), ".md");
+  }
   client_->Fire({.alertname = AlertNameForRule(c.rule),
                  .labels = labels,
-                 .annotations = {{"summary", absl::StrCat("Stage ", c.stage.name, ": ", What(c.rule))},
-                                 {"description", c.summary}},
+                 .annotations = std::move(annotations),
+                 .generator_url = StagePageUrl(links_.external_url, c.stage.name),
                  .starts_at = c.at});
 }
 

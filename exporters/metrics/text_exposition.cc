@@ -91,9 +91,9 @@ class LineHead {
   const ClientMetric& metric_;
 };
 
-std::string ValueText(double value) {
+std::string BoundText(double value) {
   std::string text;
-  AppendSampleValue(&text, value);
+  AppendBoundValue(&text, value);
   return text;
 }
 
@@ -114,7 +114,7 @@ void WriteSummary(std::string* out, const MetricFamily& family, const ClientMetr
   AppendSampleValue(out, metric.summary.sample_sum);
   head.WriteTail();
   for (const auto& q : metric.summary.quantile) {
-    head.Write({}, "quantile", ValueText(q.quantile));
+    head.Write({}, "quantile", BoundText(q.quantile));
     AppendSampleValue(out, q.value);
     head.WriteTail();
   }
@@ -133,7 +133,7 @@ void WriteHistogram(std::string* out, const MetricFamily& family, const ClientMe
   std::string le;
   for (const auto& bucket : hist.bucket) {
     le.clear();
-    AppendSampleValue(&le, bucket.upper_bound);
+    AppendBoundValue(&le, bucket.upper_bound);
     head.Write("_bucket", "le", le);
     AppendInteger(out, bucket.cumulative_count);
     head.WriteTail();
@@ -208,6 +208,26 @@ void AppendSampleValue(std::string* out, double value) {
                                    std::chars_format::general, kPrecision);
     out->append(buffer, end);
   }
+}
+
+void AppendBoundValue(std::string* out, double value) {
+  if (!std::isfinite(value)) return AppendSampleValue(out, value);
+  // The shortest digits that read back as this double, in scientific form first: its
+  // exponent decides the form, as Go's strconv.FormatFloat(v, 'g', -1, 64) decides it.
+  char buffer[32];
+  auto [end, ec] = std::to_chars(buffer, buffer + sizeof(buffer), value,
+                                 std::chars_format::scientific);
+  const std::string_view scientific(buffer, end - buffer);
+  int exponent = 0;
+  const size_t e = scientific.rfind('e');
+  std::from_chars(scientific.data() + e + (scientific[e + 1] == '+' ? 2 : 1), end, exponent);
+  if (exponent < -4 || exponent >= 6) {
+    out->append(scientific);
+    return;
+  }
+  auto [fixed_end, fixed_ec] =
+      std::to_chars(buffer, buffer + sizeof(buffer), value, std::chars_format::fixed);
+  out->append(buffer, fixed_end);
 }
 
 std::string WriteTextExposition(const std::vector<MetricFamily>& families) {

@@ -11,6 +11,9 @@ namespace {
 
 constexpr double kWidth = 760, kHeight = 220;
 constexpr double kLeft = 80, kRight = 20, kTop = 28, kBottom = 36;
+// A mark label's font-size 11 sans-serif: at most this wide per character (a little over the
+// widest common glyphs' average), and its rows this far apart.
+constexpr double kMarkCharWidth = 7, kMarkRowHeight = 13;
 constexpr int kTicks = 4;
 
 // A round step (1, 2 or 5 × 10^n) that splits `span` into about kTicks parts.
@@ -137,15 +140,33 @@ std::string RenderChartSvg(const Chart& chart) {
                           "<text x=\"%.1f\" y=\"17\" font-size=\"11\">%s</text>\n",
                           legend_x, HtmlEscape(l.color), legend_x + 13, HtmlEscape(l.name));
   }
-  // Marks over the lines, labelled at the top of the plot.
+  // Marks over the lines, labelled at the top of the plot, each label in the first row where
+  // it clears the labels already there: marks close in time (an anomaly just before the OOM
+  // kill at the end) would otherwise print over each other.
+  std::vector<std::vector<std::pair<double, double>>> rows;  // each row's [left, right] spans
   for (const ChartMark& m : chart.marks) {
+    const double at = x(m.seconds);
+    const double width = kMarkCharWidth * double(m.label.size());
+    // Left of its line, or right of it where it would cross the y axis labels.
+    const bool right = at - 3 - width < kLeft;
+    const double left = right ? at + 3 : at - 3 - width;
+    size_t row = 0;
+    while (row < rows.size() &&
+           std::any_of(rows[row].begin(), rows[row].end(), [&](const auto& span) {
+             return left < span.second + 4 && span.first < left + width + 4;
+           })) {
+      ++row;
+    }
+    if (row == rows.size()) rows.emplace_back();
+    rows[row].push_back({left, left + width});
     absl::StrAppendFormat(&svg,
                           "<g class=\"mark\"><line x1=\"%.1f\" y1=\"%g\" x2=\"%.1f\" y2=\"%g\" "
                           "stroke=\"%s\" stroke-width=\"2\" stroke-dasharray=\"3 3\"/>"
                           "<text x=\"%.1f\" y=\"%g\" font-size=\"11\" fill=\"%s\" "
-                          "text-anchor=\"end\">%s</text><title>%s</title></g>\n",
-                          x(m.seconds), kTop, x(m.seconds), kTop + plot_h, HtmlEscape(m.color),
-                          x(m.seconds) - 3, kTop + 12, HtmlEscape(m.color), HtmlEscape(m.label),
+                          "text-anchor=\"%s\">%s</text><title>%s</title></g>\n",
+                          at, kTop, at, kTop + plot_h, HtmlEscape(m.color),
+                          right ? at + 3 : at - 3, kTop + 12 + kMarkRowHeight * double(row),
+                          HtmlEscape(m.color), right ? "start" : "end", HtmlEscape(m.label),
                           HtmlEscape(m.label));
   }
   svg += "</svg>\n";

@@ -28,16 +28,25 @@ constexpr char kJson[] = "application/json";
 constexpr int kDefaultLimit = 100;
 constexpr int kMaxLimit = 1000;
 
+constexpr int kRunningRefresh = 5;  // seconds
+
 const char kStyle[] =
     "body{font-family:sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse}"
     "td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}"
     ".verdict{font-size:1.4em;font-weight:bold}.clean{color:#1a7f37}.degraded{color:#9a6700}"
     ".interrupted{color:#cf222e}.unobserved,.running{color:#555}pre{background:#f6f8fa;"
-    "padding:8px}";
+    "padding:8px;white-space:pre-wrap;overflow-wrap:anywhere}"
+    "svg.chart{max-width:100%;height:auto}";
 
-std::string Page(const std::string& title, const std::string& body) {
-  return absl::StrCat("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>",
-                      HtmlEscape(title), "</title><style>", kStyle, "</style></head><body>\n",
+// `refresh_seconds` > 0: the browser reloads the page that often (a running run's).
+std::string Page(const std::string& title, const std::string& body, int refresh_seconds = 0) {
+  const std::string refresh =
+      refresh_seconds > 0
+          ? absl::StrCat("<meta http-equiv=\"refresh\" content=\"", refresh_seconds, "\">")
+          : "";
+  return absl::StrCat("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">", refresh,
+                      "<title>", HtmlEscape(title), "</title><style>", kStyle,
+                      "</style></head><body>\n",
                       "<p><a href=\"/\">stagewatch</a> · <a href=\"/runs\">runs</a></p>\n", body,
                       "</body></html>\n");
 }
@@ -46,19 +55,6 @@ HttpReply Error(bool api, unsigned int status, const std::string& message) {
   if (api) return {status, kJson, JsonText(json{{"error", message}}) + "\n"};
   return {status, kHtml, Page("stagewatch: error", absl::StrCat("<h1>", status, "</h1><p>",
                                                                  HtmlEscape(message), "</p>\n"))};
-}
-
-// A percent-encoded query value for links.
-std::string UrlEncode(std::string_view text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += char(c);
-    } else {
-      out += absl::StrFormat("%%%02X", c);
-    }
-  }
-  return out;
 }
 
 struct ListQuery {
@@ -231,7 +227,8 @@ std::string RunHtml(const RunRecord& r, const RunsConfig& config,
   absl::StrAppend(&body, "<h2>Facts</h2>\n<pre>", HtmlEscape(RunDetails(r, config)),
                   HtmlEscape(BaselineDetails(r, baseline)), "</pre>\n",
                   "<p><a href=\"/api/v1/runs/", UrlEncode(r.start.id), "\">JSON</a></p>\n");
-  return Page(absl::StrCat("stagewatch: run ", r.start.id), body);
+  // A running run's page follows it: its samples reach the ledger every few seconds.
+  return Page(absl::StrCat("stagewatch: run ", r.start.id), body, r.end ? 0 : kRunningRefresh);
 }
 
 json SamplesJson(const std::vector<RunSample>& samples) {

@@ -12,6 +12,10 @@ give it (kubeconform is not packaged; these are the fields that matter here).
   the Service and scrapes that port.
 - prometheus-kubernetes.yml finds the DaemonSet's pods and passes `promtool check config`
   (with the shipped rules beside it).
+- Pages and scrapes name a node alike: the agent started with the DaemonSet's args as the
+  kubelet renders them (env from the downward API, $(VAR) expanded) pages with `instance` set
+  to the node name, which is what the scrape configs set `instance` to (root: it starts the
+  agent).
 
     kubernetes_test.py path/to/stagewatch
 """
@@ -25,7 +29,7 @@ import tempfile
 
 import yaml
 
-from deploy_support import REPO, fail, log, need_tools, run
+from deploy_support import REPO, fail, log, need_root, need_tools, run, scrape_agent
 
 K8S = os.path.join(REPO, "deploy", "kubernetes")
 
@@ -157,6 +161,68 @@ def check_prometheus_config(ds, ports):
     log("prometheus-kubernetes.yml: discovery finds the pods; promtool check config passes")
 
 
+NODE = "node-1"  # the node a pod of the DaemonSet runs on, in this rendering
+
+
+def rendered_args(container):
+    """The container's args as the kubelet passes them: env from the downward API (the pod's
+    spec.nodeName is NODE) substituted for $(VAR), as Kubernetes expands it."""
+    env = {}
+    for e in container.get("env", []):
+        field = e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")
+        env[e["name"]] = NODE if field == "spec.nodeName" else e.get("value", "")
+    return [re.sub(r"\$\((\w+)\)", lambda m: env.get(m.group(1), m.group(0)), a)
+            for a in container.get("args", [])]
+
+
+def scraped_instance(monitor):
+    """What the shipped scrape configs set `instance` to, for a pod on NODE."""
+    meta = {"__meta_kubernetes_pod_node_name": NODE}
+    with open(os.path.join(K8S, "prometheus-kubernetes.yml")) as f:
+        (job,) = [j for j in yaml.safe_load(f)["scrape_configs"] if j["job_name"] == "stagewatch"]
+    relabels = [(r["source_labels"], r.get("target_label")) for r in job["relabel_configs"]]
+    relabels_sm = [(r["sourceLabels"], r.get("targetLabel"))
+                   for e in monitor["spec"]["endpoints"] for r in e.get("relabelings", [])]
+    found = set()
+    for rules, where in ((relabels, "prometheus-kubernetes.yml"), (relabels_sm, "servicemonitor.yaml")):
+        sets = [src for src, target in rules if target == "instance"]
+        if len(sets) != 1 or len(sets[0]) != 1:
+            fail(f"{where} must set instance from one label, it sets it from {sets}")
+        found.add(meta.get(sets[0][0]))
+    if len(found) != 1 or None in found:
+        fail(f"the scrape configs set instance to {found}, not the node name")
+    return found.pop()
+
+
+def check_page_labels(configmap, container, monitor, binary):
+    """The agent's pages carry the instance the scrapes carry: else Alertmanager's inhibit rule
+    (equal: [alertname, pipeline_stage, instance]) never matches and on-call is paged twice."""
+    instance = scraped_instance(monitor)
+    need_root("starting the agent with the DaemonSet's args")
+    with tempfile.TemporaryDirectory() as tmp:
+        config = yaml.safe_load(configmap["data"]["config.yaml"])
+        # An Alertmanager that refuses: the agent pages (and logs what its pages carry).
+        config.setdefault("alerting", {})["alertmanagers"] = ["http://127.0.0.1:9"]
+        config_file = os.path.join(tmp, "config.yaml")
+        with open(config_file, "w") as f:
+            yaml.safe_dump(config, f)
+        args = [f"--config.file={config_file}" if a.startswith("--config.file=") else a
+                for a in rendered_args(container)]
+        log_file = os.path.join(tmp, "agent.log")
+        scrape_agent([binary] + args + ["--web.listen-address=127.0.0.1:0", "--log.format=logfmt"],
+                     log_file)
+        with open(log_file) as f:
+            text = f.read()
+    m = re.search(r'msg="paging alertmanager" labels=(\S+)', text)
+    if not m:
+        fail(f"the agent did not say what its pages carry:\n{text}")
+    labels = dict(pair.split("=", 1) for pair in m.group(1).strip('"').split(","))
+    if labels.get("instance") != instance:
+        fail(f"pages carry instance={labels.get('instance')}, scrapes instance={instance}: "
+             "Alertmanager would notify both copies")
+    log(f"pages and scrapes both carry instance={instance}")
+
+
 def main():
     binary = os.path.abspath(sys.argv[1])
     objects = load_objects()
@@ -166,6 +232,7 @@ def main():
     ports = check_config(one(objects, "ConfigMap"), container, volumes, binary)
     check_scraping(one(objects, "Service"), one(objects, "ServiceMonitor"), ds, ports)
     check_prometheus_config(ds, ports)
+    check_page_labels(one(objects, "ConfigMap"), container, one(objects, "ServiceMonitor"), binary)
     log("PASS")
 
 

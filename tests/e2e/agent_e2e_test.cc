@@ -8,10 +8,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <chrono>
 #include <ctime>
 #include <cstdio>
+#include <regex>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "gtest/gtest.h"
@@ -123,6 +126,44 @@ TEST(AgentE2E, LandingPageLinksToMetrics) {
   EXPECT_NE(page->find("href=\"/m\""), std::string::npos) << *page;
   EXPECT_TRUE(agent.Get("/m"));
   EXPECT_FALSE(agent.Get("/metrics"));
+}
+
+// The digits of a number's text without its exponent, leading and trailing zeros: "8.192e-06"
+// has 4, "0.000131072" 6.
+size_t SignificantDigits(std::string_view text) {
+  std::string digits;
+  for (char c : text.substr(0, text.find('e'))) {
+    if (c >= '0' && c <= '9') digits += c;
+  }
+  digits.erase(0, digits.find_first_not_of('0'));
+  digits.erase(digits.find_last_not_of('0') + 1);
+  return digits.size();
+}
+
+// Every bucket bound on a real scrape reads back as the exact double it stands for, with no
+// more digits than that takes: le="8.192e-06", never le="8.192000000000001e-06".
+TEST(AgentE2E, BucketBoundsAreTheShortestTextThatReadsBackExactly) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();
+  AgentProcess agent({"--web.listen-address", "127.0.0.1:0"});
+  ASSERT_TRUE(agent.WaitListening()) << agent.log();
+  const std::string metrics = agent.Get("/metrics").value_or("");
+  static const std::regex kLe(R"re([{,]le="([^"]*)")re");
+  int bounds = 0;
+  for (std::sregex_iterator it(metrics.begin(), metrics.end(), kLe), end; it != end; ++it) {
+    const std::string le = (*it)[1];
+    if (le == "+Inf") continue;
+    ++bounds;
+    char* rest = nullptr;
+    const double value = std::strtod(le.c_str(), &rest);
+    ASSERT_EQ(*rest, '\0') << "le=\"" << le << "\" is not a number";
+    char shortest[32];
+    auto [last, ec] = std::to_chars(shortest, shortest + sizeof(shortest), value,
+                                    std::chars_format::scientific);
+    EXPECT_EQ(SignificantDigits(le), SignificantDigits({shortest, size_t(last - shortest)}))
+        << "le=\"" << le << "\" has more digits than " << value << " needs";
+  }
+  EXPECT_GT(bounds, 20) << metrics;  // the run-queue and reclaim histograms of `unattributed`
+  EXPECT_NE(metrics.find("le=\"8.192e-06\""), std::string::npos);
 }
 
 // The agent's own footprint, as /proc sees it.

@@ -14,6 +14,7 @@
 #include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
+#include "nlohmann/json.hpp"
 #include "test_support.h"
 
 namespace stagewatch {
@@ -187,6 +188,59 @@ TEST(AlertingE2E, ClimbPagesBeforeTheKillAndBothOomPagesArrive) {
   EXPECT_GT(lead, 0) << "the early page must come before the kill";
   EXPECT_GE(direct_latency, 0);
   EXPECT_LT(direct_latency, 2000);
+  std::filesystem::remove_all(dir);
+}
+
+// The agent's own OOM page, read back from Alertmanager's API: the site's labels (instance
+// from alerting.labels, as a DaemonSet sets it to the node name), the severity, the rules'
+// runbook_url and a generatorURL to the stage's runs under --web.external-url.
+TEST(AlertingE2E, DirectPageCarriesRunbookSeverityLabelsAndALinkBack) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();
+  ASSERT_EQ(access(testing::AlertmanagerProcess::kBinary, X_OK), 0)
+      << testing::AlertmanagerProcess::kBinary << " is missing: install the Debian package "
+      << "prometheus-alertmanager (scripts/install-deps.sh does)";
+  const std::string stage = "page-links-" + std::to_string(getpid());
+  TestCgroup cg("stagewatch/" + stage);
+  cg.SetMemoryLimit(32 << 20);
+  const std::string dir = TempDir();
+  testing::AlertmanagerProcess alertmanager(
+      dir, "route:\n  receiver: none\nreceivers:\n  - name: none\n");
+  ASSERT_TRUE(alertmanager.WaitReady()) << alertmanager.log();
+  testing::WriteFile(dir + "/agent.yml",
+                     "alerting:\n  alertmanagers: [\"http://127.0.0.1:" +
+                         std::to_string(alertmanager.port()) + "\"]\n"
+                     "  runbook_url_base: https://wiki.example.org/runbooks/\n"
+                     "  labels: {instance: node-7, cluster: eu-1}\n");
+  AgentProcess agent({"--config.file", dir + "/agent.yml", "--web.listen-address", "127.0.0.1:0",
+                      "--web.external-url", "https://sw.example.org/node-7/"});
+  ASSERT_TRUE(agent.WaitListening()) << agent.log();
+
+  pid_t hog = cg.Spawn("sw-page-links", [] { testing::TouchAnonymous(64 << 20); });
+  ASSERT_EQ(testing::WaitForChild(hog), SIGKILL);
+
+  httplib::Client am("127.0.0.1", alertmanager.port());
+  nlohmann::json page;
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    httplib::Result res = am.Get("/api/v2/alerts");
+    if (!res || res->status != 200) return false;
+    const nlohmann::json alerts = nlohmann::json::parse(res->body, nullptr, false);
+    for (const nlohmann::json& a : alerts.is_array() ? alerts : nlohmann::json::array()) {
+      if (a["labels"].value("alertname", "") == "StagewatchOOMKill" &&
+          a["labels"].value("pipeline_stage", "") == stage) {
+        page = a;
+        return true;
+      }
+    }
+    return false;
+  }, 10000)) << agent.log() << alertmanager.log();
+  const nlohmann::json& labels = page["labels"];
+  EXPECT_EQ(labels.value("instance", ""), "node-7") << page.dump();
+  EXPECT_EQ(labels.value("cluster", ""), "eu-1");
+  EXPECT_EQ(labels.value("severity", ""), "critical");
+  EXPECT_EQ(labels.value("source", ""), "agent");
+  EXPECT_EQ(page["annotations"].value("runbook_url", ""),
+            "https://wiki.example.org/runbooks/StagewatchOOMKill.md");
+  EXPECT_EQ(page.value("generatorURL", ""), "https://sw.example.org/node-7/runs?stage=" + stage);
   std::filesystem::remove_all(dir);
 }
 

@@ -15,11 +15,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -150,9 +152,11 @@ class RunsE2E : public ::testing::Test {
     if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
   }
 
-  std::unique_ptr<AgentProcess> StartAgent() {
-    auto agent = std::make_unique<AgentProcess>(std::vector<std::string>{
-        "agent", "--web.listen-address", "127.0.0.1:0", "--ledger.path", ledger_});
+  std::unique_ptr<AgentProcess> StartAgent(const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = {"agent", "--web.listen-address", "127.0.0.1:0",
+                                     "--ledger.path", ledger_};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto agent = std::make_unique<AgentProcess>(args);
     EXPECT_TRUE(agent->WaitListening()) << agent->log();
     return agent;
   }
@@ -268,6 +272,41 @@ TEST_F(RunsE2E, ALauncherRunOomKilledGetsTheAgentsOomFactsAndCountsAsInterrupted
   absl::StatusOr<std::unique_ptr<Ledger>> ledger = Ledger::OpenForReading(ledger_);
   ASSERT_TRUE(ledger.ok());
   EXPECT_EQ((*ledger)->List({.stage = "swoomrun"})->size(), 1u) << "the agent doubled the run";
+}
+
+// A log store gets each finished run from the agent's log: one JSON object with its id, stage,
+// verdict, reasons and figures (--log.format json; logfmt: LogRunFinishedTest).
+TEST_F(RunsE2E, EachFinishedRunIsOneStructuredLogLine) {
+  TestCgroup parent("runs-e2e", {"cpu", "cpuacct", "pressure"});
+  auto agent = StartAgent({"--log.format", "json"});
+  AgentProcess launcher({"run", "--stage", "swlogged", "--run-id", "logged-1", "--ledger.path",
+                         ledger_, "--cgroup.parent", parent.path(), "--memory-max", "64M", "--",
+                         "python3", "-c", kHog});
+  EXPECT_EQ(launcher.WaitExit(60000), 137) << launcher.log();
+  std::vector<nlohmann::json> lines;
+  ASSERT_TRUE(WaitUntil([&] {
+    lines.clear();
+    std::istringstream log(agent->log());
+    for (std::string line; std::getline(log, line);) {
+      const nlohmann::json entry = nlohmann::json::parse(line, nullptr, false);
+      if (entry.is_object() && entry.value("msg", "") == "run finished") lines.push_back(entry);
+    }
+    return !lines.empty();
+  }, 15000)) << agent->log();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // a second line would be a bug
+  ASSERT_EQ(lines.size(), 1u) << agent->log();
+  const nlohmann::json& e = lines[0];
+  EXPECT_EQ(e.value("run_id", ""), "logged-1") << e.dump();
+  EXPECT_EQ(e.value("stage", ""), "swlogged");
+  EXPECT_FALSE(e.contains("pipeline"));  // a run without one
+  EXPECT_EQ(e.value("verdict", ""), "interrupted");
+  EXPECT_EQ(e.value("reasons", "").rfind("oom_kill", 0), 0u) << e.dump();  // interruptions first
+  EXPECT_EQ(e.value("signal", ""), "SIGKILL");
+  EXPECT_EQ(e.value("memory_limit_bytes", 0.0), 64.0 * 1024 * 1024);
+  EXPECT_GE(e.value("oom_kills", 0.0), 1);
+  EXPECT_GT(e.value("wall_seconds", 0.0), 0);
+  EXPECT_GT(e.value("cpu_seconds", 0.0), 0);
+  EXPECT_GT(e.value("memory_peak_bytes", 0.0), 32.0 * 1024 * 1024);
 }
 
 TEST_F(RunsE2E, TheLaunchersVerdictWaitsForTheAgentsFactsOfTheEnd) {

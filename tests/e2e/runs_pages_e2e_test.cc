@@ -4,12 +4,15 @@
 // the memory line's colour in it.
 #include <unistd.h>
 
+#include <csignal>
 #include <filesystem>
+#include <memory>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "nlohmann/json.hpp"
+#include "runs/ledger.h"
 #include "test_support.h"
 
 namespace stagewatch {
@@ -53,11 +56,12 @@ class RunsPagesE2E : public ::testing::Test {
   // Runs headless Chromium on `url` with `mode` (--dump-dom or --screenshot=FILE); its output,
   // or "" if it had to be killed (by its pid, after 180 s: a cold start under the VM stage's
   // single-threaded emulation takes over a minute).
-  std::string Chromium(const std::string& mode, const std::string& url) {
+  std::string Chromium(const std::string& mode, const std::string& url, int width = 900) {
     const std::string profile = dir_ + "/chromium-profile";
     AgentProcess browser({"--headless", "--no-sandbox", "--disable-gpu",
                           "--disable-background-networking", "--no-first-run",
-                          "--user-data-dir=" + profile, "--window-size=900,1200", mode, url},
+                          "--user-data-dir=" + profile,
+                          "--window-size=" + std::to_string(width) + ",1200", mode, url},
                          nullptr, kChromium);
     const int rc = browser.WaitExit(180000);  // -1: still running, killed by the destructor
     EXPECT_EQ(rc, 0) << browser.log();
@@ -135,6 +139,84 @@ TEST_F(RunsPagesE2E, ALaunchedRunsPageShowsItsVerdictAndChartsInChromium) {
   ASSERT_EQ(sscanf(counted.c_str(), "%d %d %d", &w, &h, &pixels), 3) << counted;
   EXPECT_EQ(w, 900);
   EXPECT_GT(pixels, 200) << "the memory line's pixels in the screenshot";
+}
+
+// Run in Chromium beside the page's own: how many pairs of mark labels (OOM kill, anomalies)
+// overlap, whether the facts block or the page is wider than the window.
+constexpr char kMeasure[] = R"(<script>
+addEventListener('load', () => {
+  let overlaps = 0;
+  for (const svg of document.querySelectorAll('svg.chart')) {
+    const boxes = [...svg.querySelectorAll('g.mark text')].map(t => t.getBoundingClientRect());
+    for (let i = 0; i < boxes.length; i++)
+      for (let j = i + 1; j < boxes.length; j++) {
+        const a = boxes[i], b = boxes[j];
+        if (a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom)
+          overlaps++;
+      }
+  }
+  const pre = document.querySelector('pre');
+  const out = document.createElement('div');
+  out.id = 'measure';
+  out.textContent = `marks=${document.querySelectorAll('g.mark').length} overlaps=${overlaps} ` +
+      `pre_overflow=${pre.scrollWidth > pre.clientWidth} ` +
+      `page_overflow=${document.documentElement.scrollWidth > innerWidth}`;
+  document.body.appendChild(out);
+});
+</script>)";
+
+// A run killed at its end with two anomalies just before, and a command longer than any
+// window: at 1200 and 600 px the mark labels do not cover each other and nothing runs off.
+TEST_F(RunsPagesE2E, MarkLabelsAndLongCommandsFitAt1200And600Pixels) {
+  ASSERT_TRUE(std::filesystem::exists(kChromium)) << "install Debian's chromium";
+  const std::string ledger_path = dir_ + "/ledger.db";
+  {
+    absl::StatusOr<std::unique_ptr<Ledger>> ledger = Ledger::Open(ledger_path);
+    ASSERT_TRUE(ledger.ok()) << ledger.status();
+    const absl::Time start = absl::Now() - absl::Minutes(10);
+    RunStart s{.id = "crowded-1", .stage = "train",
+               .command = {"python3", "train.py", "--data=" + std::string(300, 'x'),
+                           "--out=/scratch/" + std::string(120, 'y')},
+               .launcher_pid = 1, .start = start};
+    s.limits.memory_max_bytes = 1 << 30;
+    ASSERT_TRUE((*ledger)->BeginRun(s).ok());
+    std::vector<RunSample> samples;
+    for (int i = 0; i <= 60; i++) {
+      samples.push_back({.at = start + absl::Seconds(10 * i),
+                         .memory_bytes = uint64_t(i) << 24, .memory_limit_bytes = 1 << 30,
+                         .cpu_cores = 1.0, .memory_pressure = 0.01, .cpu_pressure = 0.0});
+    }
+    ASSERT_TRUE((*ledger)->AddSamples("crowded-1", samples).ok());
+    AgentFacts facts;
+    facts.anomalies = {{"memory_climb", start + absl::Seconds(585), "climbing"},
+                       {"limit_eta", start + absl::Seconds(592), "limit in 20 s"}};
+    facts.anomalies_observed = true;
+    facts.oom_kills_userspace = 0;
+    ASSERT_TRUE((*ledger)->AddAgentFacts("crowded-1", facts).ok());
+    RunEnd end{.end = start + absl::Seconds(600), .signal = SIGKILL};
+    end.facts.oom_kills_kernel = 1;
+    end.facts.memory_peak_bytes = 1 << 30;
+    end.facts.memory_limit_bytes = 1 << 30;
+    ASSERT_TRUE((*ledger)->EndRun("crowded-1", end).ok());
+  }
+  AgentProcess agent({"agent", "--web.listen-address", "127.0.0.1:0", "--ledger.path",
+                      ledger_path});
+  ASSERT_TRUE(agent.WaitListening()) << agent.log();
+  std::string html = agent.Get("/runs/crowded-1").value_or("");
+  ASSERT_NE(html.find("</body>"), std::string::npos) << html;
+  html.insert(html.find("</body>"), kMeasure);
+  const std::string file = dir_ + "/crowded.html";
+  testing::WriteFile(file, html);
+  for (int width : {1200, 600}) {
+    const std::string dom = Chromium("--dump-dom", "file://" + file, width);
+    const std::string tag = "id=\"measure\">";
+    const size_t at = dom.find(tag);
+    ASSERT_NE(at, std::string::npos) << dom;
+    const size_t from = at + tag.size();
+    const std::string measured = dom.substr(from, dom.find('<', from) - from);
+    EXPECT_EQ(measured, "marks=9 overlaps=0 pre_overflow=false page_overflow=false")
+        << "at " << width << " px";
+  }
 }
 
 }  // namespace

@@ -215,7 +215,7 @@ AlertmanagerOptions TestOptions(std::vector<std::string> urls) {
   o.resend_interval = absl::Hours(1);  // tests of resending shorten it
   o.initial_backoff = absl::Milliseconds(20);
   o.max_backoff = absl::Milliseconds(80);
-  o.instance = "node-1:9436";
+  o.labels = {{"instance", "node-1:9436"}};
   return o;
 }
 
@@ -399,6 +399,33 @@ TEST(AlertmanagerClientTest, FiredAlertArrivesPromptlyAsAlertmanagerJson) {
   EXPECT_FALSE(a.has("endsAt"));
   ASSERT_TRUE(a.has("generatorURL"));
   EXPECT_EQ(a["generatorURL"].string, "");
+}
+
+// alerting.labels are on every page, as Prometheus' external_labels, but a page's own label of
+// the same name wins; the generatorURL is sent as given, on the resolve too.
+TEST(AlertmanagerClientTest, SiteLabelsAndGeneratorUrlArrive) {
+  FakeAlertmanager am;
+  AlertmanagerOptions o = TestOptions({am.url()});
+  o.labels = {{"instance", "node-7"}, {"cluster", "eu-1"}, {"severity", "site"}};
+  AlertmanagerClient client(o);
+  PageAlert alert = OomAlert();
+  alert.generator_url = "http://node-7:9617/runs?stage=train";
+  client.Fire(alert);
+  ASSERT_TRUE(am.WaitForAnswered(1));
+  client.Resolve(alert.alertname, alert.labels);
+  ASSERT_TRUE(am.WaitForAnswered(2));
+  for (int i = 0; i < 2; i++) {
+    const Json body = ParseJson(am.requests().at(i).body);
+    ASSERT_EQ(body.array.size(), 1u);
+    const Json& a = body.array[0];
+    EXPECT_EQ(a["labels"].StringMap(), (std::map<std::string, std::string>{
+                                           {"alertname", "StagewatchOOMKill"},
+                                           {"cluster", "eu-1"},
+                                           {"instance", "node-7"},
+                                           {"pipeline_stage", "train"},
+                                           {"severity", "page"}}));
+    EXPECT_EQ(a["generatorURL"].string, "http://node-7:9617/runs?stage=train");
+  }
 }
 
 // Labels and annotations carry cgroup and process names, which are any bytes: the body is

@@ -4,6 +4,8 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -539,6 +541,45 @@ TEST(ConfigAnomaliesTest, DetectorSettingsAndAlerting) {
   EXPECT_THAT(config->alerting.alertmanagers, ElementsAre("http://am-1:9093", "http://am-2:9093"));
   EXPECT_EQ(config->alerting.basic_auth_username, "pager");
   EXPECT_EQ(config->alerting.timeout, absl::Seconds(2));
+}
+
+TEST(ConfigAlertingTest, LabelsEveryPageCarriesAndTheRunbookBase) {
+  absl::StatusOr<Config> config = ParseConfig(
+      "alerting:\n"
+      "  runbook_url_base: https://wiki.example.org/runbooks/\n"
+      "  labels: {instance: node-7, cluster: eu-1}\n",
+      "cfg.yaml", CollectorFlagNames());
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->alerting.runbook_url_base, "https://wiki.example.org/runbooks");
+  EXPECT_EQ(config->alerting.labels, (std::map<std::string, std::string>{
+                                         {"cluster", "eu-1"}, {"instance", "node-7"}}));
+
+  absl::StatusOr<Config> bad = ParseConfig(
+      "alerting:\n  labels:\n    node-name: x\n    __meta: y\n    alertname: z\n"
+      "    team: [a]\n",
+      "cfg.yaml", CollectorFlagNames());
+  ASSERT_FALSE(bad.ok());
+  const std::string message(bad.status().message());
+  EXPECT_THAT(message, HasSubstr("cfg.yaml:3:5: alerting.labels: label name \"node-name\" is "
+                                 "not valid"));
+  EXPECT_THAT(message, HasSubstr("cfg.yaml:4:5: alerting.labels: label name \"__meta\" is "
+                                 "reserved"));
+  EXPECT_THAT(message, HasSubstr("cfg.yaml:5:5: alerting.labels: alertname is each page's own"));
+  EXPECT_THAT(message, HasSubstr("alerting.labels.team must be a string"));
+  EXPECT_THAT(ParseConfig("alerting:\n  labels: [a]\n", "cfg.yaml", CollectorFlagNames())
+                  .status().message(),
+              HasSubstr("alerting.labels must be a map"));
+}
+
+// The agent's pages and the rules' must link the same runbooks: their defaults agree.
+TEST(ConfigAlertingTest, DefaultRunbookBaseIsTheRulesOne) {
+  std::ifstream file(STAGEWATCH_SOURCE_DIR "/alerts/config.yaml");
+  const std::string rules_config((std::istreambuf_iterator<char>(file)), {});
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(rules_config, m, std::regex(R"re(\nrunbook_url_base: (\S+))re")));
+  absl::StatusOr<Config> config = ParseConfig("", "cfg.yaml", CollectorFlagNames());
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->alerting.runbook_url_base, m[1].str());
 }
 
 TEST(ConfigAnomaliesTest, BadValuesNameTheKey) {

@@ -4,6 +4,8 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "json_text.h"
+#include "absl/strings/str_cat.h"
+#include "units.h"
 #include "runs/ledger.h"
 #include "runs/runs_report.h"
 #include "runs_cli_runner.h"
@@ -65,6 +67,34 @@ TEST_F(RunsListTest, BadFlagsAreRefused) {
   EXPECT_EQ(running.code, 0);
   EXPECT_THAT(running.out, HasSubstr("r12499"));
   EXPECT_THAT(running.err, HasSubstr("more runs match than the 2 shown"));
+}
+
+// As sacct: --since and --until (a duration ago or a time) bound the runs' starts, -o picks
+// the columns; --json keeps every field whatever -o says.
+TEST_F(RunsListTest, SinceUntilAndChosenColumns) {
+  const std::string since = FormatRfc3339(At(100)), until = FormatRfc3339(At(110));
+  testing::CliOutput table = RunCli({"runs", "list", "--ledger.path", path_, "--since", since,
+                                     "--until", until, "-o", "id,stage,verdict"});
+  ASSERT_EQ(table.code, 0) << table.err;
+  std::string want = "ID      STAGE  VERDICT\n";
+  for (int i = 109; i >= 100; --i) absl::StrAppend(&want, "r", 10000 + i, "  s      running\n");
+  EXPECT_EQ(table.out, want);
+  testing::CliOutput json = RunCli({"runs", "list", "--ledger.path", path_, "--since", since,
+                                    "--until", until, "--fields", "id", "--json"});
+  const nlohmann::json runs = nlohmann::json::parse(json.out);
+  ASSERT_EQ(runs.size(), 10u);
+  EXPECT_TRUE(runs[0].contains("verdict") && runs[0].contains("efficiency"));
+  // Every run of the ledger started more than a year ago.
+  EXPECT_EQ(RunCli({"runs", "list", "--ledger.path", path_, "--until", "1d", "--limit", "1",
+                    "-o", "id"}).out, "ID\nr12499\n");
+
+  testing::CliOutput bad = RunCli({"runs", "list", "--ledger.path", path_, "-o", "id,nope"});
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_THAT(bad.err, HasSubstr("no column \"nope\"; the columns are id,stage,pipeline"));
+  bad = RunCli({"runs", "list", "--ledger.path", path_, "--since", until, "--until", since});
+  EXPECT_THAT(bad.err, HasSubstr("--until (" + since + ") must come after --since"));
+  bad = RunCli({"runs", "list", "--ledger.path", path_, "--until", "soon"});
+  EXPECT_THAT(bad.err, HasSubstr("--until \"soon\" is neither a duration"));
 }
 
 }  // namespace

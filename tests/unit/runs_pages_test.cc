@@ -106,6 +106,15 @@ TEST_F(RunsPagesTest, RunPageShowsTheVerdictFirstAndEscapesTheCommand) {
   EXPECT_THAT(r.body, HasSubstr("cores"));
 }
 
+// A running run's page reloads itself, so it follows the run; an ended one's stays.
+TEST_F(RunsPagesTest, ARunningRunsPageRefreshesItself) {
+  ASSERT_TRUE((*Ledger::Open(dir_.file("ledger.db")))->BeginRun(Started("live-1", "t", At(200))).ok());
+  HttpReply running = Get("/runs/live-1");
+  ASSERT_EQ(running.status, 200u) << running.body;
+  EXPECT_THAT(running.body, HasSubstr("<meta http-equiv=\"refresh\" content=\"5\">"));
+  EXPECT_THAT(Get("/runs/oom-1").body, Not(HasSubstr("http-equiv=\"refresh\"")));
+}
+
 TEST_F(RunsPagesTest, ApiGivesTheReportJsonWithTheSamples) {
   HttpReply r = Get("/api/v1/runs/oom-1");
   ASSERT_EQ(r.status, 200u) << r.body;

@@ -358,15 +358,13 @@ TEST(ConfigErrorTest, ForgetAfterMustBeANonNegativeDuration) {
 
 // Every duration key of the configuration, as its dotted path.
 constexpr const char* kDurationKeys[] = {
-    "cgroup.rescan_min_interval",     "discovery.forget_after",
-    "memory.sample_interval",         "alerting.timeout",
-    "alerting.resend_interval",       "anomalies.memory_climb.window",
-    "anomalies.memory_climb.warmup",  "anomalies.limit_eta.window",
-    "anomalies.limit_eta.warmup",     "anomalies.limit_eta.min_span",
-    "anomalies.limit_eta.threshold",  "anomalies.pressure_spike.window",
-    "anomalies.pressure_spike.sustain", "anomalies.fault_storm.window",
-    "anomalies.fault_storm.warmup",   "anomalies.cpu_starvation.window",
-    "anomalies.cpu_starvation.warmup", "anomalies.oom_kill.hold",
+    "cgroup.rescan_min_interval", "discovery.forget_after", "memory.sample_interval",
+    "alerting.timeout", "alerting.resend_interval", "anomalies.memory_climb.window",
+    "anomalies.memory_climb.warmup", "anomalies.limit_eta.window", "anomalies.limit_eta.warmup",
+    "anomalies.limit_eta.min_span", "anomalies.limit_eta.threshold",
+    "anomalies.pressure_spike.window", "anomalies.pressure_spike.sustain",
+    "anomalies.fault_storm.window", "anomalies.fault_storm.warmup",
+    "anomalies.cpu_starvation.window", "anomalies.cpu_starvation.warmup", "anomalies.oom_kill.hold",
 };
 
 // `path: value` as nested YAML mappings; the value's line is the last, at column 2 × depth + 1.
@@ -415,7 +413,8 @@ TEST(ConfigErrorTest, TheDurationKeysListedAreEveryDurationKey) {
     listed.insert(keys.back());
   }
   // {"key", [&](const ConfigValue& v) { ... r.ReadDuration(v, ...
-  const std::regex read(R"re(\{"(\w+)",\s*\[&\]\(const ConfigValue& \w+\) \{\s*r\.ReadDuration\()re");
+  const std::regex read(
+      R"re(\{"(\w+)",\s*\[&\]\(const ConfigValue& \w+\) \{\s*r\.ReadDuration\()re");
   int found = 0;
   for (const std::string& file : testing::SourceFiles("agent/config")) {
     const std::string text = testing::SourceText(file);

@@ -176,7 +176,8 @@ TEST(RunsPagesManyRunsTest, AVerdictFilterFindsRunsOlderThanTheNewestHundred) {
     auto ledger = *Ledger::Open(dir.file("ledger.db"));
     ASSERT_TRUE(ledger->BeginBatch().ok());
     for (int i = 0; i < 150; ++i) {  // i = 0 is the oldest
-      const std::string id = absl::StrFormat(i < 30 ? "oom-%03d" : i < 60 ? "slow-%03d" : "ok-%03d", i);
+      const char* kind = i < 30 ? "oom" : i < 60 ? "slow" : "ok";
+      const std::string id = absl::StrFormat("%s-%03d", kind, i);
       ASSERT_TRUE(ledger->BeginRun(Started(id, "train", At(100 * i))).ok());
       AgentFacts watched;
       watched.oom_kills_userspace = 0;

@@ -555,6 +555,7 @@ RunWatcher::Held RunWatcher::held() const {
     h.cgroups = by_cgroup_.size();
     h.sampled = sampler_ ? sampler_->runs() : 0;
     h.trims = trims_;
+    h.settle_trims_due = settle_trims_;
   }
   std::lock_guard<std::mutex> lock(queue_mu_);
   h.published = published_.size();

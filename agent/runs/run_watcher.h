@@ -113,6 +113,7 @@ class RunWatcher {
     size_t sampled = 0;    // runs the sampler holds
     size_t queued = 0;     // events not yet handled
     uint64_t trims = 0;    // malloc_trim calls so far (not state: a count)
+    int settle_trims_due = 0;  // trims still due at the samples writes after a churn
   };
   Held held() const;
   // Heap trims at the samples writes after a churn has stopped (see Tick()).

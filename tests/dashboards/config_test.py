@@ -100,5 +100,63 @@ class SiteConfig(unittest.TestCase):
         self.assertTrue(cfg.is_critical("any-stage"))
 
 
+class SiteThresholds(unittest.TestCase):
+    """Every threshold and duration a site may set reaches the rule of its alert, in place of
+    the default: each key of each alert in turn, set to a value no default has."""
+
+    # alert key of the configuration → the alertname of its rules
+    ALERTNAMES = {
+        "oom_kill": "StagewatchOOMKill",
+        "run_interrupted": "StagewatchRunInterrupted",
+        "memory_near_limit": "StagewatchMemoryNearLimit",
+        "memory_limit_eta": "StagewatchMemoryLimitETAShort",
+        "memory_pressure": "StagewatchMemoryPressureHigh",
+        "cpu_starvation": "StagewatchCPUStarvation",
+        "cpu_throttling": "StagewatchCPUThrottlingHigh",
+        "cross_stage_preemption": "StagewatchCrossStagePreemption",
+        "agent_down": "StagewatchAgentDown",
+        "probe_not_attached": "StagewatchProbeNotAttached",
+        "events_lost": "StagewatchEventsLost",
+    }
+    # kind → (the site's value, the text the rule's expression must then hold)
+    VALUES = {"ratio": (0.37, "0.37"), "positive": (433, "433"), "duration": ("17m", "[17m]")}
+    # Keys written otherwise than as their value.
+    SPECIAL = {("memory_limit_eta", "min_ratio"): (0.37, "<= 0.63")}  # headroom <= 1 - ratio
+
+    @staticmethod
+    def rules(out):
+        import yaml
+        with open(os.path.join(out, "stagewatch.rules.yml")) as f:
+            groups = yaml.safe_load(f)["groups"]
+        return [r for g in groups for r in g["rules"] if "alert" in r]
+
+    def test_every_alert_of_the_configuration_has_its_rules_named(self):
+        self.assertEqual(set(self.ALERTNAMES), set(config.ALERT_KEYS))
+
+    def test_each_site_value_reaches_its_alerts_rule(self):
+        with tempfile.TemporaryDirectory() as out:
+            self.assertEqual(generate("", out).returncode, 0)
+            defaults = self.rules(out)
+        for alert, keys in config.ALERT_KEYS.items():
+            for key, kind in keys.items():
+                with self.subTest(f"{alert}.{key}"), tempfile.TemporaryDirectory() as out:
+                    value, text = self.SPECIAL.get((alert, key), self.VALUES[kind])
+                    site = f"alerts: {{{alert}: {{{key}: {json.dumps(value)}}}}}\n"
+                    r = generate(site, out)
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    name = self.ALERTNAMES[alert]
+                    mine = [x for x in self.rules(out) if x["alert"] == name]
+                    self.assertTrue(mine, f"no rule {name}")
+                    if key == "for":
+                        self.assertIn(value, [x["for"] for x in mine])
+                    else:
+                        self.assertTrue(any(text in x["expr"] for x in mine),
+                                        f"{text!r} in no expression of {name}: "
+                                        + "\n".join(x["expr"] for x in mine))
+                    # Nothing else changes: the other alerts' rules are the defaults'.
+                    others = [x for x in self.rules(out) if x["alert"] != name]
+                    self.assertEqual(others, [x for x in defaults if x["alert"] != name])
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -16,12 +16,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -236,6 +238,98 @@ TEST_F(RunsE2E, ACgroupMadeBeneathAStageIsARunRecordedAndClosedAtRmdir) {
   EXPECT_EQ(Metric(*agent, absl::StrCat(R"(stagewatch_run_info{pipeline_stage="swdiscovered",)",
                                         R"(run_id="job_42",verdict=")", verdict, R"("})")),
             1);
+}
+
+// Who preempted whom, the right way round. A stage that wakes every millisecond for a short
+// burst takes the CPU from a run that spins on the same CPU: the spinner is preempted by it at
+// nearly every wake-up, and the waker hardly ever by the spinner (its bursts end in a sleep,
+// not a preemption). /metrics names the waker as the spinner's preempting_stage, and the
+// spinner's run lists the waker among its preemptors, as many times as /metrics counts.
+TEST_F(RunsE2E, APreemptedRunAndItsStageNameTheStageThatPreemptedThem) {
+  TestCgroup spinner("stagewatch/swspinner");
+  TestCgroup waker("stagewatch/swwaker");
+  auto agent = StartAgent();
+  const std::string job_dir = spinner.dir() + "/job_spin";
+  const std::string job_path = spinner.path() + "/job_spin";
+  ASSERT_EQ(mkdir(job_dir.c_str(), 0755), 0) << strerror(errno);
+  const pid_t w = waker.Spawn("sw-waker", [] {
+    testing::PinTo(0);
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(1000);
+    while (std::chrono::steady_clock::now() < end) {
+      const auto burst = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
+      while (std::chrono::steady_clock::now() < burst) {
+      }
+      usleep(1000);
+    }
+  });
+  const pid_t v = testing::SpawnIn({job_dir}, "sw-spinner", [] {
+    testing::PinTo(0);
+    testing::BusyFor(std::chrono::milliseconds(1000));
+  });
+  ASSERT_EQ(testing::WaitForChild(w), 0);
+  ASSERT_EQ(testing::WaitForChild(v), 0);
+
+  const std::string by_waker =
+      R"(stagewatch_cpu_preemptions_total{pipeline_stage="swspinner",preempting_stage="swwaker"})";
+  const std::string by_spinner =
+      R"(stagewatch_cpu_preemptions_total{pipeline_stage="swwaker",preempting_stage="swspinner"})";
+  // The trackers collect every few seconds: wait until a collection has the burst in it.
+  double spinner_preempted = 0, waker_preempted = 0;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        const testing::Scrape m = ParseExposition(agent->Get("/metrics").value_or(""));
+        const double now = ValueOr(m, by_waker, 0);
+        waker_preempted = ValueOr(m, by_spinner, 0);
+        return now > 0 && std::exchange(spinner_preempted, now) == now;
+      },
+      15000))
+      << agent->log();
+  std::printf("swspinner preempted by swwaker %.0f times, swwaker by swspinner %.0f times\n",
+              spinner_preempted, waker_preempted);
+  EXPECT_GT(spinner_preempted, 20);
+  EXPECT_GT(spinner_preempted, 3 * waker_preempted);
+
+  ASSERT_EQ(rmdir(job_dir.c_str()), 0) << strerror(errno);
+  std::optional<RunRecord> closed = RunWhen(job_path, [](const RunRecord& r) { return !!r.end; });
+  ASSERT_TRUE(closed) << agent->log();
+  ASSERT_TRUE(closed->agent.preemptors_observed);
+  std::string preemptors;
+  for (const auto& [stage, n] : closed->agent.preemptors) {
+    absl::StrAppend(&preemptors, " ", stage, " ×", n);
+  }
+  ASSERT_TRUE(closed->agent.preemptors.contains("swwaker")) << "preemptors:" << preemptors;
+  // Its job cgroup is the stage's only one that ran: the run's count is the stage's.
+  const double by_waker_in_ledger = double(closed->agent.preemptors.at("swwaker"));
+  EXPECT_GT(by_waker_in_ledger, 3 * waker_preempted) << "preemptors:" << preemptors;
+  EXPECT_NEAR(by_waker_in_ledger, spinner_preempted, 0.1 * spinner_preempted);
+}
+
+// A launcher that died and that its parent has not reaped is a zombie: dead, whatever its
+// /proc entry still says. The agent closes its run when the command's last task exits, while
+// the launcher is still unreaped.
+TEST_F(RunsE2E, ARunOfAZombieLauncherIsClosedWhenItsCommandEnds) {
+  TestCgroup parent("runs-e2e-zombie", {"cpu", "cpuacct", "pressure"});
+  auto agent = StartAgent();
+  const std::string stop = dir_ + "/stop";
+  AgentProcess launcher({"run", "--stage", "swzombie", "--run-id", "zombie-1", "--ledger.path",
+                         ledger_, "--cgroup.parent", parent.path(), "--", "sh", "-c",
+                         "while [ ! -e " + stop + " ]; do sleep 0.05; done"});
+  const std::string run_path = parent.path() + "/stagewatch/swzombie/zombie-1";
+  ASSERT_TRUE(RunWhen(run_path, [](const RunRecord& r) { return !r.end; })) << launcher.log();
+  // Killed and not waited for: it stays a zombie of this process.
+  ASSERT_EQ(kill(launcher.pid(), SIGKILL), 0);
+  const std::string stat = "/proc/" + std::to_string(launcher.pid()) + "/stat";
+  auto zombie = [&] { return testing::ReadFile(stat).find(") Z ") != std::string::npos; };
+  ASSERT_TRUE(WaitUntil(zombie, 5000)) << testing::ReadFile(stat);
+  std::ofstream(stop) << "";  // its command ends
+
+  std::optional<RunRecord> closed = RunWhen(run_path, [](const RunRecord& r) { return !!r.end; });
+  ASSERT_TRUE(closed) << "the run of a zombie launcher stayed open\n" << agent->log();
+  EXPECT_EQ(closed->end->closed_by, RunCloser::kAgent);
+  EXPECT_TRUE(zombie()) << "reaped before the agent closed the run: " << testing::ReadFile(stat);
+  EXPECT_EQ(launcher.WaitExit(), 128 + SIGKILL);
+  EXPECT_TRUE(WaitUntil([&] { return LeftBehind(parent).empty(); }, 5000))
+      << LeftBehind(parent).front();
 }
 
 TEST_F(RunsE2E, ALauncherRunOomKilledGetsTheAgentsOomFactsAndCountsAsInterrupted) {

@@ -84,6 +84,48 @@ TEST(AdvisorTest, AfterAnOomKillAtLimitLItRecommendsAtLeast1point2L) {
   EXPECT_EQ(a.verdicts.at("interrupted"), 1);
 }
 
+// A run killed by a user-space OOM killer (earlyoom, systemd-oomd) ran out of memory as surely
+// as one the kernel killed: every kind of OOM kill the ledger records bumps the recommendation.
+TEST(AdvisorTest, EveryKindOfOomKillAtLimitLRecommendsAtLeast1point2L) {
+  struct Kill {
+    const char* by;
+    uint64_t kernel, userspace;
+    int signal;
+  };
+  for (const Kill& kill : {Kill{"the kernel", 1, 0, 9}, Kill{"earlyoom", 0, 1, 9},
+                           Kill{"systemd-oomd", 0, 1, 15}}) {
+    SCOPED_TRACE(kill.by);
+    TempDir dir;
+    auto ledger = *Ledger::Open(dir.file("ledger.db"));
+    Record(*ledger, "a", 0, 150 * kMiB);
+    Record(*ledger, "b", 200, 160 * kMiB);
+    RunStart start = Started("c", "train", At(400));
+    start.limits.memory_max_bytes = 200 * kMiB;
+    ASSERT_TRUE(ledger->BeginRun(start).ok());
+    if (kill.userspace > 0) {
+      AgentFacts facts;  // what the agent records of a user-space kill in the run's cgroup
+      facts.oom_kills_userspace = kill.userspace;
+      facts.oom_victims = {{4242, "python3", "userspace", kill.by}};
+      ASSERT_TRUE(ledger->AddAgentFacts("c", facts).ok());
+    }
+    RunEnd end;
+    end.end = At(500);
+    end.signal = kill.signal;
+    end.facts.memory_peak_bytes = 200 * kMiB;
+    end.facts.memory_limit_bytes = 200 * kMiB;
+    end.facts.oom_kills_kernel = kill.kernel;
+    ASSERT_TRUE(ledger->EndRun("c", end).ok());
+
+    const Advice a = AdviseFromLedger(*ledger);
+    ASSERT_TRUE(a.enough_runs);
+    EXPECT_EQ(a.oom_limit_bytes, 200 * kMiB);
+    EXPECT_EQ(a.memory_max_bytes, 240 * kMiB);  // 1.2 × 200 MiB, not 200 + 0.15 × 200
+    EXPECT_EQ(a.verdicts.at("interrupted"), 1);
+    EXPECT_THAT(AdviceText(a), HasSubstr("OOM-killed at a 200.0 MiB limit, so 1.20 × that"));
+    EXPECT_EQ(AdviceToJson(a)["memory_max_bytes"], 240 * kMiB);
+  }
+}
+
 TEST(AdvisorTest, SaysNotEnoughRunsRatherThanGuessing) {
   TempDir dir;
   auto ledger = *Ledger::Open(dir.file("ledger.db"));

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "signals/signal.h"
+#include "source_scan.h"
 
 namespace stagewatch {
 namespace {
@@ -357,6 +359,80 @@ TEST(ConfigErrorTest, ForgetAfterMustBeANonNegativeDuration) {
   const absl::StatusOr<Config> soon = Parse("discovery:\n  forget_after: 90s\n");
   ASSERT_TRUE(soon.ok()) << soon.status();
   EXPECT_EQ(soon->discovery.forget_after, absl::Seconds(90));
+}
+
+// Every duration key of the configuration, as its dotted path.
+constexpr const char* kDurationKeys[] = {
+    "cgroup.rescan_min_interval", "discovery.forget_after", "memory.sample_interval",
+    "alerting.timeout", "alerting.resend_interval", "anomalies.memory_climb.window",
+    "anomalies.memory_climb.warmup", "anomalies.limit_eta.window", "anomalies.limit_eta.warmup",
+    "anomalies.limit_eta.min_span", "anomalies.limit_eta.threshold",
+    "anomalies.pressure_spike.window", "anomalies.pressure_spike.sustain",
+    "anomalies.fault_storm.window", "anomalies.fault_storm.warmup",
+    "anomalies.cpu_starvation.window", "anomalies.cpu_starvation.warmup", "anomalies.oom_kill.hold",
+    "anomalies.memory_climb.baseline_half_life", "anomalies.memory_climb.clear_hold",
+    "anomalies.limit_eta.clear_hold", "anomalies.fault_storm.baseline_half_life",
+    "anomalies.fault_storm.clear_hold", "anomalies.cpu_starvation.baseline_half_life",
+    "anomalies.cpu_starvation.clear_hold",
+};
+
+// `path: value` as nested YAML mappings; the value's line is the last, at column 2 × depth + 1.
+std::string NestedYaml(const std::string& path, const std::string& value) {
+  std::string yaml, indent;
+  const std::vector<std::string> keys = absl::StrSplit(path, '.');
+  for (size_t i = 0; i < keys.size(); ++i) {
+    absl::StrAppend(&yaml, indent, keys[i], ":", i + 1 == keys.size() ? " " + value : "", "\n");
+    indent += "  ";
+  }
+  return yaml;
+}
+
+// Where NestedYaml puts the value of `path`: "cfg.yaml:<line>:<column>".
+std::string ValuePosition(const std::string& path) {
+  const std::vector<std::string> keys = absl::StrSplit(path, '.');
+  const size_t depth = keys.size() - 1;
+  return absl::StrCat("cfg.yaml:", keys.size(), ":", 2 * depth + keys.back().size() + 3);
+}
+
+// No duration is infinite, not a number or negative, whichever key it is for: each is refused
+// with the key's name and position and what to write instead.
+TEST(ConfigErrorTest, EveryDurationKeyRefusesInfiniteNanAndNegative) {
+  for (const char* key : kDurationKeys) {
+    for (const char* text : {"inf", "+inf", "nan", "infinite"}) {
+      EXPECT_THAT(ErrorOf(NestedYaml(key, text)),
+                  HasSubstr(absl::StrCat(ValuePosition(key), ": ", key, " \"", text,
+                                         "\" is not a duration; write e.g.")))
+          << key << ": " << text;
+    }
+    for (const char* text : {"-inf", "-1s", "-1ns"}) {
+      EXPECT_THAT(ErrorOf(NestedYaml(key, text)),
+                  HasSubstr(absl::StrCat(ValuePosition(key), ": ", key,
+                                         " must not be negative (got \"", text, "\")")))
+          << key << ": " << text;
+    }
+  }
+}
+
+// The list above is every duration key: each key that agent/config/ reads with ReadDuration
+// is the leaf of one listed.
+TEST(ConfigErrorTest, TheDurationKeysListedAreEveryDurationKey) {
+  std::set<std::string> listed;
+  for (const char* key : kDurationKeys) {
+    const std::vector<std::string> keys = absl::StrSplit(key, '.');
+    listed.insert(keys.back());
+  }
+  // {"key", [&](const ConfigValue& v) { ... r.ReadDuration(v, ...
+  const std::regex read(
+      R"re(\{"(\w+)",\s*\[&\]\(const ConfigValue& \w+\) \{\s*r\.ReadDuration\()re");
+  int found = 0;
+  for (const std::string& file : testing::SourceFiles("agent/config")) {
+    const std::string text = testing::SourceText(file);
+    for (std::sregex_iterator it(text.begin(), text.end(), read), end; it != end; ++it) {
+      ++found;
+      EXPECT_TRUE(listed.contains((*it)[1].str())) << file << ": " << (*it)[1].str();
+    }
+  }
+  EXPECT_EQ(found, 21);  // call sites; anomalies' rate baselines share theirs
 }
 
 TEST(ConfigErrorTest, LifecycleEventsIsABoolean) {

@@ -457,9 +457,51 @@ TEST_F(LimitDomainsTest, TheScrapeAndTheDetectorsSeeOneSnapshotReadOncePerInterv
   EXPECT_NEAR(*eta, 40.0, 0.5);
 }
 
+// Each sample's state holds until the next one: the time from a sample near the limit to the
+// next sample is near-limit time, whatever the next one finds, and the time before the first
+// sample near it is not. Uneven intervals tell the two sides apart.
+TEST_F(LimitDomainsTest, NearLimitTimeRunsFromTheFirstSampleNearTheLimitToTheFirstAwayFromIt) {
+  Naming naming(root_);
+  MemorySampler sampler(&naming.namer, layout_, MemoryConfig{}, Reader());
+  exporters::MemoryCollector collector({.sampler = &sampler, .namer = &naming.namer});
+  auto exported = [&] {
+    std::vector<prometheus::MetricFamily> families;
+    EXPECT_TRUE(collector.Collect(&families).ok());
+    return Value(families, "stagewatch_memory_near_limit_seconds_total");
+  };
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  // (seconds after t0, run-7's usage of its 400 MiB limit, near-limit seconds exported after)
+  const struct {
+    int at;
+    uint64_t usage_mib;
+    double near_seconds;
+  } steps[] = {
+      {0, 100, 0},   // 25%
+      {5, 380, 0},   // 95%: near from here on
+      {6, 390, 1},   // still near: the second since the last sample counts
+      {10, 100, 5},  // away: the 4 s since the last sample (near) count, no more after
+      {30, 100, 5},
+      {31, 396, 5},  // near again: the 1 s before it does not count
+      {33, 396, 7},
+  };
+  for (const auto& step : steps) {
+    Set(kTop, step.usage_mib * kMiB, std::nullopt);
+    Set(kRun7, step.usage_mib * kMiB, 400 * kMiB);
+    sampler.SampleOnce(t0 + absl::Seconds(step.at));
+    EXPECT_DOUBLE_EQ(sampler.Latest()->memory.at(naming.Id(kTop)).near_limit_seconds,
+                     step.near_seconds)
+        << "at " << step.at << " s";
+    EXPECT_DOUBLE_EQ(exported(), step.near_seconds) << "at " << step.at << " s";
+  }
+}
+
 TEST_F(LimitDomainsTest, AnIdleDomainIsReadInFullOnlyWhenItsUsageMovesOrEveryTenthSample) {
   Set(kTop, 100 * kMiB, std::nullopt);
   Set(kRun7, 90 * kMiB, 400 * kMiB, {{"failcnt", 3}});
+  // Unlimited, and readable: its limit is checked again on the slower round, at the sample its
+  // cgroup id (here an inode number) falls on, and a read that failed there would count as a
+  // skip below.
+  Set(kRun8, 10 * kMiB, std::nullopt);
   std::map<std::string, int> usage_reads;
   SampleReader reader = Reader();
   reader.usage = [&](const NamedCgroup& c) -> absl::StatusOr<uint64_t> {

@@ -453,8 +453,15 @@ TEST_F(RunWatcherTest, TheHeapIsTrimmedAgainAtTheSamplesWritesAfterAChurn) {
   }
   (*watcher)->Flush();
   const uint64_t settled = 1 + RunWatcher::kSettleTrims;
-  EXPECT_TRUE(testing::WaitUntil([&] { return (*watcher)->held().trims >= settled; }, 3000));
-  const uint64_t trims = (*watcher)->held().trims;  // one more if the churn spanned a write
+  // Settled once the trims after the churn are done: one more if the churn spanned a samples
+  // write, and then the count must not be read before that one (it was, under load).
+  EXPECT_TRUE(testing::WaitUntil(
+      [&] {
+        const RunWatcher::Held h = (*watcher)->held();
+        return h.trims >= settled && h.settle_trims_due == 0;
+      },
+      3000));
+  const uint64_t trims = (*watcher)->held().trims;
   EXPECT_LE(trims, settled + 1);
   absl::SleepFor(absl::Milliseconds(400));  // six more samples writes
   EXPECT_EQ((*watcher)->held().trims, trims);

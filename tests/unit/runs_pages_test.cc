@@ -3,6 +3,8 @@
 
 #include <regex>
 
+#include "absl/strings/str_format.h"
+
 #include "exporters/pages/run_charts.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -144,7 +146,8 @@ TEST_F(RunsPagesTest, ListFiltersByStageAndVerdict) {
   HttpReply html = Get("/runs", {{"verdict", "interrupted"}});
   ASSERT_EQ(html.status, 200u);
   EXPECT_THAT(html.body, HasSubstr("href=\"/runs/oom-1\""));
-  EXPECT_THAT(html.body, Not(HasSubstr("ok-1")));
+  EXPECT_THAT(html.body, Not(HasSubstr("/runs/ok-")));
+  EXPECT_THAT(html.body, Not(HasSubstr("/runs/slow-")));
   EXPECT_THAT(Get("/runs", {{"limit", "1"}}).body, Not(HasSubstr("oom-1")));
 }
 
@@ -170,6 +173,73 @@ TEST_F(RunsPagesTest, UnknownRunIs404) {
   EXPECT_EQ(html.status, 404u);
   EXPECT_THAT(html.body, HasSubstr("no run"));
   EXPECT_EQ(Get("/api/v1/runs/nope-1").status, 404u);
+}
+
+// 150 runs, newest first: 90 clean, 30 throttled 2% of their wall time, 30 OOM-killed, so that
+// the newest 100 hold no OOM kill and only 10 of the throttled runs. A verdict filter looks at
+// every run, whether the ledger stored the verdict (interrupted) or the page judges it with
+// thresholds of its own (degraded at 1%).
+TEST(RunsPagesManyRunsTest, AVerdictFilterFindsRunsOlderThanTheNewestHundred) {
+  TempDir dir;
+  {
+    auto ledger = *Ledger::Open(dir.file("ledger.db"));
+    ASSERT_TRUE(ledger->BeginBatch().ok());
+    for (int i = 0; i < 150; ++i) {  // i = 0 is the oldest
+      const char* kind = i < 30 ? "oom" : i < 60 ? "slow" : "ok";
+      const std::string id = absl::StrFormat("%s-%03d", kind, i);
+      ASSERT_TRUE(ledger->BeginRun(Started(id, "train", At(100 * i))).ok());
+      AgentFacts watched;
+      watched.oom_kills_userspace = 0;
+      watched.reclaim_stall_seconds = 0;
+      watched.run_queue_wait_seconds = 0;
+      watched.preemptors_observed = watched.anomalies_observed = true;
+      ASSERT_TRUE(ledger->AddAgentFacts(id, watched).ok());
+      RunEnd end;
+      end.end = At(100 * i + 50);
+      end.facts.oom_kills_kernel = i < 30 ? 1 : 0;
+      end.facts.cpu_seconds = 1;
+      end.facts.cpu_throttled_seconds = i >= 30 && i < 60 ? 1 : 0;  // 2% of 50 s
+      end.facts.memory_pressure_seconds = 0;
+      end.facts.cpu_pressure_seconds = 0;
+      if (i < 30) {
+        end.signal = 9;
+      } else {
+        end.exit_code = 0;
+      }
+      ASSERT_TRUE(ledger->EndRun(id, end).ok());
+    }
+    ASSERT_TRUE(ledger->CommitBatch().ok());
+  }
+  auto ids = [](const nlohmann::json& page) {
+    std::vector<std::string> out;
+    for (const auto& run : page["runs"]) out.push_back(run["id"]);
+    return out;
+  };
+  auto expected = [](const char* prefix, int from) {
+    std::vector<std::string> out;
+    for (int i = from + 29; i >= from; --i) out.push_back(absl::StrFormat("%s-%03d", prefix, i));
+    return out;
+  };
+
+  LedgerRunsSource stored(dir.file("ledger.db"), RunsConfig{});
+  nlohmann::json interrupted = nlohmann::json::parse(
+      AnswerRunsRequest(stored, RunsConfig{}, {"/api/v1/runs", {{"verdict", "interrupted"}}}).body);
+  EXPECT_EQ(ids(interrupted), expected("oom", 0));
+  const HttpReply html =
+      AnswerRunsRequest(stored, RunsConfig{}, {"/runs", {{"verdict", "interrupted"}}});
+  ASSERT_EQ(html.status, 200u);
+  for (const std::string& id : expected("oom", 0)) {
+    EXPECT_THAT(html.body, HasSubstr("href=\"/runs/" + id + "\"")) << id;
+  }
+  EXPECT_THAT(html.body, Not(HasSubstr("/runs/ok-")));
+  EXPECT_THAT(html.body, Not(HasSubstr("/runs/slow-")));
+
+  RunsConfig strict;
+  strict.degraded_fraction = 0.01;
+  LedgerRunsSource judged(dir.file("ledger.db"), strict);
+  nlohmann::json degraded = nlohmann::json::parse(
+      AnswerRunsRequest(judged, strict, {"/api/v1/runs", {{"verdict", "degraded"}}}).body);
+  EXPECT_EQ(ids(degraded), expected("slow", 30));
 }
 
 TEST(RunsPagesNoLedgerTest, AMissingLedgerIs503SayingWhy) {

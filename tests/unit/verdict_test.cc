@@ -112,6 +112,44 @@ TEST(VerdictTest, EachCauseDegradesAtItsShareOfWallTimeAndNamesIt) {
   }
 }
 
+// Four tasks busy at once (400 s of CPU in 100 s): figures of wall time (throttling, pressure,
+// near the limit) stay shares of the wall time; figures summed over the tasks (reclaim stalls,
+// run-queue wait) become shares of the busy task time.
+TEST(VerdictTest, WithSeveralTasksBusyEachCauseKeepsItsOwnDenominator) {
+  struct Case {
+    const char* cause;
+    void (*set)(RunRecord&);
+    const char* of;
+    double share = 0.05;
+  };
+  const Case cases[] = {
+      {"cpu_throttling", [](RunRecord& r) { r.end->facts.cpu_throttled_seconds = 5; },
+       "5.0 s (5% of 1m40s wall time)"},
+      {"cpu_pressure", [](RunRecord& r) { r.end->facts.cpu_pressure_seconds = 5; },
+       "5.0 s (5% of 1m40s wall time)"},
+      {"memory_pressure", [](RunRecord& r) { r.end->facts.memory_pressure_seconds = 5; },
+       "5.0 s (5% of 1m40s wall time)"},
+      {"near_memory_limit", [](RunRecord& r) { r.end->facts.near_limit_seconds = 5; },
+       "5.0 s (5% of 1m40s wall time)"},
+      {"reclaim_stalls", [](RunRecord& r) { r.agent.reclaim_stall_seconds = 20; },
+       "20.0 s summed over its tasks (5% of 6m40s busy task time in 1m40s wall time)"},
+      // 125 s of waiting, 20 s of it normal (5% of 400 s of CPU): 105 s of 525 s busy.
+      {"run_queue_wait", [](RunRecord& r) { r.agent.run_queue_wait_seconds = 125; },
+       "summed over its tasks (20% of 8m45s busy task time in 1m40s wall time)", 0.2},
+  };
+  for (const Case& c : cases) {
+    RunRecord r = Watched(100);
+    r.end->facts.cpu_seconds = 400;
+    c.set(r);
+    const Verdict v = JudgeRun(r, RunsConfig{});
+    EXPECT_EQ(v.kind, VerdictKind::kDegraded) << c.cause << ": " << v.Summary();
+    ASSERT_EQ(v.reasons.size(), 1u) << c.cause << ": " << v.Summary();
+    EXPECT_EQ(v.reasons[0].cause, c.cause);
+    EXPECT_NEAR(*v.reasons[0].share, c.share, 1e-9) << c.cause;
+    EXPECT_THAT(v.reasons[0].text, HasSubstr(c.of)) << c.cause;
+  }
+}
+
 // cpu.stat's throttled time sums CPUs: the share of wall time comes from the wall figure, and
 // without one it is never more than the wall time.
 TEST(VerdictTest, ThrottlingOnSeveralCpusIsAShareOfWallTimeNotMore) {

@@ -97,6 +97,15 @@ void LogPaging(const std::map<std::string, std::string>& labels,
   Log::Info("paging alertmanager", {{"labels", absl::StrJoin(pairs, ",")},
                                     {"runbook_url_base", links.runbook_url_base},
                                     {"external_url", links.external_url}});
+  const std::string& base = links.runbook_url_base;
+  if (!base.starts_with("http://") && !base.starts_with("https://")) {
+    // The default is the repository's folder: a link on-call cannot open from a page.
+    Log::Warn("runbook links open nowhere",
+              {{"runbook_url_base", base},
+               {"fix", "set alerting.runbook_url_base (and alerts/config.yaml's runbook_url_base) "
+                       "to where your site publishes the runbooks; the .deb installs them in "
+                       "/usr/share/doc/stagewatch/runbooks/"}});
+  }
 }
 
 void LogProbe(const ProbeStatus& p) {

@@ -56,6 +56,7 @@ RunsCli::RunsCli(CLI::App& app) {
   AddLedgerFlag(runs_, ledger_path_);
   list_ = runs_->add_subcommand("list", "Recent runs, newest first")->fallthrough();
   list_->add_option("--stage", list_flags_.stage, "Only this stage");
+  list_->add_option("--pipeline", list_flags_.pipeline, "Only runs of this pipeline");
   list_->add_option("--since", list_flags_.since,
                     "Only runs started this long ago or less (24h, 7d), or at or after a time "
                     "(2026-12-01T08:00:00Z)");

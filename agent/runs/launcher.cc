@@ -31,6 +31,7 @@
 #include "runs/run_cgroup.h"
 #include "runs/run_facts.h"
 #include "runs/run_id.h"
+#include "runs/run_owner.h"
 #include "runs/run_results.h"
 #include "runs/terminal_text.h"
 #include "runs/verdict.h"
@@ -299,6 +300,9 @@ absl::StatusOr<int> LaunchRun(const LaunchOptions& o, std::ostream& log) {
   // for the agent (or the next `stagewatch run`) to close and its cgroup to remove.
   RunStart run{id,      o.stage, o.pipeline, o.pipeline_run, o.command, RunSource::kLauncher,
                (*cgroup)->key_path(), getpid(), start, o.limits};
+  run.uid = getuid();
+  run.user = UserName(getuid());
+  run.host = HostName();
   absl::StatusOr<ResultsDirectory> results = ResultsDirectory::Make(id);
   if (!results.ok()) return results.status();
   if (absl::Status s = (*ledger)->BeginRun(run); !s.ok()) return s;

@@ -29,6 +29,7 @@ inline constexpr char kDefaultLedgerPath[] = "/var/lib/stagewatch/ledger.db";
 // Which runs a list holds: every one that matches, over the whole ledger, a page at a time.
 struct RunFilter {
   std::string stage;                  // "" for every stage
+  std::string pipeline;               // "" for runs of every pipeline (and of none)
   std::optional<absl::Time> since;    // runs started at or after
   std::optional<absl::Time> until;    // runs started before
   bool open_only = false;             // runs not yet ended

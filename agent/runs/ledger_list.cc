@@ -102,6 +102,10 @@ absl::StatusOr<std::vector<RunRecord>> Ledger::List(const RunFilter& filter) {
 
 absl::StatusOr<RunPage> Ledger::ListPage(const RunFilter& filter) {
   Where where;
+  if (!filter.pipeline.empty()) {
+    where.conditions.push_back("pipeline = ?");
+    where.args.push_back(filter.pipeline);
+  }
   if (!filter.stage.empty()) {
     where.conditions.push_back("stage = ?");
     where.args.push_back(filter.stage);

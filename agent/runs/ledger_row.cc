@@ -135,6 +135,9 @@ RunRecord DecodeRow(const SQLite::Statement& s) {
   }
   const std::optional<double> io_pressure = OptReal(next());
   if (r.end) r.end->facts.io_pressure_seconds = io_pressure;
+  st.user = text();
+  st.uid = OptInt(next());
+  st.host = text();
   return r;
 }
 

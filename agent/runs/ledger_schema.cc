@@ -96,11 +96,15 @@ CREATE INDEX runs_by_judged_start ON runs (verdict_judged_with, start_time, id);
 )sql",
       // 7: pipeline runs (a night of a pipeline: the runs sharing pipeline and pipeline_run),
       // what the run's command computed (results: a JSON object, name → number), its I/O
-      // pressure, and a stage's clean runs newest first by index, for its baseline.
+      // pressure, who started it where (user, uid, host), and a stage's clean runs newest
+      // first by index, for its baseline.
       R"sql(
 ALTER TABLE runs ADD COLUMN pipeline_run TEXT NOT NULL DEFAULT '';
 ALTER TABLE runs ADD COLUMN results TEXT;
 ALTER TABLE runs ADD COLUMN io_pressure_seconds REAL;
+ALTER TABLE runs ADD COLUMN user TEXT;
+ALTER TABLE runs ADD COLUMN uid INTEGER;
+ALTER TABLE runs ADD COLUMN host TEXT NOT NULL DEFAULT '';
 CREATE INDEX runs_by_stage_verdict ON runs (stage, verdict_judged_with, verdict, start_time);
 CREATE INDEX runs_by_pipeline_run ON runs (pipeline, pipeline_run, start_time)
   WHERE pipeline_run != '';

@@ -39,6 +39,9 @@ struct RunStart {
   std::optional<int64_t> launcher_pid;
   absl::Time start;
   RunLimits limits;
+  std::optional<int64_t> uid;  // who started it: the launcher's user; none for a discovered run
+  std::string user;            // uid's login name; "" when it has none
+  std::string host;            // the host it ran on
 };
 
 // Read from the run's cgroup files just before it is removed (by the launcher, or by the agent

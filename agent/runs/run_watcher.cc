@@ -18,6 +18,7 @@
 #include "runs/run_cgroup.h"
 #include "runs/run_end_log.h"
 #include "runs/run_id.h"
+#include "runs/run_owner.h"
 #include "runs/verdict.h"
 #include "thread_name.h"
 
@@ -247,7 +248,8 @@ void RunWatcher::OnMkdir(uint64_t id, const std::string& path, absl::Time seen) 
   by_cgroup_[id] = id;
   OpenRun& run = open_[id] = OpenRun{
       .start = {.stage = stage->name, .pipeline = stage->pipeline,
-                .source = RunSource::kDiscovered, .cgroup_path = path, .start = seen},
+                .source = RunSource::kDiscovered, .cgroup_path = path, .start = seen,
+                .host = HostName()},
       .cgroup_id = id,
       .ids = {id}};
   PublishIds(run);

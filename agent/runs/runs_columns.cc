@@ -28,6 +28,8 @@ std::vector<RunColumn> MakeColumns() {
       {"id", "ID", [](R r, V) { return r.start.id; }},
       {"stage", "STAGE", [](R r, V) { return r.start.stage; }},
       {"pipeline", "PIPELINE", [](R r, V) { return r.start.pipeline.empty() ? "-" : r.start.pipeline; }},
+      {"user", "USER", [](R r, V) { return r.start.user.empty() ? "-" : r.start.user; }},
+      {"host", "HOST", [](R r, V) { return r.start.host.empty() ? "-" : r.start.host; }},
       {"source", "SOURCE", [](R r, V) { return std::string(RunSourceName(r.start.source)); }},
       {"command", "COMMAND", [](R r, V) { return absl::StrJoin(r.start.command, " "); }},
       {"start", "START", [](R r, V) { return FormatRfc3339(r.start.start); }},

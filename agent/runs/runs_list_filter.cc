@@ -22,6 +22,7 @@ absl::StatusOr<absl::Time> ParseWhen(const std::string& text, const char* flag, 
 absl::StatusOr<RunFilter> RunFilterFromFlags(const ListFlags& flags, absl::Time now) {
   RunFilter filter;
   filter.stage = flags.stage;
+  filter.pipeline = flags.pipeline;
   if (!flags.verdict.empty()) {
     filter.verdict = ParseVerdictName(flags.verdict);
     if (!filter.verdict) {

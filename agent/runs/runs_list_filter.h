@@ -12,6 +12,7 @@ namespace stagewatch {
 
 struct ListFlags {
   std::string stage;    // --stage
+  std::string pipeline;  // --pipeline
   std::string verdict;  // --verdict
   std::string since;    // --since: runs started at or after; 7d (ago) or an RFC 3339 time
   std::string until;    // --until: runs started before; the same forms

@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "runs/run_efficiency.h"
 #include "runs/runs_columns.h"
+#include "runs/run_owner.h"
 #include "runs/terminal_text.h"
 #include "runs/verdict.h"
 #include "units.h"
@@ -132,6 +133,9 @@ json RunToJson(const RunRecord& r, const RunsConfig& config) {
       {"stage", s.stage},
       {"pipeline", s.pipeline},
       {"pipeline_run", s.pipeline_run},
+      {"user", s.user},
+      {"uid", s.uid ? json(*s.uid) : json(nullptr)},
+      {"host", s.host},
       {"command", s.command},
       {"source", RunSourceName(s.source)},
       {"cgroup_path", s.cgroup_path},
@@ -214,6 +218,7 @@ std::string RunDetails(const RunRecord& r, const RunsConfig& config) {
                                            : absl::StrCat(s.pipeline, ", run ", s.pipeline_run));
   }
   row("started", FormatRfc3339(s.start));
+  if (s.uid || !s.host.empty()) row("by", RunOwnerText(s));
   if (r.end) {
     row("ended", absl::StrFormat("%s (wall %s) by %s", FormatRfc3339(r.end->end),
                                  FormatSeconds(absl::ToDoubleSeconds(*r.Wall())), EndedBy(*r.end)));

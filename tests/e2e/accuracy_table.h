@@ -98,6 +98,12 @@ inline constexpr AccuracyRow kAccuracyTable[] = {
      "the runs the test made and ended, by their verdict"},
     {"stagewatch_run_info", "e2e:RunsE2E.ACgroupMadeBeneathAStageIsARunRecordedAndClosedAtRmdir",
      "the run id the test's cgroup was recorded under"},
+    {"stagewatch_run_duration_seconds",
+     "e2e:BaselineE2E.AHoggedRunIsPutDownToWaitingForCpuBehindTheHogsStage",
+     "count and sum: the ledger's runs of the stage and their wall times"},
+    {"stagewatch_run_lost_seconds_total",
+     "e2e:BaselineE2E.AHoggedRunIsPutDownToWaitingForCpuBehindTheHogsStage",
+     "cause=cpu_wait: the split `runs show --json` gives the hogged run"},
     // ---- the agent itself ----
     {"stagewatch_build_info", "e2e:AccuracyE2E.AgentSelfMetricsMatchTheKernel",
      "the version `stagewatch --version` prints and the libbpf this build links"},

@@ -124,6 +124,9 @@ TEST(AlertingE2E, ClimbPagesBeforeTheKillAndBothOomPagesArrive) {
                      "  limit_eta: {warmup: 3s, window: 4s, min_span: 2s}\n");
   AgentProcess agent({"--config.file", dir + "/agent.yml", "--web.listen-address", "127.0.0.1:0"});
   ASSERT_TRUE(agent.WaitListening()) << agent.log();
+  // The default runbook base is the repository's folder: the agent says how to make its links
+  // open.
+  EXPECT_NE(agent.log().find("runbook links open nowhere"), std::string::npos) << agent.log();
 
   const int prom_port = testing::FreePort();
   testing::WriteFile(dir + "/prometheus.yml",
@@ -214,6 +217,7 @@ TEST(AlertingE2E, DirectPageCarriesRunbookSeverityLabelsAndALinkBack) {
   AgentProcess agent({"--config.file", dir + "/agent.yml", "--web.listen-address", "127.0.0.1:0",
                       "--web.external-url", "https://sw.example.org/node-7/"});
   ASSERT_TRUE(agent.WaitListening()) << agent.log();
+  EXPECT_EQ(agent.log().find("runbook links open nowhere"), std::string::npos) << agent.log();
 
   pid_t hog = cg.Spawn("sw-page-links", [] { testing::TouchAnonymous(64 << 20); });
   ASSERT_EQ(testing::WaitForChild(hog), SIGKILL);

@@ -85,6 +85,11 @@ class BaselineE2E : public ::testing::Test {
     return j;
   }
 
+  double Metric(const std::string& series) {
+    return testing::ValueOr(testing::ParseExposition(agent_->Get("/metrics").value_or("")), series,
+                            -1);
+  }
+
   std::string dir_, ledger_, config_;
   std::unique_ptr<TestCgroup> parent_;
   std::unique_ptr<AgentProcess> agent_;
@@ -97,6 +102,11 @@ TEST_F(BaselineE2E, AHoggedRunIsPutDownToWaitingForCpuBehindTheHogsStage) {
   RunWork("swbase", "base-3");
   // A hog in another stage, on the same CPU, for the whole of the next run.
   AgentProcess hog(Launch("swhog", "hog-1", {}, {"taskset", "-c", "0", "python3", "-c", "while True: pass"}));
+  // Once the agent knows the hog's stage, its preemptions are named after it.
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    return agent_->Get("/metrics").value_or("").find(R"(pipeline_stage="swhog")") !=
+           std::string::npos;
+  }, 15000)) << agent_->log();
   const std::string hogged = RunWork("swbase", "hogged");
   ASSERT_EQ(kill(hog.pid(), SIGTERM), 0);
   hog.WaitExit(30000);
@@ -135,6 +145,18 @@ TEST_F(BaselineE2E, AHoggedRunIsPutDownToWaitingForCpuBehindTheHogsStage) {
   const std::string page = agent_->Get("/runs/hogged").value_or("");
   EXPECT_THAT(page, HasSubstr("its usual"));
   EXPECT_THAT(page, HasSubstr("rows 4000000"));
+  // The fleet's figures: the stage's runs and their wall times, and the time lost by cause.
+  const std::string stage = R"({pipeline_stage="swbase"})";
+  double walls = 0;
+  for (const char* id : {"base-1", "base-2", "base-3", "hogged"}) {
+    walls += Cli({"runs", "show", id, "--json"})["wall_seconds"].get<double>();
+  }
+  EXPECT_TRUE(testing::WaitUntil([&] {
+    return Metric(absl::StrCat("stagewatch_run_duration_seconds_count", stage)) == 4;
+  }, 10000)) << agent_->log();
+  EXPECT_NEAR(Metric(absl::StrCat("stagewatch_run_duration_seconds_sum", stage)), walls, 0.01);
+  EXPECT_NEAR(Metric(R"(stagewatch_run_lost_seconds_total{pipeline_stage="swbase",cause="cpu_wait"})"),
+              s["seconds_by_cause"]["cpu_wait"].get<double>(), 1e-6);
   const json compared = Cli({"runs", "compare", "base-3", "hogged", "--json"});
   EXPECT_EQ(compared["results"]["rows"]["difference"], 0);
   EXPECT_GT(compared["slowdown"]["seconds_by_cause"]["cpu_wait"].get<double>(), 0);

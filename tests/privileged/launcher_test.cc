@@ -350,7 +350,7 @@ TEST_F(LauncherTest, RunsListSinceLeavesOutRunsStartedBeforeIt) {
 
   AgentProcess bogus({"runs", "list", "--ledger.path", ledger_, "--since", "bogus"});
   EXPECT_NE(bogus.WaitExit(10000), 0) << bogus.log();
-  EXPECT_THAT(bogus.log(), HasSubstr("--since \"bogus\" is not a duration; write e.g. 30m, 24h or 7d"));
+  EXPECT_THAT(bogus.log(), HasSubstr("--since \"bogus\" is neither a duration (30m, 24h, 7d: that long ago)"));
 }
 
 // A run OOM-killed at 200 MiB that needed 400: the advisor's floor is 1.2 × the limit it was

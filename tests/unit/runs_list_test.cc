@@ -97,5 +97,30 @@ TEST_F(RunsListTest, SinceUntilAndChosenColumns) {
   EXPECT_THAT(bad.err, HasSubstr("--until \"soon\" is neither a duration"));
 }
 
+// --pipeline keeps the runs of one pipeline; the user and host who ran them are columns.
+TEST_F(RunsListTest, ThePipelineFilterAndWhoRanThem) {
+  {
+    auto ledger = *Ledger::Open(path_);
+    for (int i = 0; i < 3; ++i) {
+      RunStart run = Started(absl::StrCat("night-", i), "train", At(5000 + i));
+      run.pipeline = i < 2 ? "nightly" : "weekly";
+      run.pipeline_run = "2026-12-03";
+      run.uid = 1000;
+      run.user = "alice";
+      run.host = "node-1";
+      ASSERT_TRUE(ledger->BeginRun(run).ok());
+    }
+  }
+  testing::CliOutput out = RunCli({"runs", "list", "--ledger.path", path_, "--pipeline",
+                                   "nightly", "-o", "id,pipeline,user,host"});
+  ASSERT_EQ(out.code, 0) << out.err;
+  EXPECT_EQ(out.out, "ID       PIPELINE  USER   HOST\n"
+                     "night-1  nightly   alice  node-1\n"
+                     "night-0  nightly   alice  node-1\n");
+  testing::CliOutput shown = RunCli({"runs", "show", "--ledger.path", path_, "night-0"});
+  EXPECT_THAT(shown.out, HasSubstr("nightly, run 2026-12-03"));
+  EXPECT_THAT(shown.out, HasSubstr("alice (uid 1000) on node-1"));
+}
+
 }  // namespace
 }  // namespace stagewatch

@@ -31,4 +31,8 @@ absl::StatusOr<std::vector<RunSample>> LedgerRunsSource::Samples(const std::stri
   return WithLedger([&](Ledger& l) { return l.Samples(id); });
 }
 
+absl::Status LedgerRunsSource::Read(const std::function<absl::Status(Ledger&)>& read) {
+  return WithLedger([&](Ledger& l) { return read(l); });
+}
+
 }  // namespace stagewatch

@@ -2,6 +2,7 @@
 // one implementation (LedgerRunsSource); the pages know nothing of SQLite.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -35,6 +36,8 @@ class LedgerRunsSource : public RunsSource {
   absl::StatusOr<RunPage> List(const RunFilter& filter) override;
   absl::StatusOr<std::optional<RunRecord>> Get(const std::string& id) override;
   absl::StatusOr<std::vector<RunSample>> Samples(const std::string& id) override;
+  // Any other read, on the same connection as these (pipelines_source.h).
+  absl::Status Read(const std::function<absl::Status(Ledger&)>& read);
 
  private:
   template <typename F>

@@ -47,19 +47,6 @@ HttpReply Error(bool api, unsigned int status, const std::string& message) {
                                                                  HtmlEscape(message), "</p>\n"))};
 }
 
-// A percent-encoded query value for links.
-std::string UrlEncode(std::string_view text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += char(c);
-    } else {
-      out += absl::StrFormat("%%%02X", c);
-    }
-  }
-  return out;
-}
-
 struct ListQuery {
   std::string stage;
   std::string verdict;

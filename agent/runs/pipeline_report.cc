@@ -113,6 +113,19 @@ std::optional<double> PipelineRunReport::WallSeconds() const {
   return absl::ToDoubleSeconds(*last_end - first_start);
 }
 
+std::string PipelineRunReport::NoneLongerText() const {
+  int critical = 0, without = 0;
+  for (const PipelineRunMember& m : runs) {
+    if (!m.on_critical_path) continue;
+    ++critical;
+    if (!m.baseline.slowdown) ++without;
+  }
+  if (without == 0) return "no run on its critical path took longer than usual";
+  if (without == critical) return "not known yet: no run on its critical path has a baseline";
+  return absl::StrFormat("no run on its critical path took longer than usual, of those with a "
+                         "baseline (%d without one yet)", without);
+}
+
 std::string PipelineRunReport::WallText() const {
   const size_t found = baseline.nights.size();
   if (!baseline.median_wall_seconds) {
@@ -292,7 +305,7 @@ std::string PipelineRunText(const PipelineRunReport& r) {
   out += TextTable(rows);
   if (wall) {
     out += "made the night longer:\n";
-    if (r.made_longer.empty()) out += "  no run on its critical path took longer than usual\n";
+    if (r.made_longer.empty()) absl::StrAppend(&out, "  ", r.NoneLongerText(), "\n");
     std::vector<std::vector<std::string>> longer;
     for (const LongerRun& l : r.made_longer) {
       longer.push_back({absl::StrCat("  ", l.stage, " (", l.id, ")"), LongerText(l)});

@@ -68,6 +68,9 @@ struct PipelineRunReport {
   std::vector<LongerRun> made_longer;        // largest excess first
 
   std::optional<double> WallSeconds() const;
+  // When no run made the night longer: "no run on its critical path took longer than usual",
+  // and how many of those runs had no baseline to say.
+  std::string NoneLongerText() const;
   // "1.3× its usual 2h40m (median of 5 clean nights)", or why there is no baseline yet.
   std::string WallText() const;
 };

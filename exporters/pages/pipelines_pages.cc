@@ -267,6 +267,30 @@ class Timeline {
                           HtmlEscape(label), HtmlEscape(title));
   }
 
+  // A stripe over each stretch of `spans` with `flag`, stretches less than a pixel apart drawn
+  // as one: a long night's page stays small, whatever the runs' number of points.
+  void Stripes(std::string& out, const std::vector<PressureSpan>& spans, bool PressureSpan::*flag,
+               const char* cls, const char* title, double y, const char* fill) const {
+    std::optional<std::pair<double, double>> open;  // x from, x to
+    auto emit = [&] {
+      absl::StrAppendFormat(&out, "<rect class=\"%s\" x=\"%.2f\" y=\"%g\" width=\"%.2f\" "
+                                  "height=\"%g\" fill=\"%s\"><title>%s</title></rect>",
+                            cls, open->first, y, std::max(open->second - open->first, 1.0),
+                            kStripe, fill, title);
+    };
+    for (const PressureSpan& s : spans) {
+      if (!(s.*flag)) continue;
+      const double from = X(s.from), to = X(s.to);
+      if (open && from <= open->second + 1) {
+        open->second = std::max(open->second, to);
+        continue;
+      }
+      if (open) emit();
+      open = {{from, to}};
+    }
+    if (open) emit();
+  }
+
   std::string Row(const PipelineRunMember& m, double y) const {
     const RunRecord& run = m.run;
     const std::string& id = run.start.id;
@@ -288,21 +312,10 @@ class Timeline {
     // Where it waited for CPU (the bar's top stripe) or stalled on memory (its bottom one).
     const auto spans = view_.pressure.find(id);
     if (spans != view_.pressure.end()) {
-      for (const PressureSpan& s : spans->second) {
-        const double sx = X(s.from), sw = std::max(X(s.to) - sx, 1.0);
-        if (s.cpu) {
-          absl::StrAppendFormat(&out, "<rect class=\"cpu-wait\" x=\"%.2f\" y=\"%g\" "
-                                      "width=\"%.2f\" height=\"%g\" fill=\"%s\"><title>waiting "
-                                      "for CPU</title></rect>", sx, bar_y, sw, kStripe,
-                                kCpuWaitFill);
-        }
-        if (s.memory) {
-          absl::StrAppendFormat(&out, "<rect class=\"memory-stall\" x=\"%.2f\" y=\"%g\" "
-                                      "width=\"%.2f\" height=\"%g\" fill=\"%s\"><title>stalled "
-                                      "on memory</title></rect>", sx, bar_y + kBarHeight - kStripe,
-                                sw, kStripe, kMemoryStallFill);
-        }
-      }
+      Stripes(out, spans->second, &PressureSpan::cpu, "cpu-wait", "waiting for CPU", bar_y,
+              kCpuWaitFill);
+      Stripes(out, spans->second, &PressureSpan::memory, "memory-stall", "stalled on memory",
+              bar_y + kBarHeight - kStripe, kMemoryStallFill);
     }
     // The ledger has no time for an OOM kill; the kill ends the run, so it is marked at the end.
     const uint64_t kills = (run.end ? run.end->facts.oom_kills_kernel.value_or(0) : 0) +
@@ -356,8 +369,7 @@ std::string ReportHtml(const PipelineRunView& view, absl::Time now) {
   if (wall) {
     absl::StrAppend(&body, "<h2>What made the night longer</h2>\n");
     if (r.made_longer.empty()) {
-      absl::StrAppend(&body, "<p id=\"longer\">No run on its critical path took longer than "
-                             "its usual.</p>\n");
+      absl::StrAppend(&body, "<p id=\"longer\">", HtmlEscape(r.NoneLongerText()), ".</p>\n");
     } else {
       absl::StrAppend(&body, "<ul id=\"longer\">");
       for (const LongerRun& l : r.made_longer) {

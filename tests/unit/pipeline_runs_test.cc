@@ -282,6 +282,8 @@ TEST_F(PipelineRunsTest, ANightWithFewerThanThreeCleanNightsBeforeItHasNoBaselin
   EXPECT_EQ((*report)->WallText(), "no baseline yet: 1 clean night of nightly before it, 3 "
                                    "needed");
   EXPECT_TRUE((*report)->made_longer.empty());  // the runs have no baselines either
+  EXPECT_THAT(PipelineRunText(**report), HasSubstr("made the night longer:\n  not known yet: no "
+                                                   "run on its critical path has a baseline"));
   EXPECT_EQ(PipelineRunReportJson(**report, RunsConfig{})["baseline"]["median_wall_seconds"],
             nullptr);
   absl::StatusOr<std::optional<PipelineRunReport>> none = Report("2027-01-01");

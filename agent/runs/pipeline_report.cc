@@ -38,7 +38,10 @@ std::vector<LongerRun> MadeLonger(const std::vector<PipelineRunMember>& runs) {
   std::vector<LongerRun> out;
   for (const PipelineRunMember& m : runs) {
     const std::optional<Slowdown>& s = m.baseline.slowdown;
-    if (!m.on_critical_path || !s || s->excess_seconds <= 0) continue;
+    // An excess under 1% of the run's usual wall is noise, not a cause of a longer night.
+    if (!m.on_critical_path || !s || s->excess_seconds <= 0.01 * s->baseline_wall_seconds) {
+      continue;
+    }
     LongerRun l{.id = m.run.start.id, .stage = m.run.start.stage,
                 .excess_seconds = s->excess_seconds, .ratio = s->ratio};
     for (int i = 0; i < kSlowdownCauses; ++i) {
@@ -195,10 +198,12 @@ absl::StatusOr<std::string> PipelineOfRun(Ledger& ledger, const std::string& pip
   const std::vector<std::string>& have = *pipelines;
   if (!pipeline.empty()) {
     if (std::find(have.begin(), have.end(), pipeline) != have.end()) return pipeline;
-    return absl::NotFoundError(absl::StrFormat(
-        "no pipeline run \"%s\" of pipeline %s in the ledger \"%s\"%s", pipeline_run, pipeline,
-        ledger.path(), have.empty() ? "; see `stagewatch pipelines list`"
-                                    : absl::StrCat("; it is a run of ", absl::StrJoin(have, ", "))));
+    const std::string where = have.empty()
+                                  ? "; see `stagewatch pipelines list`"
+                                  : absl::StrCat("; it is a run of ", absl::StrJoin(have, ", "));
+    return absl::NotFoundError(
+        absl::StrFormat("no pipeline run \"%s\" of pipeline %s in the ledger \"%s\"%s",
+                        pipeline_run, pipeline, ledger.path(), where));
   }
   if (have.empty()) {
     return absl::NotFoundError(absl::StrFormat(
@@ -286,8 +291,9 @@ std::string PipelineRunsTable(const std::vector<PipelineRunSummary>& runs) {
 }
 
 std::string PipelineRunText(const PipelineRunReport& r) {
+  const std::string verdict(VerdictName(r.verdict));
   std::string out = TerminalText(absl::StrFormat("pipeline run %s of %s: %s", r.pipeline_run,
-                                                 r.pipeline, std::string(VerdictName(r.verdict)))) + "\n";
+                                                 r.pipeline, verdict)) + "\n";
   std::vector<std::string> stages;
   for (const PipelineRunMember& m : r.runs) stages.push_back(m.run.start.stage);
   std::vector<std::vector<std::string>> rows;

@@ -30,7 +30,8 @@ absl::StatusOr<PipelineRunView> LedgerPipelinesSource::Get(const std::string& pi
     if (!*report) return absl::NotFoundError("the pipeline run's runs were removed meanwhile");
     view.report = **std::move(report);
     for (const PipelineRunMember& m : view.report.runs) {
-      absl::StatusOr<std::vector<PressureSpan>> spans = l.PressureSpans(m.run.start.id, kStallShare);
+      absl::StatusOr<std::vector<PressureSpan>> spans =
+          l.PressureSpans(m.run.start.id, kStallShare);
       if (!spans.ok()) return spans.status();
       view.pressure[m.run.start.id] = *std::move(spans);
     }

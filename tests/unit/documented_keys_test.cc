@@ -160,7 +160,8 @@ TEST(DocumentedKeysTest, TheDocsTablesAreFound) {
   for (const DocumentedKey& k : AllDocumentedKeys()) names.push_back(k.Name());
   EXPECT_GT(names.size(), 80u);
   for (const char* sample : {"web.listen_address", "alerting.tls.cert_file", "runs.advise.oom_bump",
-                             "stages.systemd_units", "pipelines.<name>.deadline", "anomalies.oom_kill.hold",
+                             "stages.systemd_units", "pipelines.<name>.deadline",
+                             "anomalies.oom_kill.hold",
                              "anomalies.limit_eta.min_recent_growth_ratio",
                              "anomalies.cpu_starvation.clear_hold"}) {
     EXPECT_THAT(names, ::testing::Contains(sample));

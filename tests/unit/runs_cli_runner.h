@@ -1,5 +1,5 @@
-// `stagewatch ARGS...` for the run subcommands (run, runs, advise; pipelines), in this process, as main()
-// parses and dispatches them, with what they print.
+// `stagewatch ARGS...` for the run subcommands (run, runs, advise, pipelines), in this process,
+// as main() parses and dispatches them, with what they print.
 #pragma once
 
 #include <iostream>

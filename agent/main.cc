@@ -16,6 +16,7 @@
 #include "app/config_reload.h"
 #include "app/exit_codes.h"
 #include "app/features_report.h"
+#include "app/pipelines_cli.h"
 #include "app/results_cli.h"
 #include "app/runs_cli.h"
 #include "capabilities.h"
@@ -164,6 +165,7 @@ int main(int argc, char** argv) {
   features->add_flag("--json", json, "Print JSON");
   stagewatch::RunsCli runs_cli(app);  // run, runs list|show, advise
   stagewatch::ResultsCli results_cli(app);  // results, runs compare
+  stagewatch::PipelinesCli pipelines_cli(app);  // pipelines list|show
 
   try {
     app.parse(argc, argv);
@@ -214,6 +216,7 @@ int main(int argc, char** argv) {
   }
   if (std::optional<int> code = runs_cli.Dispatch(*config)) return *code;
   if (std::optional<int> code = results_cli.Dispatch(*config)) return *code;
+  if (std::optional<int> code = pipelines_cli.Dispatch(*config)) return *code;
   (void)agent;  // no subcommand and `agent` both run the exporter
   absl::StatusOr<std::vector<int>> keep = stagewatch::ParseCapabilityList(keep_capabilities);
   if (!keep.ok()) {

@@ -98,6 +98,24 @@ absl::StatusOr<absl::Duration> ParseDuration(std::string_view text, std::string_
   return days + more;
 }
 
+absl::StatusOr<absl::Duration> ParseTimeOfDay(std::string_view text, std::string_view name) {
+  const size_t colon = text.find(':');
+  uint64_t hours = 0, minutes = 0;
+  if (colon == std::string_view::npos || colon > 2 || text.size() - colon != 3 ||
+      !ParseDigits(text.substr(0, colon), hours) || !ParseDigits(text.substr(colon + 1), minutes) ||
+      hours > 23 || minutes > 59) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s \"%s\" is not a time of day; write HH:MM on a 24-hour clock, e.g. 12:00 or 06:30",
+        ToAbsl(name), ToAbsl(text)));
+  }
+  return absl::Hours(hours) + absl::Minutes(minutes);
+}
+
+std::string FormatTimeOfDay(absl::Duration since_midnight) {
+  const int64_t minutes = absl::ToInt64Minutes(since_midnight);
+  return absl::StrFormat("%02d:%02d", minutes / 60, minutes % 60);
+}
+
 std::string FormatBytes(double bytes) {
   static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   const char* sign = bytes < 0 ? "-" : "";

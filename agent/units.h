@@ -24,6 +24,11 @@ absl::StatusOr<double> ParseCores(std::string_view text, std::string_view flag);
 // flag or key in error messages.
 absl::StatusOr<absl::Duration> ParseDuration(std::string_view text, std::string_view name);
 
+// A local time of day as "HH:MM" on a 24-hour clock ("12:00", "06:30", "0:15"): its offset from
+// midnight. `name` names the key in error messages.
+absl::StatusOr<absl::Duration> ParseTimeOfDay(std::string_view text, std::string_view name);
+std::string FormatTimeOfDay(absl::Duration since_midnight);  // "06:30"
+
 // "512 B", "200.0 MiB", "1.50 GiB", "-3.00 MiB": binary units, as memory limits are set, with
 // at least three significant digits (a peak beside its limit, an advised limit, must not round
 // to the same figure).

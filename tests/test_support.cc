@@ -542,4 +542,17 @@ int AgentProcess::WaitExit(int timeout_ms) {
   return *exit_code_;
 }
 
+std::string HeadlessChromium(const std::string& profile_dir, const std::string& mode,
+                             const std::string& url, int width, int height) {
+  AgentProcess browser({"--headless", "--no-sandbox", "--disable-gpu",
+                        "--disable-background-networking", "--no-first-run",
+                        "--user-data-dir=" + profile_dir,
+                        "--window-size=" + std::to_string(width) + "," + std::to_string(height),
+                        mode, url},
+                       nullptr, kChromium);
+  const int rc = browser.WaitExit(180000);  // -1: still running, killed by the destructor
+  EXPECT_EQ(rc, 0) << browser.log();
+  return rc == 0 ? browser.log() : "";
+}
+
 }  // namespace stagewatch::testing

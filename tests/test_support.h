@@ -218,4 +218,12 @@ class AlertmanagerProcess {
 // Runs `command` with `input` on stdin; returns exit status and combined output.
 std::pair<int, std::string> RunWithInput(const std::string& command, const std::string& input);
 
+// Debian's headless Chromium on `url` with `mode` (--dump-dom, or --screenshot=FILE) in a
+// window of `width`×`height` px, its profile in `profile_dir`: what it printed, or "" (and a
+// test failure) when it did not exit 0 within 180 s (a cold start under the VM stage's
+// single-threaded emulation takes over a minute), then killed by its pid.
+inline constexpr char kChromium[] = "/usr/bin/chromium";
+std::string HeadlessChromium(const std::string& profile_dir, const std::string& mode,
+                             const std::string& url, int width, int height);
+
 }  // namespace stagewatch::testing

@@ -29,6 +29,7 @@
 #include "exporters/http/http_server.h"
 #include "exporters/metrics/metric_builders.h"
 #include "exporters/metrics/process_collector.h"
+#include "exporters/pages/pipelines_pages.h"
 #include "exporters/pages/runs_pages.h"
 #include "exporters/http/web_config.h"
 #include "log.h"
@@ -305,6 +306,10 @@ int RunAgent(const AgentOptions& options) {
       .render_metrics = [&registry] { return exporters::SerializeText(registry.CollectAll()); },
       .ready = [&ready] { return ready.load(); },
       .handlers = exporters::RunsHandlers(&runs_source, config.runs)};
+  LedgerPipelinesSource pipelines_source(&runs_source, config.runs, config.pipelines);
+  for (exporters::ExtraHandler& h : exporters::PipelinesHandlers(&pipelines_source, config.runs)) {
+    http_options.handlers.push_back(std::move(h));
+  }
   absl::StatusOr<std::unique_ptr<exporters::HttpServer>> http =
       exporters::HttpServer::Start(std::move(http_options));
   if (!http.ok()) {

@@ -28,6 +28,7 @@ std::vector<std::string> ChangedSections(const Config& a, const Config& b) {
   check(a.anomalies == b.anomalies, "anomalies");
   check(a.alerting == b.alerting, "alerting");
   check(a.runs == b.runs, "runs");
+  check(a.pipelines == b.pipelines, "pipelines");
   check(a.stages == b.stages, "stages");
   check(a.collectors == b.collectors, "collectors");
   return changed;

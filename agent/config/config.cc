@@ -27,6 +27,7 @@ void ParseTop(ConfigReader& r, const YAML::Node& root, const std::vector<std::st
       {"anomalies", [&](const ConfigValue& v) { ParseAnomalies(r, v, c.anomalies); }},
       {"alerting", [&](const ConfigValue& v) { ParseAlerting(r, v, c.alerting); }},
       {"runs", [&](const ConfigValue& v) { ParseRuns(r, v, c.runs); }},
+      {"pipelines", [&](const ConfigValue& v) { ParsePipelines(r, v, c.pipelines); }},
   });
 }
 

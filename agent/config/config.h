@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "config/anomaly_config.h"
+#include "config/pipelines_config.h"
 #include "config/runs_config.h"
 
 namespace stagewatch {
@@ -129,6 +130,7 @@ struct Config {
   AnomalyConfig anomalies;
   AlertingConfig alerting;
   RunsConfig runs;
+  PipelinesConfig pipelines;
   std::vector<StageConfig> stages;
   std::map<std::string, bool> collectors;  // every known collector, on or off
 

@@ -27,5 +27,6 @@ void ParseMemory(ConfigReader& reader, const ConfigValue& section, MemoryConfig&
 void ParseAnomalies(ConfigReader& reader, const ConfigValue& section, AnomalyConfig& anomalies);
 void ParseAlerting(ConfigReader& reader, const ConfigValue& section, AlertingConfig& alerting);
 void ParseRuns(ConfigReader& reader, const ConfigValue& section, RunsConfig& runs);
+void ParsePipelines(ConfigReader& reader, const ConfigValue& section, PipelinesConfig& pipelines);
 
 }  // namespace stagewatch::config_internal

@@ -36,6 +36,14 @@ size_t EditDistance(std::string_view a, std::string_view b) {
 
 absl::Status Invalid(std::string message) { return absl::InvalidArgumentError(message); }
 
+// Letters, digits, "_", "." and "-", starting with a letter or "_": a stage's or a pipeline's.
+bool IsPlainName(std::string_view name) {
+  return !name.empty() && (absl::ascii_isalpha(name[0]) || name[0] == '_') &&
+         std::all_of(name.begin(), name.end(), [](char c) {
+           return absl::ascii_isalnum(c) || c == '_' || c == '.' || c == '-';
+         });
+}
+
 absl::Status CheckGlob(std::string_view glob, std::string_view stage) {
   const absl::Status status = ValidateGlob(glob);
   if (status.ok()) return status;
@@ -141,13 +149,16 @@ absl::Status CheckStageName(std::string_view name) {
   if (name == "unattributed") {
     return Invalid("stage name \"unattributed\" is reserved for cgroups that match no stage");
   }
-  const bool valid = (absl::ascii_isalpha(name[0]) || name[0] == '_') &&
-                     std::all_of(name.begin(), name.end(), [](char c) {
-                       return absl::ascii_isalnum(c) || c == '_' || c == '.' || c == '-';
-                     });
-  if (valid) return absl::OkStatus();
+  if (IsPlainName(name)) return absl::OkStatus();
   return Invalid(absl::StrFormat("stage name \"%s\" is not valid; use letters, digits, \"_\", "
                                  "\".\" and \"-\", starting with a letter or \"_\"", name));
+}
+
+absl::Status CheckPipelineName(std::string_view name) {
+  if (IsPlainName(name)) return absl::OkStatus();
+  return Invalid(absl::StrFormat("pipeline name \"%s\" is not valid; use letters, digits, \"_\", "
+                                 "\".\" and \"-\", starting with a letter or \"_\"",
+                                 name.substr(0, 120)));
 }
 
 absl::Status CheckCgroupPathGlob(std::string_view glob, std::string_view stage) {

@@ -34,6 +34,8 @@ absl::Status CheckExternalUrl(std::string_view url);
 
 // Name syntax only; uniqueness is checked by the parser, which sees all stages.
 absl::Status CheckStageName(std::string_view name);
+// A pipeline name: as a stage name (letters, digits, "_", ".", "-"; a letter or "_" first).
+absl::Status CheckPipelineName(std::string_view name);
 // `stage` names the stage in messages, e.g. `stage "train"`.
 absl::Status CheckCgroupPathGlob(std::string_view glob, std::string_view stage);
 absl::Status CheckSystemdUnitGlob(std::string_view glob, std::string_view stage);

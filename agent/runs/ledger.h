@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -42,6 +43,38 @@ struct RunFilter {
 struct RunPage {
   std::vector<RunRecord> runs;  // newest first
   bool more = false;  // more runs match after the last one: the next page is before = its id
+};
+
+// A pipeline run: the runs that share a pipeline and a pipeline-run id (a night).
+struct PipelineRunSummary {
+  std::string pipeline;
+  std::string pipeline_run;
+  absl::Time first_start;               // of its first run
+  std::optional<absl::Time> last_end;   // of its runs that ended; nullopt when none has
+  int runs = 0;
+  int open_runs = 0;
+  // Running while a run is open, else its worst run's (interrupted, degraded, unobserved, clean).
+  VerdictKind verdict = VerdictKind::kRunning;
+};
+
+struct PipelineRunFilter {
+  std::string pipeline;                      // "" for every pipeline
+  std::optional<absl::Time> started_before;  // pipeline runs whose first run started before
+  // Set: the pipeline runs listed after this one (its pipeline, its id), for the next page.
+  std::optional<std::pair<std::string, std::string>> after;
+  int limit = 100;  // newest first, by their first run's start
+};
+
+struct PipelineRunPage {
+  std::vector<PipelineRunSummary> runs;  // newest first
+  bool more = false;  // more match after the last one: the next page is after it
+};
+
+// Where a run's sampled pressure was above a share: from the point before to this point.
+struct PressureSpan {
+  absl::Time from, to;
+  bool cpu = false;     // its tasks waited for a CPU (PSI cpu "some")
+  bool memory = false;  // its tasks stalled on memory (PSI memory "some")
 };
 
 class Ledger {
@@ -102,6 +135,17 @@ class Ledger {
   // kBaselineScan runs judged under other thresholds (a reader's own `judging`).
   absl::StatusOr<std::vector<RunRecord>> CleanRunsBefore(const RunStart& run, int n);
   static constexpr int kBaselineScan = 2000;
+
+  // Pipeline runs (ledger_pipelines.cc), by index: the filter's, newest first, a page at a
+  // time, each judged with the ledger's thresholds. NotFound when `after` names none.
+  absl::StatusOr<PipelineRunPage> ListPipelineRuns(const PipelineRunFilter& filter);
+  // One pipeline run's runs, in the order they started; empty when it has none.
+  absl::StatusOr<std::vector<RunRecord>> PipelineRunRuns(const std::string& pipeline,
+                                                         const std::string& pipeline_run);
+  // The pipelines that have a pipeline run of this id (two may share one, e.g. a date).
+  absl::StatusOr<std::vector<std::string>> PipelinesWithRun(const std::string& pipeline_run);
+  // Where the run's points show CPU or memory pressure above `share` (0..1), oldest first.
+  absl::StatusOr<std::vector<PressureSpan>> PressureSpans(const std::string& id, double share);
 
   // Withdraws an open run that never started, with its points: the launcher records a run
   // before it makes the run's cgroup (so that its death at any moment leaves a row to close),

@@ -7,12 +7,7 @@
 namespace stagewatch {
 
 absl::Status CheckPipelineName(std::string_view name) {
-  absl::Status s = config_internal::CheckStageName(name);
-  if (s.ok()) return s;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "pipeline name \"", std::string(name.substr(0, 120)),
-      "\" is not valid; use letters, digits, \"_\", \".\" and \"-\", starting with a letter or "
-      "\"_\""));
+  return config_internal::CheckPipelineName(name);
 }
 
 absl::Status CheckPipelineRunId(std::string_view id) {
@@ -23,8 +18,30 @@ absl::Status CheckPipelineRunId(std::string_view id) {
       "letter or digit (e.g. the night's date, 2026-12-03)"));
 }
 
+absl::CivilDay NightDayOf(absl::Time at, absl::Duration night_starts, absl::TimeZone zone) {
+  // In clock time, not elapsed time: on a day the clocks change, 12:30 is still after 12:00.
+  return absl::CivilDay(absl::ToCivilSecond(at, zone) - absl::ToInt64Seconds(night_starts));
+}
+
 std::string NightOf(absl::Time at, absl::Duration night_starts, absl::TimeZone zone) {
-  return absl::FormatTime("%Y-%m-%d", at - night_starts, zone);
+  return absl::FormatCivilTime(NightDayOf(at, night_starts, zone));
+}
+
+absl::Time NightDeadline(absl::Time at, absl::Duration night_starts, absl::Duration deadline,
+                         absl::TimeZone zone) {
+  const absl::CivilSecond day(NightDayOf(at, night_starts, zone));
+  const absl::CivilSecond start = day + absl::ToInt64Seconds(night_starts);
+  absl::CivilSecond end = day + absl::ToInt64Seconds(deadline);
+  if (end <= start) end += 24 * 3600;
+  return absl::FromCivil(end, zone);
+}
+
+std::string DiscoveredPipelineRun(const PipelinesConfig& pipelines, const std::string& pipeline,
+                                  absl::Time start, absl::TimeZone zone) {
+  if (pipeline.empty()) return "";
+  const auto it = pipelines.find(pipeline);
+  const PipelineConfig config = it == pipelines.end() ? PipelineConfig{} : it->second;
+  return NightOf(start, config.night_starts, zone);
 }
 
 }  // namespace stagewatch

@@ -15,6 +15,7 @@
 #include "runs/baseline_comparison.h"
 #include "runs/orphan_runs.h"
 #include "runs/pending_ends.h"
+#include "runs/pipeline_run.h"
 #include "runs/run_cgroup.h"
 #include "runs/run_end_log.h"
 #include "runs/run_id.h"
@@ -248,6 +249,8 @@ void RunWatcher::OnMkdir(uint64_t id, const std::string& path, absl::Time seen) 
   by_cgroup_[id] = id;
   OpenRun& run = open_[id] = OpenRun{
       .start = {.stage = stage->name, .pipeline = stage->pipeline,
+                .pipeline_run = DiscoveredPipelineRun(options_.pipelines, stage->pipeline, seen,
+                                                      options_.zone),
                 .source = RunSource::kDiscovered, .cgroup_path = path, .start = seen,
                 .host = HostName()},
       .cgroup_id = id,

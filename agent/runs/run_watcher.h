@@ -26,6 +26,7 @@
 #include "absl/time/time.h"
 #include "bpf/lifecycle.h"
 #include "cgroup/layout.h"
+#include "config/pipelines_config.h"
 #include "config/runs_config.h"
 #include "runs/agent_presence.h"
 #include "runs/discovered_sampler.h"
@@ -66,6 +67,9 @@ struct RunWatcherOptions {
   // Samples discovered runs' cgroup files when set (runs.sample_reads_per_second above 0).
   std::optional<DiscoveredSamplerOptions> sampling;
   absl::Duration write_samples_every = absl::Seconds(10);  // batched ledger writes
+  // A discovered run of a stage with a pipeline joins the night it starts in (pipeline_run.h).
+  PipelinesConfig pipelines;
+  absl::TimeZone zone = absl::LocalTimeZone();
 };
 
 // What the kernel held in a removed cgroup's own memcg at its rmdir (bpf/lifecycle.h), in bytes;

@@ -367,4 +367,6 @@ std::string AdviceText(const Advice& a) {
   return out;
 }
 
+std::string TextTable(const std::vector<std::vector<std::string>>& cells) { return Table(cells); }
+
 }  // namespace stagewatch

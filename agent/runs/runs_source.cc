@@ -36,4 +36,8 @@ absl::StatusOr<std::vector<RunRecord>> LedgerRunsSource::CleanRunsBefore(const R
   return WithLedger([&](Ledger& l) { return l.CleanRunsBefore(run, n); });
 }
 
+absl::Status LedgerRunsSource::Read(const std::function<absl::Status(Ledger&)>& read) {
+  return WithLedger([&](Ledger& l) { return read(l); });
+}
+
 }  // namespace stagewatch

@@ -2,6 +2,7 @@
 // one implementation (LedgerRunsSource); the pages know nothing of SQLite.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -38,6 +39,8 @@ class LedgerRunsSource : public RunsSource {
   absl::StatusOr<std::optional<RunRecord>> Get(const std::string& id) override;
   absl::StatusOr<std::vector<RunSample>> Samples(const std::string& id) override;
   absl::StatusOr<std::vector<RunRecord>> CleanRunsBefore(const RunStart& run, int n) override;
+  // Any other read, on the same connection as these (pipelines_source.h).
+  absl::Status Read(const std::function<absl::Status(Ledger&)>& read);
 
  private:
   template <typename F>

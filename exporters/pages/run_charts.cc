@@ -1,6 +1,7 @@
 #include "exporters/pages/run_charts.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -15,22 +16,6 @@ constexpr double kLeft = 80, kRight = 20, kTop = 28, kBottom = 36;
 // widest common glyphs' average), and its rows this far apart.
 constexpr double kMarkCharWidth = 7, kMarkRowHeight = 13;
 constexpr int kTicks = 4;
-
-// A round step (1, 2 or 5 × 10^n) that splits `span` into about kTicks parts.
-double NiceStep(double span) {
-  const double raw = span / kTicks;
-  const double magnitude = std::pow(10, std::floor(std::log10(raw)));
-  for (double m : {1.0, 2.0, 5.0}) {
-    if (raw <= m * magnitude) return m * magnitude;
-  }
-  return 10 * magnitude;
-}
-
-std::string TimeLabel(double seconds) {
-  if (seconds >= 3600) return absl::StrFormat("%.1f h", seconds / 3600);
-  if (seconds >= 120) return absl::StrFormat("%.0f min", seconds / 60);
-  return absl::StrFormat("%g s", seconds);
-}
 
 // At most two points per pixel column: the lowest and the highest in it, in time order, so a
 // long run's line stays small to send and draw and keeps every peak.
@@ -55,6 +40,21 @@ std::vector<std::pair<double, double>> PerColumn(const std::vector<std::pair<dou
 
 }  // namespace
 
+double NiceStep(double span, int parts) {
+  const double raw = span / parts;
+  const double magnitude = std::pow(10, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0}) {
+    if (raw <= m * magnitude) return m * magnitude;
+  }
+  return 10 * magnitude;
+}
+
+std::string TimeLabel(double seconds) {
+  if (seconds >= 3600) return absl::StrFormat("%.1f h", seconds / 3600);
+  if (seconds >= 120) return absl::StrFormat("%.0f min", seconds / 60);
+  return absl::StrFormat("%g s", seconds);
+}
+
 std::string HtmlEscape(std::string_view text) {
   std::string out;
   out.reserve(text.size());
@@ -71,6 +71,18 @@ std::string HtmlEscape(std::string_view text) {
   return out;
 }
 
+std::string UrlEncode(std::string_view text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += char(c);
+    } else {
+      out += absl::StrFormat("%%%02X", c);
+    }
+  }
+  return out;
+}
+
 std::string RenderChartSvg(const Chart& chart) {
   const double plot_w = kWidth - kLeft - kRight, plot_h = kHeight - kTop - kBottom;
   double top = chart.min_top;
@@ -79,7 +91,7 @@ std::string RenderChartSvg(const Chart& chart) {
     points += l.points.size();
     for (const auto& [t, v] : l.points) top = std::max(top, v);
   }
-  const double y_step = NiceStep(top * 1.05);
+  const double y_step = NiceStep(top * 1.05, kTicks);
   top = y_step * std::ceil(top * 1.05 / y_step);
   const double duration = std::max(chart.duration, 1e-3);
   auto x = [&](double t) { return kLeft + plot_w * std::clamp(t / duration, 0.0, 1.0); };
@@ -99,7 +111,7 @@ std::string RenderChartSvg(const Chart& chart) {
                           kLeft, y(v), kLeft + plot_w, y(v), kLeft - 6, y(v) + 4,
                           HtmlEscape(chart.format_value(v)));
   }
-  const double t_step = NiceStep(duration);
+  const double t_step = NiceStep(duration, kTicks);
   for (double t = 0; t <= duration + t_step / 1e6; t += t_step) {
     absl::StrAppendFormat(&svg,
                           "<line x1=\"%.1f\" y1=\"%g\" x2=\"%.1f\" y2=\"%g\" stroke=\"#999\"/>"

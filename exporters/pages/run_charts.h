@@ -11,6 +11,13 @@ namespace stagewatch::exporters {
 
 // &, <, >, " and ' as entities: safe in element text and in quoted attributes.
 std::string HtmlEscape(std::string_view text);
+// Percent-encoded for a URL's path segment or query value: all but letters, digits, -_.~
+std::string UrlEncode(std::string_view text);
+
+// A round step (1, 2 or 5 × 10^n) that splits `span` into about `parts` parts: an axis' ticks.
+double NiceStep(double span, int parts);
+// A time axis' label: "30 s", "5 min", "1.5 h".
+std::string TimeLabel(double seconds);
 
 struct ChartLine {
   std::string name;   // in the legend

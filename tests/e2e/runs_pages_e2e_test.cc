@@ -22,7 +22,6 @@ using ::testing::HasSubstr;
 using testing::AgentProcess;
 using testing::TestCgroup;
 
-constexpr char kChromium[] = "/usr/bin/chromium";
 // ~120 MiB held for 3 s while busy, so memory and CPU both draw a line.
 constexpr char kWork[] =
     "import time\nb = bytearray(120 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\n"
@@ -53,19 +52,8 @@ class RunsPagesE2E : public ::testing::Test {
     if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
   }
 
-  // Runs headless Chromium on `url` with `mode` (--dump-dom or --screenshot=FILE); its output,
-  // or "" if it had to be killed (by its pid, after 180 s: a cold start under the VM stage's
-  // single-threaded emulation takes over a minute).
   std::string Chromium(const std::string& mode, const std::string& url, int width = 900) {
-    const std::string profile = dir_ + "/chromium-profile";
-    AgentProcess browser({"--headless", "--no-sandbox", "--disable-gpu",
-                          "--disable-background-networking", "--no-first-run",
-                          "--user-data-dir=" + profile,
-                          "--window-size=" + std::to_string(width) + ",1200", mode, url},
-                         nullptr, kChromium);
-    const int rc = browser.WaitExit(180000);  // -1: still running, killed by the destructor
-    EXPECT_EQ(rc, 0) << browser.log();
-    return rc == 0 ? browser.log() : "";
+    return testing::HeadlessChromium(dir_ + "/chromium-profile", mode, url, width, 1200);
   }
 
   std::string dir_;
@@ -73,7 +61,7 @@ class RunsPagesE2E : public ::testing::Test {
 };
 
 TEST_F(RunsPagesE2E, ALaunchedRunsPageShowsItsVerdictAndChartsInChromium) {
-  ASSERT_TRUE(std::filesystem::exists(kChromium)) << "install Debian's chromium";
+  ASSERT_TRUE(std::filesystem::exists(testing::kChromium)) << "install Debian's chromium";
   const std::string ledger = dir_ + "/ledger.db";
   const std::string config = dir_ + "/config.yaml";
   testing::WriteFile(config, "memory:\n  sample_interval: 200ms\n");

@@ -186,7 +186,8 @@ TEST(ConfigErrorTest, UnknownKeyWithoutCloseMatchListsAllowed) {
   EXPECT_THAT(error, StartsWith("cfg.yaml:2:1: unknown key \"prometheus\" at top level"));
   EXPECT_THAT(error, Not(HasSubstr("did you mean")));
   EXPECT_THAT(error,
-              HasSubstr("(allowed: web, log, cgroup, discovery, stages, collectors, oom, memory, anomalies, alerting, runs)"));
+              HasSubstr("(allowed: web, log, cgroup, discovery, stages, collectors, oom, memory, "
+                        "anomalies, alerting, runs, pipelines)"));
 }
 
 TEST(ConfigErrorTest, UnknownKeysAtEveryLevel) {

@@ -106,12 +106,22 @@ std::string Uncommented(std::string_view yaml) {
   return out;
 }
 
-// The node at `path`, through lists by their first entry (stages.name); undefined if none.
-// (reset() moves a handle; `=` would overwrite the node it refers to.)
+// A key the docs write as `<name>.key`: the map's entries are named by the user
+// (pipelines.<name>.deadline).
+constexpr char kNamedEntry[] = "<name>";
+
+// The node at `path`, through lists by their first entry (stages.name) and named entries by
+// the first name (pipelines.<name>.deadline); undefined if none. (reset() moves a handle; `=`
+// would overwrite the node it refers to.)
 YAML::Node Find(const YAML::Node& root, const std::vector<std::string>& path) {
   YAML::Node node = YAML::Clone(root);
   for (const std::string& part : path) {
     if (node.IsSequence() && node.size() > 0) node.reset(node[0]);
+    if (part == kNamedEntry) {
+      if (!node.IsMap() || node.size() == 0) return YAML::Node(YAML::NodeType::Undefined);
+      node.reset(node.begin()->second);
+      continue;
+    }
     if (!node.IsMap() || !node[part]) return YAML::Node(YAML::NodeType::Undefined);
     node.reset(node[part]);
   }
@@ -129,11 +139,15 @@ std::string OnlyKey(const YAML::Node& shipped, const std::vector<std::string>& p
       at[path[i]] = whole;
       break;
     }
+    std::string key = path[i];
+    if (key == kNamedEntry) {  // the shipped name
+      key = Find(shipped, {path.begin(), path.begin() + i}).begin()->first.Scalar();
+    }
     if (i + 1 == path.size()) {
-      at[path[i]] = value;
+      at[key] = value;
     } else {
-      at[path[i]] = YAML::Node(YAML::NodeType::Map);
-      at.reset(at[path[i]]);
+      at[key] = YAML::Node(YAML::NodeType::Map);
+      at.reset(at[key]);
     }
   }
   YAML::Emitter out;
@@ -146,7 +160,8 @@ TEST(DocumentedKeysTest, TheDocsTablesAreFound) {
   for (const DocumentedKey& k : AllDocumentedKeys()) names.push_back(k.Name());
   EXPECT_GT(names.size(), 80u);
   for (const char* sample : {"web.listen_address", "alerting.tls.cert_file", "runs.advise.oom_bump",
-                             "stages.systemd_units", "anomalies.oom_kill.hold",
+                             "stages.systemd_units", "pipelines.<name>.deadline",
+                             "anomalies.oom_kill.hold",
                              "anomalies.limit_eta.min_recent_growth_ratio",
                              "anomalies.cpu_starvation.clear_hold"}) {
     EXPECT_THAT(names, ::testing::Contains(sample));

@@ -16,6 +16,7 @@
 
 #include "gtest/gtest.h"
 #include "cgroup_event_for.h"
+#include "runs/pipeline_run.h"
 #include "runs_test_util.h"
 #include "test_support.h"
 
@@ -26,17 +27,21 @@ using testing::TempDir;
 
 class RunWatcherTest : public ::testing::Test {
  protected:
-  RunWatcherTest() : stages_({}, DiscoveryConfig{}), ledger_path_(dir_.file("ledger.db")) {
+  explicit RunWatcherTest(std::vector<StageConfig> configured = {})
+      : stages_(std::move(configured), DiscoveryConfig{}), ledger_path_(dir_.file("ledger.db")) {
     root_ = dir_.file("cgroupfs");
     mkdir(root_.c_str(), 0755);
   }
 
-  std::unique_ptr<RunWatcher> Start() {
+  std::unique_ptr<RunWatcher> Start(PipelinesConfig pipelines = {},
+                                    absl::TimeZone zone = absl::UTCTimeZone()) {
     absl::StatusOr<std::unique_ptr<Ledger>> ledger = Ledger::Open(ledger_path_);
     EXPECT_TRUE(ledger.ok()) << ledger.status();
     absl::StatusOr<std::unique_ptr<RunWatcher>> w = RunWatcher::Start(
         *std::move(ledger), &stages_,
-        {.key_root = root_, .oom_observed = true, .tick = absl::Milliseconds(20)}, {});
+        {.key_root = root_, .oom_observed = true, .tick = absl::Milliseconds(20),
+         .pipelines = std::move(pipelines), .zone = zone},
+        {});
     EXPECT_TRUE(w.ok()) << w.status();
     return w.ok() ? *std::move(w) : nullptr;
   }
@@ -132,6 +137,47 @@ TEST_F(RunWatcherTest, OnlyACgroupDirectlyBeneathAStagesTopIsARunAndItsKillsCoun
   ASSERT_EQ(s.recent.size(), 1u);
   EXPECT_EQ(s.recent[0].id, "job_42");
   EXPECT_EQ(s.recent[0].verdict, "interrupted");
+}
+
+// Runs of a configured stage with a pipeline join the night they start in, by that pipeline's
+// night_starts; runs of a stage of no pipeline join none.
+class PipelineRunWatcherTest : public RunWatcherTest {
+ protected:
+  PipelineRunWatcherTest()
+      : RunWatcherTest({StageConfig{.name = "etl", .pipeline = "nightly",
+                                    .cgroup_paths = {"/jobs/etl"}},
+                        StageConfig{.name = "adhoc", .cgroup_paths = {"/jobs/adhoc"}}}) {}
+};
+
+TEST_F(PipelineRunWatcherTest, ADiscoveredRunOfAPipelinesStageJoinsItsNight) {
+  const absl::TimeZone zone = testing::LoadZone("Europe/Berlin");
+  PipelinesConfig pipelines;
+  pipelines["nightly"].night_starts = absl::Hours(18);
+  auto watcher = Start(pipelines, zone);
+  watcher->OnCgroupEvent(Mkdir("/jobs"));
+  watcher->OnCgroupEvent(Mkdir("/jobs/etl"));
+  watcher->OnCgroupEvent(Mkdir("/jobs/adhoc"));
+  const cgroup_event etl = Mkdir("/jobs/etl/load_1");
+  const cgroup_event adhoc = Mkdir("/jobs/adhoc/try_1");
+  watcher->OnCgroupEvent(etl);
+  watcher->OnCgroupEvent(adhoc);
+  watcher->OnCgroupEvent(Rmdir(etl));
+  watcher->OnCgroupEvent(Rmdir(adhoc));
+  watcher->Flush();
+
+  std::map<std::string, RunRecord> runs;
+  for (RunRecord& r : Runs()) runs[r.start.stage] = std::move(r);
+  ASSERT_EQ(runs.size(), 2u);
+  const RunStart& s = runs["etl"].start;
+  EXPECT_EQ(s.pipeline, "nightly");
+  EXPECT_EQ(s.pipeline_run, NightOf(s.start, absl::Hours(18), zone));
+  // Before 18:00 Berlin time a run belongs to the night that started the day before.
+  const absl::CivilSecond local = absl::ToCivilSecond(s.start, zone);
+  const absl::CivilDay expected = local.hour() < 18 ? absl::CivilDay(local) - 1
+                                                    : absl::CivilDay(local);
+  EXPECT_EQ(s.pipeline_run, absl::FormatCivilTime(expected));
+  EXPECT_EQ(runs["adhoc"].start.pipeline, "");
+  EXPECT_EQ(runs["adhoc"].start.pipeline_run, "");
 }
 
 TEST_F(RunWatcherTest, ALaunchersRowIsUsedNotDoubledAndALiveLauncherClosesItsOwn) {

@@ -1,13 +1,15 @@
-// `stagewatch ARGS...` for the run subcommands (run, runs, advise), in this process, as main()
-// parses and dispatches them, with what they print.
+// `stagewatch ARGS...` for the run subcommands (run, runs, advise, pipelines), in this process,
+// as main() parses and dispatches them, with what they print.
 #pragma once
 
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "app/pipelines_cli.h"
 #include "app/runs_cli.h"
 #include "config/config.h"
 
@@ -18,9 +20,11 @@ struct CliOutput {
   std::string out, err;
 };
 
-inline CliOutput RunCli(std::vector<std::string> args, const Config& config = Config{}) {
+// `Cli`: the class that adds the subcommands (RunsCli, PipelinesCli).
+template <typename Cli>
+CliOutput RunCliOf(std::vector<std::string> args, const Config& config) {
   CLI::App app;
-  RunsCli cli(app);
+  Cli cli(app);
   args.insert(args.begin(), "stagewatch");
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
@@ -37,6 +41,10 @@ inline CliOutput RunCli(std::vector<std::string> args, const Config& config = Co
   std::cout.rdbuf(cout);
   std::cerr.rdbuf(cerr);
   return {code, out.str(), err.str()};
+}
+
+inline CliOutput RunCli(std::vector<std::string> args, const Config& config = Config{}) {
+  return RunCliOf<RunsCli>(std::move(args), config);
 }
 
 }  // namespace stagewatch::testing

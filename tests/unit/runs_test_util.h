@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "gtest/gtest.h"
 #include "runs/run_record.h"
 
 namespace stagewatch::testing {
@@ -28,6 +29,14 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// A time zone from the system's tzdata (Debian's tzdata package); UTC, failing the test, if
+// it is missing.
+inline absl::TimeZone LoadZone(const std::string& name) {
+  absl::TimeZone zone;
+  EXPECT_TRUE(absl::LoadTimeZone(name, &zone)) << "no time zone " << name << ": install tzdata";
+  return zone;
+}
 
 inline absl::Time At(int64_t seconds) { return absl::FromUnixSeconds(1'790'000'000 + seconds); }
 

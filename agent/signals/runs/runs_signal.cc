@@ -19,7 +19,8 @@ RunWatcherOptions Options(const SignalContext& ctx) {
                             .layout = ctx.layout,
                             .populated_events = ctx.running->observes_populated,
                             .runs = config.runs,
-                            .oom_observed = ctx.running->observes_oom_kills};
+                            .oom_observed = ctx.running->observes_oom_kills,
+                            .pipelines = config.pipelines};
   if (config.runs.sample_reads_per_second > 0) {
     // Discovered runs that are limit domains take their memory from the sampler's snapshot.
     options.sampling = DiscoveredSamplerOptions{

@@ -225,7 +225,8 @@ unsigned SnapshotPartsOn(const Config& config) {
 // The agent's own health, summed over every signal's probes.
 exporters::AgentHealthSources HealthOf(const RunningSignals& running, CgroupPathCache* paths,
                                        StageResolver* stages,
-                                       const exporters::HttpServer* server) {
+                                       const exporters::HttpServer* server,
+                                       const std::string& external_url) {
   return {.probes =
               [&running] {
                 std::vector<ProbeStatus> all;
@@ -250,7 +251,8 @@ exporters::AgentHealthSources HealthOf(const RunningSignals& running, CgroupPath
               },
           .path_cache = paths,
           .stages = stages,
-          .http_auth = [server] { return server->auth_stats(); }};
+          .http_auth = [server] { return server->auth_stats(); },
+          .external_url = external_url};
 }
 
 }  // namespace
@@ -360,7 +362,7 @@ int RunAgent(const AgentOptions& options) {
     for (const ProbeStatus& p : report.statuses()) LogProbe(p);
   }
   registry.Add(std::make_unique<exporters::AgentCollector>(
-      HealthOf(running, &paths, &stages, http->get())));
+      HealthOf(running, &paths, &stages, http->get(), links.external_url)));
   registry.Add(std::make_unique<exporters::ProcessCollector>());
   registry.SetErrorHandler([](std::string_view collector, const absl::Status& s) {
     Log::Warn("collector failed", {{"collector", collector}, {"err", s.message()}});

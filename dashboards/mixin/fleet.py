@@ -2,6 +2,7 @@
 
 from .board import OVERVIEW_UID, Queries, annotations, dashboard, variables
 from .panels import by, hide_columns, instant_target, row, table, target, timeseries
+from .runs_panels import duration_quantiles, lost_by_cause, pipeline_nights, recent_runs
 
 FLEET_UID = "stagewatch-fleet-overview"
 KEY = "job, instance"
@@ -79,6 +80,12 @@ def fleet_overview(cfg):
             column("active anomalies", decimals=0),
         ]))
 
+    p.append(row("Runs"))
+    p.append(lost_by_cause(q, P))
+    p.append(duration_quantiles(q, P))
+    p.append(recent_runs(q, P))
+    p.append(pipeline_nights(q, P))
+
     p.append(row("Over time"))
     p.append(timeseries(
         "OOM kills by instance",
@@ -100,5 +107,6 @@ def fleet_overview(cfg):
     return dashboard(
         FLEET_UID, "stagewatch / Fleet overview",
         "Every agent of the fleet, one row per instance: scraped or not, stages, OOM kills, "
-        "time near memory limits, and anomalies.",
+        "time near memory limits, and anomalies; the fleet's runs: time lost per stage by "
+        "cause, wall time, recent runs linked to their pages, and pipeline runs.",
         p, variables(q), annotations(q, P))

@@ -3,13 +3,9 @@
 from .board import OVERVIEW_UID, Queries, annotations, dashboard, drilldown_link, variables
 from .panels import (LIMIT_OVERRIDE, by, heatmap, hide_columns, instant_target, row, stat, table,
                      target, timeseries)
+from .runs_panels import duration_quantiles, lost_by_cause, pipeline_nights, recent_runs
 
 IS = "instance, pipeline_stage"
-VERDICT_MAPPINGS = [{"type": "value", "options": {
-    "clean": {"color": "green", "index": 0},
-    "degraded": {"color": "orange", "index": 1},
-    "interrupted": {"color": "red", "index": 2},
-    "unobserved": {"color": "text", "index": 3}}}]
 ST = "{{pipeline_stage}} ({{instance}})"
 LINK = [drilldown_link()]
 
@@ -103,19 +99,7 @@ def pipeline_overview(cfg):
         w=4, h=8, decimals=0))
 
     p.append(row("Runs"))
-    p.append(table(
-        "Recent runs",
-        "Each stage's newest ended runs (runs.info_per_stage, default 5) and their verdicts: "
-        "clean, degraded (lost at least runs.degraded_fraction of its wall time to throttling, "
-        "pressure, reclaim or run-queue wait), interrupted (OOM-killed, or a signal nobody "
-        "asked for), unobserved. A run is a `stagewatch run` launch or a cgroup beneath the "
-        "stage's top; `stagewatch runs show <run_id>` on the instance tells why.",
-        "none", [instant_target(by("instance, pipeline_stage, run_id, verdict", "max",
-                                   f"stagewatch_run_info{{{q.stage}}}"), fmt="table")],
-        [hide_columns("Time", "Value")], w=12, overrides=[
-            {"matcher": {"id": "byName", "options": "verdict"},
-             "properties": [{"id": "mappings", "value": VERDICT_MAPPINGS},
-                            {"id": "custom.cellOptions", "value": {"type": "color-text"}}]}]))
+    p.append(recent_runs(q, q.stage, w=12))
     p.append(timeseries(
         "Runs ended, by verdict",
         "Runs of each stage that ended per interval, by verdict.",
@@ -123,6 +107,9 @@ def pipeline_overview(cfg):
                             q.increase("stagewatch_runs_total")),
                          "{{pipeline_stage}} {{verdict}} ({{instance}})")],
         bars=True, decimals=0, links=LINK))
+    p.append(lost_by_cause(q, q.stage))
+    p.append(duration_quantiles(q, q.stage))
+    p.append(pipeline_nights(q, q.pipeline))
 
     p.append(row("Memory pressure and reclaim"))
     p.append(timeseries(
@@ -297,8 +284,8 @@ def pipeline_overview(cfg):
     return dashboard(
         OVERVIEW_UID, "stagewatch / Pipeline overview",
         "All pipeline stages side by side, one row per concern: memory against limit, OOM "
-        "kills, pressure and reclaim, page faults, run-queue latency, preemption and CPU, task "
-        "states, anomalies.",
+        "kills, runs (time lost by cause, wall time, pipeline runs), pressure and reclaim, page "
+        "faults, run-queue latency, preemption and CPU, task states, anomalies.",
         p, variables(q, "multi", heatmap_stage=True), annotations(q))
 
 

@@ -90,6 +90,55 @@ def table(title, description, unit, targets, transformations, w=12, h=8, overrid
     }
 
 
+def barchart(title, description, unit, targets, transformations, w=12, h=8, overrides=(),
+             stack=True, horizontal=True):
+    """Bars from a table: one group per row (its first text field), one bar per number field."""
+    return {
+        "type": "barchart", "title": title, "description": description, "datasource": DS,
+        "gridPos": {"w": w, "h": h},
+        "fieldConfig": {"defaults": {
+            "unit": unit, "min": 0, "color": {"mode": "palette-classic"},
+            "custom": {"fillOpacity": 80, "gradientMode": "none", "lineWidth": 1,
+                       "axisPlacement": "auto", "axisLabel": "",
+                       "scaleDistribution": {"type": "linear"},
+                       "hideFrom": {"legend": False, "tooltip": False, "viz": False}},
+            "thresholds": {"mode": "absolute", "steps": [{"color": "green", "value": None}]}},
+            "overrides": list(overrides)},
+        "options": {
+            "orientation": "horizontal" if horizontal else "vertical",
+            "stacking": "normal" if stack else "none",
+            "showValue": "never", "barWidth": 0.8, "groupWidth": 0.7, "fullHighlight": False,
+            "xTickLabelRotation": 0, "xTickLabelMaxLength": 24,
+            "legend": {"showLegend": True, "displayMode": "list", "placement": "bottom",
+                       "calcs": []},
+            "tooltip": {"mode": "multi", "sort": "desc"},
+        },
+        "transformations": list(transformations),
+        "targets": with_ref_ids(targets),
+    }
+
+
+def state_timeline(title, description, targets, mappings, w=24, h=8):
+    """One row per series, coloured by its value through mappings."""
+    return {
+        "type": "state-timeline", "title": title, "description": description, "datasource": DS,
+        "gridPos": {"w": w, "h": h},
+        "fieldConfig": {"defaults": {
+            "unit": "none", "color": {"mode": "thresholds"}, "mappings": list(mappings),
+            "custom": {"fillOpacity": 80, "lineWidth": 0,
+                       "hideFrom": {"legend": False, "tooltip": False, "viz": False}},
+            "thresholds": {"mode": "absolute", "steps": [{"color": "green", "value": None}]}},
+            "overrides": []},
+        "options": {
+            "mergeValues": True, "showValue": "auto", "alignValue": "left", "rowHeight": 0.9,
+            "legend": {"showLegend": True, "displayMode": "list", "placement": "bottom",
+                       "calcs": []},
+            "tooltip": {"mode": "single", "sort": "none"},
+        },
+        "targets": with_ref_ids(targets),
+    }
+
+
 def heatmap(title, description, expr, unit="s", w=12, h=8):
     p = {
         "type": "heatmap", "title": title, "description": description, "datasource": DS,

@@ -131,6 +131,13 @@ def recording(cfg):
         rec("Share of wall time all of the stage's tasks were stalled on memory (PSI \"full\").",
             f"{LEVEL}:stagewatch_pressure_memory_stalled_seconds:rate5m",
             f"rate(stagewatch_pressure_memory_stalled_seconds_total{{{s}}}[5m])"),
+        rec("Wall time the stage's runs that ended in the last 24 hours took beyond their "
+            "baseline, by cause (cpu_wait, cpu_throttling, memory_reclaim, memory_pressure, "
+            "io_pressure, cpu_work, unexplained): the dashboards' \"time lost per stage by "
+            "cause\". Summed over instances it answers which stage of the fleet loses the "
+            "most time, and to what.",
+            f"{LEVEL}_cause:stagewatch_run_lost_seconds:increase24h",
+            f"increase(stagewatch_run_lost_seconds_total{{{s}}}[24h])"),
     ]
 
 

@@ -10,11 +10,13 @@ namespace stagewatch::exporters {
 
 absl::Status AgentCollector::Collect(std::vector<prometheus::MetricFamily>* out) {
   auto build = GaugeFamily("stagewatch_build_info",
-                           "A metric with a constant '1' value labeled by the agent's version.");
+                           "A metric with a constant '1' value labeled by the agent's version "
+                           "and the URL it is reached at (--web.external-url).");
   AddGauge(&build,
            {{"version", kVersion},
             {"revision", kRevision},
-            {"libbpf_version", absl::StrCat(libbpf_major_version(), ".", libbpf_minor_version())}},
+            {"libbpf_version", absl::StrCat(libbpf_major_version(), ".", libbpf_minor_version())},
+            {"external_url", sources_.external_url}},
            1);
   out->push_back(std::move(build));
 

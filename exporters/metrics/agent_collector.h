@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "cgroup/path_cache.h"
@@ -21,6 +22,9 @@ struct AgentHealthSources {
   CgroupPathCache* path_cache = nullptr;
   StageResolver* stages = nullptr;
   std::function<AuthGateStats()> http_auth;  // the HTTP endpoint's basic auth
+  // Where users reach this agent (--web.external-url, else its bound address), without a
+  // trailing slash: dashboards link to <external_url>/runs/<id> from a fleet-wide query.
+  std::string external_url;
 };
 
 class AgentCollector : public Collector {

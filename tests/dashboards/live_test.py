@@ -8,8 +8,10 @@ that ends in an OOM kill -- and then evaluates every panel query and annotation 
 dashboard through Prometheus's HTTP API, with the template variables substituted. It fails if
 any query is rejected by Prometheus or returns no series with a value, if a panel about events
 (OOM kills, anomalies, pages: EVENT_FAMILIES) shows only zeros though the scenario caused them,
-if a rules file does not load, if Prometheus never scrapes the kill and its anomaly, or if the
-OOM kill's StagewatchOOMKill alert does not fire with the severity each configuration gives it.
+if a rules file does not load, if Prometheus never scrapes the kill and its anomaly, if the
+OOM kill's StagewatchOOMKill alert does not fire with the severity each configuration gives it,
+or if the fleet's Recent runs data link, filled from its query's fields, does not open the page
+of the `stagewatch run` (of pipeline run night-1) it names on the agent.
 
 Prometheus scrapes the agent under two job names: `stagewatch`, for the committed dashboards
 and rules (the defaults of alerts/config.yaml), and `research-nodes`, for the dashboards and
@@ -45,6 +47,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 JOB = "stagewatch"  # the job the committed (default) dashboards and rules select
 SITE_CONFIG = os.path.join(REPO, "tests", "dashboards", "site-config.yaml")
 PIPELINE = "nightly"  # the pipeline label of the discovered stages
+PIPELINE_RUN = "night-1"  # the pipeline run of the one launcher run
 STAGES = ("train", "validate")
 MIB = 1 << 20
 
@@ -347,6 +350,20 @@ class Workloads:
                     break
                 except OSError:
                     time.sleep(0.1)
+
+    def launched_run(self, binary, config_path, stage, pipeline_run, seconds):
+        """A `stagewatch run` of stage in a pipeline run (for the pipeline-run panels), its
+        cgroup made beneath this test's own, outside the stages' tops."""
+        parent = os.path.dirname(self.cgroups.relative)
+        r = subprocess.run([binary, "--config.file", config_path, "run", "--stage", stage,
+                            "--pipeline", PIPELINE, "--pipeline-run", pipeline_run,
+                            "--cgroup.parent", parent, "--",
+                            sys.executable, "-c", f"import time; time.sleep({seconds})"],
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                           preexec_fn=die_with_parent)
+        if r.returncode != 0:
+            raise RuntimeError(f"stagewatch run --stage {stage} --pipeline-run {pipeline_run} "
+                               f"exited with {r.returncode}:\n{r.stdout}{r.stderr}")
 
     def stop_all(self):
         for p in self.procs.values():
@@ -672,6 +689,33 @@ def oom_pages(prom_url, expected, timeout_s=15):
     return rows, failures
 
 
+def run_links(prom_url, dashboards_dir, job, instance):
+    """Rows and failures: the fleet table's data link of the launcher's run, as Grafana would
+    fill it from the query's fields, opens that run's page on the agent."""
+    with open(os.path.join(dashboards_dir, "fleet-overview.json")) as f:
+        d = json.load(f)
+    panel = next(p for p in iter_panels(d["panels"]) if p.get("title") == "Recent runs")
+    link = next(prop["value"][0]["url"] for o in panel["fieldConfig"]["overrides"]
+                for prop in o["properties"] if prop["id"] == "links")
+    expr = substitute(panel["targets"][0]["expr"], {
+        "job": job, "instance": re.escape(instance).replace("\\", "\\\\"), "pipeline": ".*"})
+    rows = [r["metric"] for r in instant(prom_url, expr)
+            if r["metric"].get("pipeline_run") == PIPELINE_RUN]
+    label = "fleet-overview.json: Recent runs data link"
+    if len(rows) != 1:
+        return [(label, len(rows), "link")], [
+            f"{label}: {len(rows)} rows of pipeline run {PIPELINE_RUN}, expected 1: {rows}"]
+    url = re.sub(r"\$\{__data\.fields\.([a-z_]+)\}", lambda m: rows[0].get(m.group(1), ""), link)
+    try:
+        page = http_get(url)
+    except (urllib.error.URLError, OSError) as e:
+        return [(label, "ERR", "link")], [f"{label}: {url} does not open: {e}"]
+    if rows[0]["run_id"] not in page:
+        return [(label, 1, "link")], [f"{label}: {url} is not the page of run "
+                                      f"{rows[0]['run_id']}"]
+    return [(f"{label}: {url}", 1, "link")], []
+
+
 def exported_families(agent_address):
     text = http_get(f"http://{agent_address}/metrics")
     return {line.split()[2] for line in text.splitlines() if line.startswith("# TYPE ")}, text
@@ -753,6 +797,14 @@ def main():
         prom, prom_url = start_prometheus(args.prometheus, workdir, address, rule_files,
                                           site_job)
         log(f"prometheus pid {prom.proc.pid} at {prom_url}, rules: {rule_files or 'none'}")
+        # Once Prometheus scrapes the agent: the run-duration histogram then grows within the
+        # queries' range.
+        deadline = time.time() + 20
+        scraped = f'stagewatch_run_duration_seconds_count{{job="{JOB}",pipeline_stage="validate"}}'
+        while time.time() < deadline and not instant(prom_url, scraped):
+            time.sleep(0.5)
+        workloads.launched_run(args.binary, config_path, "validate", PIPELINE_RUN, 1)
+        log(f"a 1 s `stagewatch run` of validate in pipeline run {PIPELINE_RUN} came and went")
 
         try:
             rc = climb.wait(timeout=IDLE_S + 60)
@@ -797,6 +849,10 @@ def main():
             r, f = evaluate(prom_url, dashboards, job, other, address, start - 2, end, tag)
             rows += r
             failures += f
+
+        r, f = run_links(prom_url, args.dashboards, JOB, address)
+        rows += r
+        failures += f
 
         width = max(len(r[0]) for r in rows) if rows else 10
         print(f"\n{'query (dashboard: panel [refId])':<{width}}  {'series':>6}  mode")

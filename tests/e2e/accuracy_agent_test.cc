@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <ctime>
 #include <sstream>
+#include <string_view>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -97,6 +98,9 @@ int CountDirs(const std::string& root) {
   return n;
 }
 
+// Where the test says users reach the agent: dashboards link to <it>/runs/<id>.
+constexpr std::string_view kExternalUrl = "https://node7.example:9617/stagewatch";
+
 TEST(AccuracyE2E, AgentSelfMetricsMatchTheKernel) {
   STAGEWATCH_REQUIRE_PRIVILEGES();
   const std::string discovery = StageName("disc");
@@ -111,7 +115,7 @@ TEST(AccuracyE2E, AgentSelfMetricsMatchTheKernel) {
                   stage + "\n    cgroup_paths: [\"/**/" + stage + "\"]\nmemory:\n  sample_interval: 100ms\n"
                   "  max_limit_domains: 1\nalerting:\n  alertmanagers: [\"" + receiver.url() + "\", \"" +
                   closed + "\"]\n  timeout: 1s\n",
-              {"--bpf.stats"});
+              {"--bpf.stats", "--web.external-url=" + std::string(kExternalUrl)});
   const auto started = std::chrono::steady_clock::now();
   ASSERT_TRUE(agent.Ready()) << agent.log();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a few samples
@@ -151,6 +155,7 @@ TEST(AccuracyE2E, AgentSelfMetricsMatchTheKernel) {
     EXPECT_NE(printed.find(label(series, "revision")), std::string::npos) << series << " vs " << printed;
     EXPECT_EQ(label(series, "libbpf_version"),
               absl::StrCat(libbpf_major_version(), ".", libbpf_minor_version()));
+    EXPECT_EQ(label(series, "external_url"), kExternalUrl) << series;
   }
   EXPECT_TRUE(build_seen);
 

@@ -106,7 +106,8 @@ inline constexpr AccuracyRow kAccuracyTable[] = {
      "cause=cpu_wait: the split `runs show --json` gives the hogged run"},
     // ---- the agent itself ----
     {"stagewatch_build_info", "e2e:AccuracyE2E.AgentSelfMetricsMatchTheKernel",
-     "the version `stagewatch --version` prints and the libbpf this build links"},
+     "the version `stagewatch --version` prints, the libbpf this build links, and external_url "
+     "equal to the --web.external-url the agent was started with"},
     {"stagewatch_probe_attached", "e2e:AccuracyE2E.AgentSelfMetricsMatchTheKernel",
      "`stagewatch features --json`: attached per probe"},
     {"stagewatch_probe_lost_events_total", "e2e:AgentE2E.OomKillsInStageTrainReachMetricsAndMatchTheKernel",

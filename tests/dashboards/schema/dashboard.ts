@@ -3,8 +3,10 @@
 // and annotation target against the Prometheus data query's schema. Checked by check.py.
 import type * as S from "@grafana/schema";
 import type { PrometheusDataQuery } from "@grafana/schema/dist/esm/raw/composable/prometheus/dataquery/x/PrometheusDataQuery_types.gen";
+import type * as BarChart from "@grafana/schema/dist/esm/raw/composable/barchart/panelcfg/x/BarChartPanelCfg_types.gen";
 import type * as Heatmap from "@grafana/schema/dist/esm/raw/composable/heatmap/panelcfg/x/HeatmapPanelCfg_types.gen";
 import type * as Stat from "@grafana/schema/dist/esm/raw/composable/stat/panelcfg/x/StatPanelCfg_types.gen";
+import type * as StateTimeline from "@grafana/schema/dist/esm/raw/composable/statetimeline/panelcfg/x/StateTimelinePanelCfg_types.gen";
 import type * as Table from "@grafana/schema/dist/esm/raw/composable/table/panelcfg/x/TablePanelCfg_types.gen";
 import type * as TimeSeries from "@grafana/schema/dist/esm/raw/composable/timeseries/panelcfg/x/TimeSeriesPanelCfg_types.gen";
 
@@ -37,6 +39,8 @@ type Panel =
   | PanelOf<"stat", Stat.Options, Record<string, never>>
   | PanelOf<"table", Table.Options, Table.FieldConfig>
   | PanelOf<"heatmap", Heatmap.Options, Heatmap.FieldConfig>
+  | PanelOf<"barchart", BarChart.Options, BarChart.FieldConfig>
+  | PanelOf<"state-timeline", StateTimeline.Options, StateTimeline.FieldConfig>
   | Json<S.RowPanel>;
 
 // Grafana's built-in "Annotations & Alerts" entry.

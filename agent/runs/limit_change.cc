@@ -51,7 +51,8 @@ const std::vector<LimitField>& LimitFields() {
   return fields;
 }
 
-std::string Percent(const MedianChange& c, const std::function<std::string(double)>& text) {
+// "+4.0%"; both medians when the one before is 0 (no percentage of it).
+std::string ChangeText(const MedianChange& c, const std::function<std::string(double)>& text) {
   if (!c.percent) return absl::StrCat(text(c.before), " → ", text(c.after));
   return absl::StrFormat("%+.1f%%", *c.percent);
 }
@@ -115,14 +116,14 @@ std::string LimitChangeLine(const LimitChange& c) {
   }
   if (c.wall) {
     figures.push_back(absl::StrFormat("wall %s (p %.2g over %d+%d runs)",
-                                      Percent(*c.wall, FormatSeconds), c.wall_p, c.runs_before,
+                                      ChangeText(*c.wall, FormatSeconds), c.wall_p, c.runs_before,
                                       c.runs_after));
   } else {
     figures.push_back(absl::StrFormat("too few runs to compare (%d+%d; %d a side needed)",
                                       c.runs_before, c.runs_after, kLimitChangeMinRuns));
   }
   if (c.peak) {
-    figures.push_back("peak " + Percent(*c.peak, [](double b) { return FormatBytes(b); }));
+    figures.push_back("peak " + ChangeText(*c.peak, [](double b) { return FormatBytes(b); }));
   } else if (c.enough_runs) {
     figures.push_back(absl::StrFormat("peak: too few runs with one (%d+%d)", c.peaks_before,
                                       c.peaks_after));

@@ -23,7 +23,7 @@ constexpr uint64_t kMiB = 1 << 20;
 struct PastRun {
   int64_t start;
   double wall_seconds;
-  uint64_t peak_mib;
+  uint64_t peak_mib;  // 0: no peak was read
   std::map<std::string, double> results;
 };
 
@@ -35,7 +35,7 @@ void Record(Ledger& ledger, const std::string& id, const RunLimits& limits, cons
   RunEnd end;
   end.end = At(run.start) + absl::Seconds(run.wall_seconds);
   end.exit_code = 0;
-  end.facts.memory_peak_bytes = run.peak_mib * kMiB;
+  if (run.peak_mib) end.facts.memory_peak_bytes = run.peak_mib * kMiB;
   end.facts.memory_limit_bytes = limits.memory_max_bytes;
   ASSERT_TRUE(ledger.EndRun(id, end).ok());
   if (!run.results.empty()) {
@@ -152,11 +152,34 @@ TEST(LimitChangeTest, SaysTooFewRunsWithOneRunOnASideAndComparesEachChange) {
                                     R"({"limit": "cpu_max_cores", "before": 1.0, "after": null})"));
 }
 
+TEST(LimitChangeTest, ComparesWallWithoutPeaksAndSaysWhy) {
+  TempDir dir;
+  {
+    auto ledger = *Ledger::Open(dir.file("ledger.db"));
+    Record(*ledger, "b0", k2GiB, {0, 10, 0, {}});
+    Record(*ledger, "b1", k2GiB, {1000, 10, 1800, {}});
+    Record(*ledger, "a0", k1point5GiB, {2000, 5, 1400, {}});
+    Record(*ledger, "a1", k1point5GiB, {3000, 5, 1400, {}});
+  }
+  const Advice a = AdviseFromLedger(dir.file("ledger.db"));
+  ASSERT_EQ(a.limit_changes.size(), 1u);
+  EXPECT_FALSE(a.limit_changes[0].peak);
+  // Walls 10, 10 against 5, 5: the most extreme of C(4, 2) = 6 splits, ties within each side.
+  EXPECT_THAT(AdviceText(a), HasSubstr("  memory-max 2.00 GiB → 1.50 GiB: wall -50.0% (p 0.33 "
+                                       "over 2+2 runs), peak: too few runs with one (1+2)\n"));
+  const nlohmann::json j = AdviceToJson(a)["limit_changes"][0];
+  EXPECT_EQ(j["memory_peak_bytes"], nullptr);
+  EXPECT_EQ(j["peak_runs_before"], 1);
+  EXPECT_EQ(j["peak_runs_after"], 2);
+}
+
 TEST(LimitChangeTest, NoChangeNoSection) {
   TempDir dir;
   {
     auto ledger = *Ledger::Open(dir.file("ledger.db"));
-    for (int i = 0; i < 3; ++i) Record(*ledger, "s" + std::to_string(i), k2GiB, {i * 1000, 100, 1800, {}});
+    for (int i = 0; i < 3; ++i) {
+      Record(*ledger, "s" + std::to_string(i), k2GiB, {i * 1000, 100, 1800, {}});
+    }
   }
   const Advice a = AdviseFromLedger(dir.file("ledger.db"));
   EXPECT_TRUE(a.limit_changes.empty());

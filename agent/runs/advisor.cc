@@ -38,25 +38,18 @@ RunLimits EffectiveLimits(const RunRecord& r) {
 std::vector<LimitPeriod> Periods(const std::vector<RunRecord>& oldest_first,
                                  const RunsConfig& config) {
   std::vector<LimitPeriod> periods;
-  std::vector<std::vector<double>> walls;
   for (const RunRecord& r : oldest_first) {
     const RunLimits limits = EffectiveLimits(r);
     if (periods.empty() || !(periods.back().limits == limits)) {
-      periods.push_back({limits, 0, r.start.start, r.start.start, 0, {}});
-      walls.emplace_back();
+      periods.push_back({limits, 0, r.start.start, r.start.start, 0, {}, {}});
     }
     LimitPeriod& p = periods.back();
     ++p.runs;
     p.last_start = r.start.start;
     ++p.verdicts[std::string(VerdictName(JudgeRun(r, config).kind))];
-    walls.back().push_back(absl::ToDoubleSeconds(*r.Wall()));
+    p.samples.Add(r);
   }
-  for (size_t i = 0; i < periods.size(); ++i) {
-    std::vector<double>& w = walls[i];
-    std::sort(w.begin(), w.end());
-    const size_t n = w.size();
-    periods[i].median_wall_seconds = n % 2 ? w[n / 2] : (w[n / 2 - 1] + w[n / 2]) / 2;
-  }
+  for (LimitPeriod& p : periods) p.median_wall_seconds = Median(p.samples.wall_seconds);
   return periods;
 }
 
@@ -107,6 +100,7 @@ Advice AdviseLimits(const std::string& stage, std::vector<RunRecord> runs,
   std::reverse(runs.begin(), runs.end());  // oldest first from here on
   a.runs_counted = static_cast<int>(runs.size());
   a.periods = Periods(runs, config);
+  a.limit_changes = CompareLimitChanges(a.periods);
 
   std::vector<double> peaks;
   for (const RunRecord& r : runs) {

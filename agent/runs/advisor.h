@@ -10,6 +10,7 @@
 
 #include "absl/time/time.h"
 #include "config/runs_config.h"
+#include "runs/limit_change.h"
 #include "runs/percentile.h"
 #include "runs/run_record.h"
 
@@ -22,6 +23,7 @@ struct LimitPeriod {
   absl::Time first_start, last_start;
   double median_wall_seconds = 0;
   std::map<std::string, int> verdicts;  // verdict name → runs
+  PeriodSamples samples;
 };
 
 struct Advice {
@@ -47,6 +49,7 @@ struct Advice {
   std::vector<std::string> why;         // one line per figure: how it came about
 
   std::vector<LimitPeriod> periods;  // oldest first; more than one when the limits changed
+  std::vector<LimitChange> limit_changes;  // the runs before and after each change of limits
 };
 
 // `runs`: the stage's runs, any order; open runs are skipped.

@@ -315,6 +315,8 @@ json AdviceToJson(const Advice& a) {
               {"cpu_percentile_cores", Opt(a.cpu_percentile_cores)},
               {"throttled_at_cores", Opt(a.throttled_at_cores)}}},
             {"limit_periods", periods}};
+  j["limit_changes"] = json::array();
+  for (const LimitChange& c : a.limit_changes) j["limit_changes"].push_back(LimitChangeToJson(c));
   if (a.enough_runs) {
     j["memory_max_bytes"] = a.memory_max_bytes;
     j["memory_high_bytes"] = a.memory_high_bytes;
@@ -363,6 +365,12 @@ std::string AdviceText(const Advice& a) {
                       absl::StrJoin(v, ", ")});
     }
     absl::StrAppend(&out, Table(rows));
+  }
+  if (!a.limit_changes.empty()) {
+    absl::StrAppend(&out, "before and after each change (medians; p: Mann-Whitney U test):\n");
+    for (const LimitChange& c : a.limit_changes) {
+      absl::StrAppend(&out, "  ", TerminalText(LimitChangeLine(c)), "\n");
+    }
   }
   return out;
 }

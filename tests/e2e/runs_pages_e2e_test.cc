@@ -156,7 +156,7 @@ addEventListener('load', () => {
 // A run killed at its end with two anomalies just before, and a command longer than any
 // window: at 1200 and 600 px the mark labels do not cover each other and nothing runs off.
 TEST_F(RunsPagesE2E, MarkLabelsAndLongCommandsFitAt1200And600Pixels) {
-  ASSERT_TRUE(std::filesystem::exists(kChromium)) << "install Debian's chromium";
+  ASSERT_TRUE(std::filesystem::exists(testing::kChromium)) << "install Debian's chromium";
   const std::string ledger_path = dir_ + "/ledger.db";
   {
     absl::StatusOr<std::unique_ptr<Ledger>> ledger = Ledger::Open(ledger_path);

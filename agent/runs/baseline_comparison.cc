@@ -47,7 +47,8 @@ std::string BaselineDetails(const RunRecord& run, const BaselineComparison& c) {
   std::string out = "baseline:\n";
   if (!c.baseline) return absl::StrCat(out, "  ", TerminalText(c.Text(run.start.stage)), "\n");
   const Baseline& b = *c.baseline;
-  absl::StrAppendFormat(&out, "  %-14s median of %d clean runs of %s with these limits (%s ... %s)\n",
+  absl::StrAppendFormat(&out,
+                        "  %-14s median of %d clean runs of %s with these limits (%s ... %s)\n",
                         "runs", b.run_ids.size(), TerminalText(run.start.stage),
                         TerminalText(b.run_ids.back()), TerminalText(b.run_ids.front()));
   absl::StrAppendFormat(&out, "  %-14s %s, p90 %s\n", "usual wall",
@@ -112,7 +113,9 @@ json SlowdownToJson(const Slowdown& s) {
     causes[std::string(SlowdownCauseName(SlowdownCause(i)))] = s.seconds[i];
   }
   json preemptors = json::array();
-  for (const auto& [stage, n] : s.preemptors) preemptors.push_back({{"stage", stage}, {"times", n}});
+  for (const auto& [stage, n] : s.preemptors) {
+    preemptors.push_back({{"stage", stage}, {"times", n}});
+  }
   return {{"ratio", s.ratio},
           {"excess_seconds", s.excess_seconds},
           {"parallelism", s.parallelism},

@@ -137,8 +137,9 @@ absl::Status Ledger::EndRun(const std::string& id, const RunEnd& end) {
             f.memory_peak_bytes, f.memory_failcnt, f.memory_mean_bytes, f.memory_p95_bytes,
             f.near_limit_seconds, f.oom_kills_kernel, f.cpu_seconds, f.cpu_throttled_seconds,
             f.cpu_p95_cores, f.memory_pressure_seconds, f.cpu_pressure_seconds,
-            f.cpu_throttled_wall_seconds, f.io_pressure_seconds, verdict, judged_with_, limits, f.memory_limit_bytes,
-            limits, l.memory_high_bytes, limits, l.cpu_max_cores, limits, l.cpu_weight, id);
+            f.cpu_throttled_wall_seconds, f.io_pressure_seconds, verdict, judged_with_, limits,
+            f.memory_limit_bytes, limits, l.memory_high_bytes, limits, l.cpu_max_cores, limits,
+            l.cpu_weight, id);
     changed = s.exec();
   } catch (const SQLite::Exception& e) {
     return SqlError(absl::StrFormat("cannot end run \"%s\"", id), e);

@@ -25,7 +25,10 @@ std::string UserName(uid_t uid) {
 
 std::string RunOwnerText(const RunStart& s) {
   std::string who;
-  if (s.uid) who = s.user.empty() ? absl::StrCat("uid ", *s.uid) : absl::StrCat(s.user, " (uid ", *s.uid, ")");
+  if (s.uid) {
+    who = s.user.empty() ? absl::StrCat("uid ", *s.uid)
+                         : absl::StrCat(s.user, " (uid ", *s.uid, ")");
+  }
   if (s.host.empty()) return who;
   return who.empty() ? absl::StrCat("on ", s.host) : absl::StrCat(who, " on ", s.host);
 }

@@ -81,7 +81,8 @@ ParsedResults ParseResults(std::string_view text) {
   }
   const absl::string_view trimmed = absl::StripAsciiWhitespace(ToAbsl(text));
   if (!trimmed.empty() && trimmed.front() == '{') {
-    const nlohmann::json j = nlohmann::json::parse(std::string(trimmed), nullptr, /*allow_exceptions=*/false);
+    const nlohmann::json j =
+        nlohmann::json::parse(std::string(trimmed), nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded() || !j.is_object()) {
       out.problems.push_back("the results look like JSON but are not a JSON object; write "
                              "{\"accuracy\": 0.95, \"rows\": 120000}");

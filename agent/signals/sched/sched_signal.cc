@@ -45,8 +45,11 @@ void ObserveRuns(const SchedProbe* sched, CgroupNamer* namer, RunProbeReaders& r
     return by_preempting;
   };
   r.stage_of = [namer](uint64_t id) {
-    std::optional<Stage> stage = namer->StageOf(id);
-    return stage ? stage->name : std::string(kUnattributedStage);
+    if (std::optional<Stage> stage = namer->StageOf(id)) return stage->name;
+    // A preemptor born since the namer's last refresh (a run that ends soon after another
+    // stage's run started): named from the path cache now, as for an OOM kill.
+    if (std::optional<NamedCgroup> now = namer->LookupNow(id)) return now->stage.name;
+    return std::string(kUnattributedStage);
   };
 }
 

@@ -2,7 +2,8 @@
 // three undisturbed runs of a stage make its baseline; the same work run beside a CPU hog in
 // another stage on the same CPU takes longer, and the excess is put down to waiting for a CPU,
 // with the hog's stage among its preemptors. The same work under a lower CPU limit, compared
-// with an undisturbed run, is put down to throttling. The first run of a stage has no baseline
+// with an undisturbed run, is put down to throttling; the same reads under a memory limit
+// smaller than the file they read, to memory reclaim. The first run of a stage has no baseline
 // and says so. Results a command writes to $STAGEWATCH_RESULTS come back in `runs show --json`,
 // `runs compare` and the API.
 #include <signal.h>
@@ -35,6 +36,25 @@ constexpr char kWork[] =
     "x = 0\n"
     "for i in range(4_000_000): x += i\n"
     "open(os.environ['STAGEWATCH_RESULTS'], 'w').write('{\"checksum\": %d, \"rows\": 4000000}' % (x % 1000))\n";
+
+// Writes a 32 MiB file to disk and reads it 16 times: from the page cache when the run may
+// keep it there, from disk through memory reclaim on every pass when its limit is smaller.
+constexpr char kRereads[] =
+    "f=/var/tmp/sw-baseline-rereads-$$; dd if=/dev/zero of=$f bs=1M count=32 status=none; "
+    "for i in $(seq 16); do dd if=$f of=/dev/null bs=1M status=none; done; rm -f $f";
+
+// The cause with the most seconds, "unexplained" aside.
+std::string LargestCause(const json& seconds_by_cause) {
+  std::string largest_cause;
+  double largest = 0;
+  for (const auto& [cause, seconds] : seconds_by_cause.items()) {
+    if (cause != "unexplained" && seconds.get<double>() > largest) {
+      largest = seconds.get<double>();
+      largest_cause = cause;
+    }
+  }
+  return largest_cause;
+}
 
 class BaselineE2E : public ::testing::Test {
  protected:
@@ -70,8 +90,10 @@ class BaselineE2E : public ::testing::Test {
   }
   // Runs kWork as a run of `stage` and returns what the launcher printed.
   std::string RunWork(const std::string& stage, const std::string& id,
-                      std::vector<std::string> limits = {}) {
-    AgentProcess run(Launch(stage, id, std::move(limits), {"taskset", "-c", "0", "python3", "-c", kWork}));
+                      std::vector<std::string> limits = {}, const char* script = nullptr) {
+    std::vector<std::string> command = {"taskset", "-c", "0", "python3", "-c", kWork};
+    if (script != nullptr) command = {"taskset", "-c", "0", "sh", "-c", script};
+    AgentProcess run(Launch(stage, id, std::move(limits), std::move(command)));
     EXPECT_EQ(run.WaitExit(120000), 0) << run.log();
     return run.log();
   }
@@ -116,18 +138,11 @@ TEST_F(BaselineE2E, AHoggedRunIsPutDownToWaitingForCpuBehindTheHogsStage) {
   const json& s = shown["baseline"]["slowdown"];
   EXPECT_EQ(shown["baseline"]["baseline"]["runs"].size(), 3u);
   EXPECT_GT(s["ratio"].get<double>(), 1.3) << s.dump(2);
-  double sum = 0, largest = 0;
-  std::string largest_cause;
-  for (const auto& [cause, seconds] : s["seconds_by_cause"].items()) {
-    sum += seconds.get<double>();
-    if (cause != "unexplained" && seconds.get<double>() > largest) {
-      largest = seconds.get<double>();
-      largest_cause = cause;
-    }
-  }
+  double sum = 0;
+  for (const auto& [cause, seconds] : s["seconds_by_cause"].items()) sum += seconds.get<double>();
   const double excess = s["excess_seconds"].get<double>();
   EXPECT_NEAR(sum, excess, 0.05 * excess) << s.dump(2);
-  EXPECT_EQ(largest_cause, "cpu_wait") << s.dump(2);
+  EXPECT_EQ(LargestCause(s["seconds_by_cause"]), "cpu_wait") << s.dump(2);
   EXPECT_GT(s["seconds_by_cause"]["cpu_wait"].get<double>(), 0.5 * excess) << s.dump(2);
   bool hog_preempted = false;
   for (const json& p : s["preemptors"]) hog_preempted |= p["stage"] == "swhog";
@@ -170,16 +185,30 @@ TEST_F(BaselineE2E, TheSameWorkUnderALowerCpuLimitIsPutDownToThrottling) {
   const json compared = Cli({"runs", "compare", "free", "limited", "--json"});
   const json& causes = compared["slowdown"]["seconds_by_cause"];
   ASSERT_TRUE(causes.is_object()) << compared.dump(2);
-  std::string largest_cause;
-  double largest = 0;
-  for (const auto& [cause, seconds] : causes.items()) {
-    if (cause != "unexplained" && seconds.get<double>() > largest) {
-      largest = seconds.get<double>();
-      largest_cause = cause;
-    }
-  }
-  EXPECT_EQ(largest_cause, "cpu_throttling") << compared.dump(2);
+  EXPECT_EQ(LargestCause(causes), "cpu_throttling") << compared.dump(2);
   EXPECT_GT(compared["slowdown"]["ratio"].get<double>(), 1.5) << compared.dump(2);
+}
+
+TEST_F(BaselineE2E, TheSameReadsUnderASmallerMemoryLimitArePutDownToReclaim) {
+  RunWork("swreclaim", "roomy", {"--memory-max", "1G"}, kRereads);
+  RunWork("swreclaim", "squeezed", {"--memory-max", "8M"}, kRereads);
+  const json roomy = Cli({"runs", "show", "roomy", "--json"});
+  const json squeezed = Cli({"runs", "show", "squeezed", "--json"});
+  const json compared = Cli({"runs", "compare", "roomy", "squeezed", "--json"});
+  const json& s = compared["slowdown"];
+  ASSERT_TRUE(s["seconds_by_cause"].is_object()) << compared.dump(2);
+  // Each pass reads the file back from disk through reclaim: here 2.9-4.9x the roomy run.
+  EXPECT_GT(s["ratio"].get<double>(), 1.5) << compared.dump(2);
+  // One task, so the part is the growth of its reclaim stalls as the ledger has them.
+  const double reclaim = s["seconds_by_cause"]["memory_reclaim"].get<double>();
+  const double stalls = squeezed["reclaim_stall_seconds"].get<double>() -
+                        roomy["reclaim_stall_seconds"].get<double>();
+  EXPECT_NEAR(reclaim, stalls, 0.1 * stalls) << compared.dump(2);
+  EXPECT_GT(reclaim, 0.3 * s["excess_seconds"].get<double>()) << compared.dump(2);
+  const auto [code, text] = testing::RunWithInput(
+      absl::StrCat(STAGEWATCH_BINARY, " --config.file ", config_, " runs compare roomy squeezed"),
+      "");
+  EXPECT_THAT(text, HasSubstr("s memory reclaim")) << text;
 }
 
 }  // namespace

@@ -18,7 +18,9 @@
 #
 #   sudo bench/bpf_cost.sh [rounds]          (default 5)
 # Environment: BUILD (build dir, default build), AGENT_BIN (default $BUILD/stagewatch),
-# RUNQLAT (default /usr/sbin/runqlat, from Debian libbpf-tools), LOOPS (pipe round trips, 100000).
+# RUNQLAT (default /usr/sbin/runqlat, from Debian libbpf-tools), LOOPS (pipe round trips, 100000),
+# BEFORE_BIN (another build's stagewatch, e.g. the landed main's: measured in the same rounds,
+# its own rows).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-5}
@@ -31,7 +33,8 @@ STORM=$BUILD/bench/fault_storm
 MEMPROBE=$BUILD/bench/load_memory_probe
 
 [[ $(id -u) == 0 ]] || { echo "run as root: it loads BPF programs and sets a sysctl" >&2; exit 1; }
-for bin in "$AGENT_BIN" "$REF" "$STORM" "$MEMPROBE" "$RUNQLAT"; do
+BEFORE_BIN=${BEFORE_BIN:-}
+for bin in "$AGENT_BIN" "$REF" "$STORM" "$MEMPROBE" "$RUNQLAT" ${BEFORE_BIN:+"$BEFORE_BIN"}; do
   [[ -x $bin ]] || { echo "missing $bin: build it (cmake --build $BUILD), or apt-get install libbpf-tools linux-perf" >&2; exit 1; }
 done
 source bench/lib.sh
@@ -92,14 +95,21 @@ run() {
 
 switch_tools=(floor hash runqlat agent)
 fault_tools=(fault_floor memory_probe agent_faults)
+[[ -n $BEFORE_BIN ]] && switch_tools+=(before) && fault_tools+=(before_faults)
 for r in $(seq "$rounds"); do
   run floor switches pipe_storm . '^ready' "$REF" empty_switch
   run hash switches pipe_storm . '^ready' "$REF" hash_switch
   run runqlat switches pipe_storm . 'Tracing' stdbuf -oL "$RUNQLAT"
   run agent switches pipe_storm '^sched_' 'msg="listening"' "$AGENT_BIN" --web.listen-address=127.0.0.1:0
+  if [[ -n $BEFORE_BIN ]]; then
+    run before switches pipe_storm '^sched_' 'msg="listening"' "$BEFORE_BIN" --web.listen-address=127.0.0.1:0
+  fi
   run fault_floor faults fault_storm . '^ready' "$REF" empty_fault
   run memory_probe faults fault_storm . '^ready' "$MEMPROBE"
   run agent_faults faults fault_storm '^memory_' 'msg="listening"' "$AGENT_BIN" --web.listen-address=127.0.0.1:0
+  if [[ -n $BEFORE_BIN ]]; then
+    run before_faults faults fault_storm '^memory_' 'msg="listening"' "$BEFORE_BIN" --web.listen-address=127.0.0.1:0
+  fi
   line="round $r:"
   for t in "${switch_tools[@]}" "${fault_tools[@]}"; do line+=" $t $(echo ${results[$t]} | awk '{print $NF}')"; done
   echo "$line" >&2
@@ -110,22 +120,25 @@ range() { tr ' ' '\n' <<<"${results[$1]}" | grep . | sort -g | awk 'NR == 1 {lo 
 floor=$(med floor)
 runq=$(med runqlat)
 fault_floor=$(med fault_floor)
-row() {  # row LABEL KEY BASE [RUNQLAT]
+row() {  # row LABEL KEY BASE [RUNQLAT HASH]
   local m
   m=$(med "$2")
   if [[ -n ${4:-} ]]; then
-    printf '| %s | %s | %s | %s | %s |\n' "$1" "$m" "$(range "$2")" "$(ratio "$m" "$3")" "$(ratio "$m" "$4")"
+    printf '| %s | %s | %s | %s | %s | %s |\n' "$1" "$m" "$(range "$2")" "$(ratio "$m" "$3")" \
+      "$(ratio "$m" "$4")" "$(ratio "$m" "$5")"
   else
     printf '| %s | %s | %s | %s |\n' "$1" "$m" "$(range "$2")" "$(ratio "$m" "$3")"
   fi
 }
 echo "Context switches: taskset -c 0 perf bench sched pipe -l $LOOPS; median of $rounds rounds"
-echo "| what runs | ns of BPF per switch | range | × floor | × runqlat |"
-echo "|---|---|---|---|---|"
-row "empty raw_tp on sched_switch (the floor)" floor "$floor" "$runq"
-row "per-CPU hash increment keyed by cgroup id" hash "$floor" "$runq"
-row "libbpf-tools runqlat (switch + wakeup)" runqlat "$floor" "$runq"
-row "stagewatch (all probes on; its sched_* programs)" agent "$floor" "$runq"
+hash=$(med hash)
+echo "| what runs | ns of BPF per switch | range | × floor | × runqlat | × hash increment |"
+echo "|---|---|---|---|---|---|"
+row "empty raw_tp on sched_switch (the floor)" floor "$floor" "$runq" "$hash"
+row "per-CPU hash increment keyed by cgroup id" hash "$floor" "$runq" "$hash"
+row "libbpf-tools runqlat (switch + wakeup)" runqlat "$floor" "$runq" "$hash"
+row "stagewatch (all probes on; its sched_* programs)" agent "$floor" "$runq" "$hash"
+[[ -n $BEFORE_BIN ]] && row "$BEFORE_BIN (its sched_* programs)" before "$floor" "$runq" "$hash"
 echo
 echo "Page faults: taskset -c 0 fault_storm 4 64 (65,536 faults); median of $rounds rounds"
 echo "| what runs | ns of BPF per fault | range | × floor |"
@@ -133,3 +146,5 @@ echo "|---|---|---|---|"
 row "empty raw_tp on page_fault_user (the floor)" fault_floor "$fault_floor"
 row "stagewatch memory probe alone" memory_probe "$fault_floor"
 row "stagewatch (all probes on; its memory_* programs)" agent_faults "$fault_floor"
+[[ -n $BEFORE_BIN ]] && row "$BEFORE_BIN (its memory_* programs)" before_faults "$fault_floor"
+exit 0

@@ -1,10 +1,11 @@
 /* CPU contention per cgroup, aggregated in the kernel: context switches, run-queue latency,
  * on-CPU time and who preempts whom. Nothing crosses to user space per event.
  *
- * Cheap by construction (docs/architecture.md, "BPF cost"): at sched_switch the task switching out is current, so
- * everything is read from bpf_get_current_task_btf() with plain loads, and everything is
- * charged to current's cgroup with one hash lookup. What belongs to the task switching in is
- * counted when it switches out in turn:
+ * Cheap by construction (docs/architecture.md, "BPF cost"): at sched_switch the task switching
+ * out is current, so everything is read from bpf_get_current_task_btf() with plain loads, and
+ * everything is charged to current's cgroup in the array slot its task storage keeps (one
+ * helper call; the cgroup's id and slot are looked up again only when the task changes
+ * cgroup). What belongs to the task switching in is counted when it switches out in turn:
  *   - its run-queue wait is the growth of task->sched_info.run_delay (the scheduler's own
  *     sum of waits, as /proc/<pid>/schedstat shows it) since its last switch-out, kept in
  *     task-local storage;
@@ -39,12 +40,41 @@ const volatile __u32 runq_source = SCHED_RUNQ_SCHED_INFO;
  * first switch-out seen only records where its counters stand. */
 const volatile __u64 loaded_at_ns = 0;
 
+/* Per cgroup, per CPU: its counts, in the slot sched_slots gives it. An array slot is found in
+ * a few instructions where a hash lookup hashes the key and walks a bucket (about 30 ns a
+ * switch, bench/README.md), and a task keeps its cgroup's slot in its storage: the hash is read
+ * only when the task changes cgroup. */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, SCHED_MAX_CGROUPS);
-	__type(key, __u64);
+	__type(key, __u32);
 	__type(value, struct sched_cgroup_stats);
 } sched_stats SEC(".maps");
+
+/* Per CPU: 1 + the highest slot of sched_stats counted there; user space reads below it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} sched_slots_seen SEC(".maps");
+
+/* Cgroup id → its slot in sched_stats. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SCHED_MAX_CGROUPS);
+	__type(key, __u64);
+	__type(value, __u32);
+} sched_slots SEC(".maps");
+
+/* The free slots: user space pushes every slot at start, lowest on top, and a forgotten
+ * cgroup's slot once it has zeroed it (SchedProbe::Forget). Last in, first out: the slots in
+ * use stay at the bottom of the array, where user space reads. */
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK);
+	__uint(max_entries, SCHED_MAX_CGROUPS);
+	__type(value, __u32);
+} sched_free_slots SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
@@ -71,6 +101,7 @@ struct task_seen {
 	__u64 cgroup;
 	__u64 cfs_rq;    /* task->se.cfs_rq at the switch-out: where it waits next */
 	__u64 throttled; /* that cfs_rq's throttled time then (throttled_so_far) */
+	__u32 slot;      /* `cgroup`'s slot in sched_stats, as last found */
 };
 
 struct {
@@ -105,19 +136,48 @@ struct {
 __u64 sched_stats_overflows = 0;
 __u64 sched_pairs_overflows = 0;
 
-static struct sched_cgroup_stats zero_stats;
-
-static __always_inline struct sched_cgroup_stats *stats_of(__u64 cgroup)
+/* The slot of `cgroup`, a free one given to it the first time. */
+static __always_inline __u32 *slot_of(__u64 cgroup)
 {
-	struct sched_cgroup_stats *s = bpf_map_lookup_elem(&sched_stats, &cgroup);
+	__u32 *slot = bpf_map_lookup_elem(&sched_slots, &cgroup);
+	__u32 fresh;
 
-	if (s)
-		return s;
-	if (bpf_map_update_elem(&sched_stats, &cgroup, &zero_stats, BPF_NOEXIST) == -E2BIG) {
+	if (slot)
+		return slot;
+	if (bpf_map_pop_elem(&sched_free_slots, &fresh) != 0) {
 		__sync_fetch_and_add(&sched_stats_overflows, 1);
 		return NULL;
 	}
-	return bpf_map_lookup_elem(&sched_stats, &cgroup);
+	if (bpf_map_update_elem(&sched_slots, &cgroup, &fresh, BPF_NOEXIST) != 0)
+		bpf_map_push_elem(&sched_free_slots, &fresh, 0); /* another CPU gave it one first */
+	return bpf_map_lookup_elem(&sched_slots, &cgroup);
+}
+
+/* This CPU's counts of `cgroup`, from the slot `*cached` (last found for it) when it still
+ * counts for that cgroup, else from the cgroup's slot in sched_slots, which `*cached` then
+ * records. A slot's copy on a CPU is claimed (cleared, its `cgroup` set) the first time it
+ * counts there for its cgroup; user space zeroes every copy of a slot it frees, so a task that
+ * kept a slot its cgroup gave up finds it no longer counts for it. */
+static __always_inline struct sched_cgroup_stats *stats_of(__u64 cgroup, __u32 *cached)
+{
+	struct sched_cgroup_stats *s = bpf_map_lookup_elem(&sched_stats, cached);
+	__u32 *slot, *seen, zero = 0;
+
+	if (s && s->cgroup == cgroup)
+		return s;
+	slot = slot_of(cgroup);
+	if (!slot)
+		return NULL;
+	*cached = *slot;
+	s = bpf_map_lookup_elem(&sched_stats, cached);
+	if (!s || s->cgroup == cgroup)
+		return s;
+	__builtin_memset(s, 0, sizeof(*s));
+	s->cgroup = cgroup;
+	seen = bpf_map_lookup_elem(&sched_slots_seen, &zero);
+	if (seen && *cached >= *seen)
+		*seen = *cached + 1;
+	return s;
 }
 
 static __always_inline void count_pair(__u64 preempted, __u64 preempting)
@@ -192,8 +252,9 @@ static __always_inline __u64 throttled_part(struct task_struct *prev, struct tas
 	    !bpf_core_field_exists(struct cfs_rq, throttled_clock_self_time))
 		return 0;
 	cfs = prev->se.cfs_rq;
-	now = throttled_so_far(cfs->throttled_clock_self_time, cfs->throttled_clock_self,
-			       cfs->rq->clock);
+	now = cfs->throttled_clock_self_time;
+	if (cfs->throttled_clock_self) /* the rq's clock only while throttled */
+		now = throttled_so_far(now, cfs->throttled_clock_self, cfs->rq->clock);
 	if (known && seen->cfs_rq == (__u64)cfs) {
 		then = now;
 	} else if (known && seen->cfs_rq) {
@@ -259,7 +320,7 @@ static __always_inline void on_switch(bool preempt, struct task_struct *next,
 	struct sched_cgroup_stats *s;
 	struct cpu_carry *carry;
 	struct task_seen *seen;
-	__u32 zero = 0;
+	__u32 zero = 0, no_cache = 0;
 	__u64 cgroup;
 
 	carry = bpf_map_lookup_elem(&sched_cpu_carry, &zero);
@@ -279,7 +340,7 @@ static __always_inline void on_switch(bool preempt, struct task_struct *next,
 		count_pair(carry->preempted, cgroup);
 	carry->preempted = runnable ? cgroup : 0;
 
-	s = stats_of(cgroup);
+	s = stats_of(cgroup, seen ? &seen->slot : &no_cache);
 	if (s) {
 		if (runnable)
 			s->nonvoluntary_switches++;
@@ -334,10 +395,11 @@ int BPF_PROG(sched_process_exit_raw)
 	/* do_exit() raises it for current. */
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct sched_cgroup_stats *s;
+	__u32 no_cache = 0;
 
 	if (task->pid != task->tgid)
 		return 0;
-	s = stats_of(btf_task_cgroup_id(task));
+	s = stats_of(btf_task_cgroup_id(task), &no_cache);
 	if (s)
 		s->exited_processes++;
 	return 0;

@@ -11,8 +11,10 @@
 #define SCHED_MAX_CGROUPS 10240
 #define SCHED_MAX_PAIRS 16384
 
-/* Per cgroup, per CPU (BPF_MAP_TYPE_PERCPU_HASH keyed by cgroup id). */
+/* Per cgroup, per CPU: a slot of a BPF_MAP_TYPE_PERCPU_ARRAY, the slot chosen per cgroup id in
+ * a hash the switch program reads only when a task's cgroup changes (see sched.bpf.c). */
 struct sched_cgroup_stats {
+	__u64 cgroup; /* whose slot this CPU's copy counts for; 0 when it counts for no one yet */
 	__u64 voluntary_switches;    /* the task blocked */
 	__u64 nonvoluntary_switches; /* the task was still runnable: preempted or yielded */
 	__u64 oncpu_ns;

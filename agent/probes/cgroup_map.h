@@ -135,6 +135,43 @@ PerCpuEntries<Key, Value> ReadPerCpuHash(int map_fd, const Add& add) {
   return ReadPerCpuHashPerEntry<Key, Value>(map_fd, add);
 }
 
+// Calls `fn(index, one_cpu_value)` for each CPU's copy of the first `count` entries of a
+// BPF_MAP_TYPE_PERCPU_ARRAY: batched, or one entry at a time where batch reads fail.
+template <typename Value, typename Fn>
+void ForEachPerCpuArrayCopy(int map_fd, uint32_t count, const Fn& fn) {
+  static_assert(std::is_trivially_copyable_v<Value>);
+  using namespace cgroup_map_internal;
+  const int cpus = PossibleCpus();
+  const size_t value_bytes = Stride<Value>() * cpus;
+  auto each_cpu = [&](uint32_t index, const unsigned char* slots) {
+    for (int cpu = 0; cpu < cpus; cpu++) {
+      Value one;
+      std::memcpy(&one, slots + Stride<Value>() * cpu, sizeof(Value));
+      fn(index, one);
+    }
+  };
+  const uint32_t capacity = DefaultBatchEntries<uint32_t, Value>();
+  std::vector<uint32_t> keys(capacity);
+  std::vector<unsigned char> values(size_t{capacity} * value_bytes);
+  // An array's position between calls is the next index (u32).
+  uint32_t done = 0, in_batch = 0, out_batch = 0;
+  LIBBPF_OPTS(bpf_map_batch_opts, opts);
+  while (done < count) {
+    uint32_t n = std::min(capacity, count - done);
+    const int err = bpf_map_lookup_batch(map_fd, done ? &in_batch : nullptr, &out_batch,
+                                         keys.data(), values.data(), &n, &opts);
+    if (err != 0 && err != -ENOENT) break;  // read the rest one entry at a time
+    n = std::min(n, count - done);
+    for (uint32_t i = 0; i < n; i++) each_cpu(keys[i], values.data() + size_t{i} * value_bytes);
+    done += n;
+    if (err == -ENOENT || n == 0) return;
+    in_batch = out_batch;
+  }
+  for (uint32_t index = done; index < count; index++) {
+    if (bpf_map_lookup_elem(map_fd, &index, values.data()) == 0) each_cpu(index, values.data());
+  }
+}
+
 // Calls `fn(cgroup_id, value)` for every entry of a per-CPU hash keyed by cgroup id.
 template <typename Value>
 void ForEachPerCpuEntry(int map_fd, const std::function<void(Value&, const Value&)>& add,

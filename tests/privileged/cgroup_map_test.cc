@@ -107,6 +107,37 @@ TEST(CgroupMapTest, BatchAndPerEntryGiveTheSameEntriesOverManyBatches) {
   EXPECT_EQ(CheckWide(chosen), KeysFrom(1, 1000));
 }
 
+// A per-CPU array's first `count` entries, each CPU's copy once, over more than one batch; the
+// entries past `count` are not read.
+TEST(CgroupMapTest, PerCpuArrayCopiesAreReadUpToTheCountAcrossBatches) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();
+  constexpr uint32_t kEntries = 8192;
+  const int fd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "sw_array_test", sizeof(uint32_t),
+                                sizeof(Wide), kEntries, nullptr);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  for (uint32_t index = 0; index < kEntries; index++) {
+    std::vector<unsigned char> slots(16 * kCpus);
+    for (int cpu = 0; cpu < kCpus; cpu++) {
+      const Wide w{index * 1000ull + cpu, index};
+      std::memcpy(slots.data() + 16 * cpu, &w, sizeof(w));
+    }
+    ASSERT_EQ(bpf_map_update_elem(fd, &index, slots.data(), BPF_ANY), 0) << strerror(errno);
+  }
+  // More entries than one batch holds (64 KiB of values), fewer than the array.
+  const uint32_t count = 65536 / (16 * kCpus) * 3 / 2 + 7;
+  ASSERT_LT(count, kEntries);
+  std::map<uint32_t, int> copies;
+  ForEachPerCpuArrayCopy<Wide>(fd, count, [&](uint32_t index, const Wide& copy) {
+    EXPECT_EQ(copy.b, index);
+    EXPECT_EQ(copy.a, index * 1000ull + copies[index]) << "copy of CPU " << copies[index];
+    copies[index]++;
+  });
+  close(fd);
+  ASSERT_EQ(copies.size(), count);
+  EXPECT_EQ(copies.rbegin()->first, count - 1);
+  for (const auto& [index, n] : copies) EXPECT_EQ(n, kCpus) << "index " << index;
+}
+
 TEST(CgroupMapTest, EmptyMapReadsNoEntries) {
   STAGEWATCH_REQUIRE_PRIVILEGES();
   PerCpuMap map(sizeof(uint64_t), sizeof(Wide), 64);

@@ -403,6 +403,33 @@ TEST(SchedProbeTest, ExitedProcessesAreCountedOncePerProcess) {
   EXPECT_EQ(StatsOf(*probe, cgroup.id()).exited_processes, static_cast<uint64_t>(kProcesses));
 }
 
+// A forgotten cgroup's counts are gone from every CPU, and its slot, given to the next new
+// cgroup, counts that one from zero.
+TEST(SchedProbeTest, AForgottenCgroupsCountsAreGoneAndItsSlotStartsTheNextFromZero) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();
+  TestCgroup first("stagewatch/slot-first");
+  auto probe = StartProbe(first.layout().key);
+  ASSERT_NE(probe, nullptr);
+  const int cpus = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  auto exits_in = [&](TestCgroup& cgroup, int processes) {
+    for (int i = 0; i < processes; i++) {
+      pid_t pid = cgroup.Spawn("sw-slot", [i, cpus] { PinTo(i % cpus); });  // on every CPU
+      ASSERT_EQ(testing::WaitForChild(pid), -0);
+    }
+  };
+  exits_in(first, 6);
+  ASSERT_EQ(StatsOf(*probe, first.id()).exited_processes, 6u);
+
+  probe->Forget(first.id());
+  EXPECT_FALSE(probe->ReadCgroups().contains(first.id()));
+  TestCgroup second("stagewatch/slot-second");
+  exits_in(second, 3);
+  const auto all = probe->ReadCgroups();
+  EXPECT_FALSE(all.contains(first.id()));
+  ASSERT_TRUE(all.contains(second.id()));
+  EXPECT_EQ(all.at(second.id()).exited_processes, 3u);
+}
+
 // Two stages' CPU hogs on one CPU preempt each other; a third, idle stage shows nothing.
 TEST(SchedProbeTest, PreemptionMatrixShowsBothDirectionsAndNothingForAnIdleStage) {
   STAGEWATCH_REQUIRE_PRIVILEGES();

@@ -5,9 +5,11 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "probes/cgroup_map.h"
@@ -16,9 +18,9 @@
 namespace stagewatch {
 
 static_assert(sizeof(log2_hist) == (HIST_SLOTS + 2) * 8);
-static_assert(sizeof(sched_cgroup_stats) == 40 + sizeof(log2_hist));
-static_assert(offsetof(sched_cgroup_stats, runq_latency) == 32);
-static_assert(offsetof(sched_cgroup_stats, runq_throttled_ns) == 32 + sizeof(log2_hist));
+static_assert(sizeof(sched_cgroup_stats) == 48 + sizeof(log2_hist));
+static_assert(offsetof(sched_cgroup_stats, runq_latency) == 40);
+static_assert(offsetof(sched_cgroup_stats, runq_throttled_ns) == 40 + sizeof(log2_hist));
 static_assert(sizeof(sched_pair) == 16);
 
 namespace {
@@ -28,6 +30,7 @@ constexpr const char* kExitProbe = "sched_process_exit";
 constexpr const char* kWakeupProbe = "sched_wakeup";
 
 void AddStats(sched_cgroup_stats& sum, const sched_cgroup_stats& cpu) {
+  sum.cgroup = cpu.cgroup;
   sum.voluntary_switches += cpu.voluntary_switches;
   sum.nonvoluntary_switches += cpu.nonvoluntary_switches;
   sum.oncpu_ns += cpu.oncpu_ns;
@@ -85,6 +88,18 @@ Attempt OpenAndLoad(const SchedProbeOptions& o, bool tp_btf, bool sched_info) {
   return a;
 }
 
+// Every slot of sched_stats free, the lowest on top of the stack (bpf/sched.bpf.c).
+absl::Status FreeEverySlot(sched_bpf* s) {
+  const int fd = bpf_map__fd(s->maps.sched_free_slots);
+  for (uint32_t slot = SCHED_MAX_CGROUPS; slot-- > 0;) {
+    if (bpf_map_update_elem(fd, nullptr, &slot, BPF_ANY) != 0) {
+      return absl::InternalError(
+          absl::StrCat("filling the sched probe's free slots: ", strerror(errno)));
+    }
+  }
+  return absl::OkStatus();
+}
+
 ProbeStatus AttachOne(const char* name, const char* type, bpf_program* prog, bpf_link** slot) {
   ProbeStatus status{.name = name, .attach_type = type};
   *slot = bpf_program__attach(prog);
@@ -123,6 +138,7 @@ absl::StatusOr<std::unique_ptr<SchedProbe>> SchedProbe::Start(const SchedProbeOp
   probe->skel_ = std::move(a.skel);
   probe->splits_throttled_wait_ = sched_info && HasCfsThrottledTime(options.features);
   sched_bpf* s = probe->skel_.get();
+  if (absl::Status filled = FreeEverySlot(s); !filled.ok()) return filled;
   probe->statuses_.push_back(
       tp_btf ? AttachOne(kSwitchProbe, "tp_btf", s->progs.sched_switch_btf, &s->links.sched_switch_btf)
              : AttachOne(kSwitchProbe, "raw_tracepoint", s->progs.sched_switch_raw,
@@ -146,11 +162,16 @@ std::string SchedProbe::runq_source() const {
 }
 
 std::map<uint64_t, sched_cgroup_stats> SchedProbe::ReadCgroups() const {
+  // Slots are taken from the bottom: read up to the highest any CPU has counted in.
+  uint32_t slots = 0;
+  ForEachPerCpuArrayCopy<uint32_t>(bpf_map__fd(skel_->maps.sched_slots_seen), 1,
+                                   [&slots](uint32_t, uint32_t n) { slots = std::max(slots, n); });
   std::map<uint64_t, sched_cgroup_stats> out;
-  for (const auto& [id, s] : ReadPerCpuHash<uint64_t, sched_cgroup_stats>(
-           bpf_map__fd(skel_->maps.sched_stats), AddStats)) {
-    out[id] = s;
-  }
+  ForEachPerCpuArrayCopy<sched_cgroup_stats>(
+      bpf_map__fd(skel_->maps.sched_stats), std::min<uint32_t>(slots, SCHED_MAX_CGROUPS),
+      [&out](uint32_t, const sched_cgroup_stats& copy) {
+        if (copy.cgroup) AddStats(out[copy.cgroup], copy);  // else counting for no one
+      });
   return out;
 }
 
@@ -185,7 +206,15 @@ std::map<uint64_t, int> SchedProbe::ReadRunning() const {
 }
 
 void SchedProbe::Forget(uint64_t cgroup_id) {
-  bpf_map_delete_elem(bpf_map__fd(skel_->maps.sched_stats), &cgroup_id);
+  // Its slot, zeroed on every CPU, goes back on the free stack.
+  const int slots = bpf_map__fd(skel_->maps.sched_slots);
+  uint32_t slot = 0;
+  if (bpf_map_lookup_elem(slots, &cgroup_id, &slot) == 0 &&
+      bpf_map_delete_elem(slots, &cgroup_id) == 0) {
+    std::vector<sched_cgroup_stats> zeros(libbpf_num_possible_cpus());
+    bpf_map_update_elem(bpf_map__fd(skel_->maps.sched_stats), &slot, zeros.data(), BPF_ANY);
+    bpf_map_update_elem(bpf_map__fd(skel_->maps.sched_free_slots), nullptr, &slot, BPF_ANY);
+  }
   const int fd = bpf_map__fd(skel_->maps.sched_preemptions);
   for (const auto& [key, n] : ReadPerCpuHash<sched_pair, uint64_t>(fd, AddCount)) {
     if (key.preempted == cgroup_id || key.preempting == cgroup_id) bpf_map_delete_elem(fd, &key);

@@ -52,8 +52,8 @@ void RunWatcher::Unexpect(uint64_t key) {
 
 namespace {
 
-// "validate run r-7 is at 1.62× its usual 41 s so far; 55% of its time so far was spent
-// waiting for CPU behind train; of the 25 s extra, ..."
+// "validate run r-7 is at 1.62× its usual 41 s; of the 25 s extra, 22 s waiting for CPU
+// (preempted by train 12,400×), ...; 55% of its time so far went to waiting for CPU behind train"
 std::string SlowSoFar(const RunStart& start, const Slowdown& slowdown, const PaceVerdict& pace,
                       std::optional<absl::Time> deadline, absl::TimeZone zone) {
   std::string out = absl::StrCat(start.stage, " run ", start.id, " is at ", slowdown.Text());
@@ -63,9 +63,11 @@ std::string SlowSoFar(const RunStart& start, const Slowdown& slowdown, const Pac
       largest = i;
     }
   }
-  if (largest >= 0 && slowdown.wall_seconds > 0) {
-    absl::StrAppendFormat(&out, "; %.0f%% of its time so far was spent %s",
-                          100 * slowdown.seconds[largest] / slowdown.wall_seconds,
+  const double share =
+      largest >= 0 && slowdown.wall_seconds > 0 ? slowdown.seconds[largest] / slowdown.wall_seconds
+                                                : 0;
+  if (share >= 0.01) {
+    absl::StrAppendFormat(&out, "; %.0f%% of its time so far went to %s", 100 * share,
                           SlowdownCauseText(SlowdownCause(largest)));
     if (SlowdownCause(largest) == SlowdownCause::kCpuWait && !slowdown.preemptors.empty()) {
       absl::StrAppend(&out, " behind ", slowdown.preemptors.front().first);

@@ -17,6 +17,7 @@ const char* AnomalyRuleName(AnomalyRule rule) {
     case AnomalyRule::kFaultStorm: return "fault_storm";
     case AnomalyRule::kCpuStarvation: return "cpu_starvation";
     case AnomalyRule::kOomKill: return "oom_kill";
+    case AnomalyRule::kSlowRun: return "slow_run";
   }
   return "unknown";
 }
@@ -100,6 +101,7 @@ void AnomalyEngine::OnMemory(const Stage& stage, absl::Time t,
                                                 .climb = MemoryClimbDetector(config_.memory_climb),
                                                 .eta = LimitEtaDetector(config_.limit_eta)})
                  .first;
+        if (auto e = expected_.find(d.id); e != expected_.end()) it->second.eta.Expect(e->second);
       }
       it->second.climb.Update({t, d.working_set});
       it->second.eta.Update({t, d.working_set}, d.limit);
@@ -163,6 +165,49 @@ void AnomalyEngine::OnOomKill(const Stage& stage, absl::Time t, const std::strin
     s.view.fired[i]++;  // every kill counts and pages, even while already active
     s.view.active[i] = true;
     changes.push_back({s.stage, AnomalyRule::kOomKill, true, summary, t});
+  }
+  Report(changes);
+}
+
+void AnomalyEngine::ExpectRun(uint64_t cgroup_id, const RunExpectation& expected) {
+  absl::MutexLock lock(&mu_);
+  expected_[cgroup_id] = expected;
+  for (auto& [id, s] : stages_) {
+    if (auto d = s.domains.find(cgroup_id); d != s.domains.end()) d->second.eta.Expect(expected);
+  }
+}
+
+void AnomalyEngine::ForgetRun(uint64_t cgroup_id) {
+  std::vector<AnomalyChange> changes;
+  {
+    absl::MutexLock lock(&mu_);
+    expected_.erase(cgroup_id);
+    for (auto& [id, s] : stages_) {
+      if (s.slow_runs.erase(cgroup_id) == 0) continue;
+      Note(s, AnomalyRule::kSlowRun, config_.slow_run.enabled, AnySlowRun(s), absl::Now(),
+           &changes);
+    }
+  }
+  Report(changes);
+}
+
+DetectorState AnomalyEngine::AnySlowRun(const PerStage& s) {
+  if (s.slow_runs.empty()) return {};
+  return {true, s.slow_runs.begin()->second};
+}
+
+void AnomalyEngine::OnRunPace(const Stage& stage, absl::Time t, uint64_t cgroup_id,
+                              const DetectorState& state) {
+  std::vector<AnomalyChange> changes;
+  {
+    absl::MutexLock lock(&mu_);
+    PerStage& s = StageState(stage);
+    if (state.active) {
+      s.slow_runs[cgroup_id] = state.summary;
+    } else {
+      s.slow_runs.erase(cgroup_id);
+    }
+    Note(s, AnomalyRule::kSlowRun, config_.slow_run.enabled, AnySlowRun(s), t, &changes);
   }
   Report(changes);
 }

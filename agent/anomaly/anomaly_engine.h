@@ -20,6 +20,7 @@
 #include "detectors/memory_climb.h"
 #include "detectors/pressure_spike.h"
 #include "detectors/rate_baseline.h"
+#include "detectors/run_expectation.h"
 #include "stages/stage_resolver.h"
 
 namespace stagewatch {
@@ -69,6 +70,14 @@ class AnomalyEngine {
   void OnRunqLatency(const Stage& stage, absl::Time t, const std::vector<uint64_t>& slots,
                      uint64_t above);
   void OnOomKill(const Stage& stage, absl::Time t, const std::string& summary);
+  // A run's cgroup `cgroup_id` (a limit domain of its stage, or not yet) is judged against its
+  // stage's usual runs from now on (LimitEtaDetector::Expect); ForgetRun when it has ended.
+  void ExpectRun(uint64_t cgroup_id, const RunExpectation& expected);
+  void ForgetRun(uint64_t cgroup_id);
+  // Whether the run of `cgroup_id` is slower than usual (detectors/run_pace.h), with the cause
+  // so far; the stage's slow-run anomaly is active while any of its runs' is.
+  void OnRunPace(const Stage& stage, absl::Time t, uint64_t cgroup_id,
+                 const DetectorState& state);
   // Ends OOM-kill anomalies whose hold has passed.
   void Tick(absl::Time t);
   // Drops the state of stages not in `known` (forgotten ones).
@@ -91,6 +100,7 @@ class AnomalyEngine {
     RateBaselineDetector starvation;
     std::deque<std::pair<absl::Time, std::vector<uint64_t>>> runq;  // cumulative, in window
     std::optional<absl::Time> oom_until;
+    std::map<uint64_t, std::string> slow_runs;  // by cgroup id: the summary of each slow run
     StageAnomalies view;
   };
 
@@ -100,12 +110,14 @@ class AnomalyEngine {
             absl::Time t, std::vector<AnomalyChange>* changes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The stage's state of a memory rule: active while a domain's is, with that domain's summary.
   static DetectorState AnyDomain(const PerStage& s, AnomalyRule rule);
+  static DetectorState AnySlowRun(const PerStage& s);
   void Report(const std::vector<AnomalyChange>& changes);
 
   const AnomalyConfig config_;
   const std::function<void(const AnomalyChange&)> on_change_;
   mutable absl::Mutex mu_;
   std::map<StageId, PerStage> stages_ ABSL_GUARDED_BY(mu_);
+  std::map<uint64_t, RunExpectation> expected_ ABSL_GUARDED_BY(mu_);  // by run cgroup id
 };
 
 // The q-quantile's bucket edge, in seconds, of the increase between two cumulative log2

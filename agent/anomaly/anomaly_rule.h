@@ -12,8 +12,9 @@ enum class AnomalyRule {
   kFaultStorm,
   kCpuStarvation,
   kOomKill,
+  kSlowRun,
 };
-inline constexpr size_t kAnomalyRules = 6;
+inline constexpr size_t kAnomalyRules = 7;
 const char* AnomalyRuleName(AnomalyRule rule);  // "memory_climb", ...
 
 }  // namespace stagewatch

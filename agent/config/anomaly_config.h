@@ -37,6 +37,15 @@ struct LimitEtaConfig {
   // minute is noisy, and a stage's first allocation ramp (a training loop's first cycle, a
   // start-up) looks like a leak until the window has seen it level off or drop.
   absl::Duration warmup = absl::Minutes(2);
+  // A run with a baseline (its stage's recent clean runs) is judged from its first fit instead,
+  // once its fitted usage is at least this many times its stage's usual at the same age.
+  double above_usual_ratio = 1.2;
+  // Without a baseline, a domain whose ETA is shorter than what is left of `warmup` (it would
+  // be killed before the warm-up ends) is judged from this age on, once its fitted usage is at
+  // least `short_warmup_usage_fraction` of its limit: a start-up ramp or a loop's first cycle
+  // that levels off below that share stays quiet.
+  absl::Duration short_warmup = absl::Seconds(30);
+  double short_warmup_usage_fraction = 0.8;
   // Clears when the ETA has been above 2 x threshold, or undefined, this long: noise in the
   // trend checks must not make a real leak's alert flap. A removed limit clears at once.
   absl::Duration clear_hold = absl::Seconds(30);
@@ -103,12 +112,22 @@ inline RateBaselineConfig CpuStarvationConfig() {
   return config;
 }
 
+// Slower than usual: a running run with a baseline past its p90 wall time, or a pipeline's run
+// that will not end before the pipeline's deadline at its pace (detectors/run_pace.h).
+struct SlowRunConfig {
+  bool enabled = true;
+  double min_ratio = 1.3;  // and at least this many times its usual (median) wall time
+
+  bool operator==(const SlowRunConfig&) const = default;
+};
+
 struct AnomalyConfig {
   MemoryClimbConfig memory_climb;
   LimitEtaConfig limit_eta;
   PressureSpikeConfig pressure_spike;
   RateBaselineConfig fault_storm = FaultStormConfig();
   RateBaselineConfig cpu_starvation = CpuStarvationConfig();
+  SlowRunConfig slow_run;
   bool oom_kill = true;
   absl::Duration oom_kill_hold = absl::Minutes(5);  // how long an OOM kill stays active
   absl::Duration runq_window = absl::Seconds(30);   // p99 run-queue latency is taken over this

@@ -60,6 +60,18 @@ void ParseLimitEta(ConfigReader& r, const ConfigValue& v, LimitEtaConfig& c) {
       {"min_recent_growth_ratio",
        [&](const ConfigValue& f) { r.ReadPositive(f, c.min_recent_growth_ratio); }},
       {"clear_hold", [&](const ConfigValue& f) { r.ReadDuration(f, c.clear_hold); }},
+      {"above_usual_ratio",
+       [&](const ConfigValue& f) { r.ReadPositive(f, c.above_usual_ratio); }},
+      {"short_warmup", [&](const ConfigValue& f) { r.ReadDuration(f, c.short_warmup); }},
+      {"short_warmup_usage_fraction",
+       [&](const ConfigValue& f) { r.ReadFraction(f, c.short_warmup_usage_fraction); }},
+  });
+}
+
+void ParseSlowRun(ConfigReader& r, const ConfigValue& v, SlowRunConfig& c) {
+  r.ParseMap(v, " in anomalies.slow_run", {
+      {"enabled", [&](const ConfigValue& f) { r.ReadBool(f, c.enabled); }},
+      {"min_ratio", [&](const ConfigValue& f) { r.ReadPositive(f, c.min_ratio); }},
   });
 }
 
@@ -86,6 +98,7 @@ void ParseAnomalies(ConfigReader& r, const ConfigValue& section, AnomalyConfig& 
       {"cpu_starvation", [&](const ConfigValue& v) {
          ParseRateBaseline(r, v, "cpu_starvation", a.cpu_starvation);
        }},
+      {"slow_run", [&](const ConfigValue& v) { ParseSlowRun(r, v, a.slow_run); }},
       {"oom_kill", [&](const ConfigValue& v) {
          r.ParseMap(v, " in anomalies.oom_kill", {
              {"enabled", [&](const ConfigValue& f) { r.ReadBool(f, a.oom_kill); }},

@@ -80,6 +80,23 @@ void LimitEtaDetector::Estimate(std::optional<double> limit) {
   eta_s_ = std::max(0.0, (*limit - line->at) / line->slope);
 }
 
+bool LimitEtaDetector::Judged(const Sample& usage, double limit,
+                              std::optional<double>* usual) const {
+  const absl::Time t = usage.t;
+  if (expected_) {
+    *usual = UsualMemoryAt(expected_->usual_memory, absl::ToDoubleSeconds(t - expected_->start));
+    if (*usual && *usual > 0 && *fitted_ >= config_.above_usual_ratio * **usual) return true;
+    usual->reset();
+  }
+  const absl::Duration age = t - *first_;
+  if (age >= config_.warmup) return true;
+  // Without a baseline that says so, a kill due before the warm-up ends is judged sooner. On the
+  // usage read, not the fit: at the knee of a start-up ramp the line overshoots the level.
+  return !expected_ && age >= config_.short_warmup &&
+         *eta_s_ < absl::ToDoubleSeconds(config_.warmup - age) &&
+         usage.value >= config_.short_warmup_usage_fraction * limit;
+}
+
 const DetectorState& LimitEtaDetector::Update(const Sample& usage, std::optional<double> limit) {
   if (!config_.enabled) return state_;
   if (!window_.Add(usage)) return state_;
@@ -87,16 +104,26 @@ const DetectorState& LimitEtaDetector::Update(const Sample& usage, std::optional
   Estimate(limit);
 
   const double threshold_s = absl::ToDoubleSeconds(config_.threshold);
-  const bool warm = usage.t - *first_ >= config_.warmup;
-  const bool near =
-      warm && eta_s_ && *eta_s_ < threshold_s && *fitted_ >= config_.min_usage_fraction * *limit;
+  std::optional<double> usual;
+  const bool near = eta_s_ && *eta_s_ < threshold_s &&
+                    *fitted_ >= config_.min_usage_fraction * *limit && Judged(usage, *limit, &usual);
   if (near) {
     calm_since_.reset();
     state_.active = true;
-    state_.summary =
-        absl::StrFormat("memory %s of %s limit (%.0f%%), growing %s/s: limit reached in about %s",
-                        FormatBytes(*fitted_), FormatBytes(*limit), 100 * *fitted_ / *limit,
-                        FormatBytes(*slope_), FormatRoundedDuration(absl::Seconds(*eta_s_)));
+    const std::string eta = FormatRoundedDuration(absl::Seconds(*eta_s_));
+    if (usual) {
+      // "validate at 350 MiB of 400 MiB, 1.6× its usual 220 MiB at 80 s, +4 MiB/s: ..."
+      state_.summary = absl::StrFormat(
+          "%s run %s at %s of %s, %.1f× its usual %s at %s, +%s/s: the limit in about %s",
+          expected_->stage, expected_->run_id, FormatBytes(*fitted_), FormatBytes(*limit),
+          *fitted_ / *usual, FormatBytes(*usual),
+          FormatRoundedDuration(usage.t - expected_->start), FormatBytes(*slope_), eta);
+    } else {
+      state_.summary = absl::StrFormat(
+          "memory %s of %s limit (%.0f%%), growing %s/s: limit reached in about %s",
+          FormatBytes(*fitted_), FormatBytes(*limit), 100 * *fitted_ / *limit,
+          FormatBytes(*slope_), eta);
+    }
     return state_;
   }
   if (!state_.active) return state_;

@@ -11,16 +11,25 @@
 //   - the newer half of the window grows at less than a set share of the older half's rate:
 //     the growth is levelling off (a stage that just started up and reached its working size).
 //
+// With a run's expectation (its stage's usual memory at each age, detectors/run_expectation.h)
+// there is no warm-up: a run whose fitted usage is well above the usual at the same age and
+// nears its limit is a run unlike its stage's clean ones, and is judged from its first fit.
+// Without one, a domain whose ETA is shorter than what is left of the warm-up is judged after
+// the shorter `short_warmup`, once near its limit (`short_warmup_usage_fraction`): waiting out
+// the warm-up would page only after the kill.
+//
 // Feed the working set (usage minus inactive file cache, as cAdvisor's working_set_bytes),
 // not raw usage: page cache fills a cgroup up to its limit by design and is reclaimed there.
 #pragma once
 
 #include <cstddef>
 #include <optional>
+#include <utility>
 
 #include "absl/time/time.h"
 #include "config/anomaly_config.h"
 #include "detectors/detector.h"
+#include "detectors/run_expectation.h"
 
 namespace stagewatch {
 
@@ -33,6 +42,8 @@ class LimitEtaDetector {
   // `usage` in bytes; `limit` in bytes, none when the stage has no memory limit.
   const DetectorState& Update(const Sample& usage, std::optional<double> limit);
   const DetectorState& state() const { return state_; }
+  // Judges the domain, a run's cgroup, against its stage's usual runs from now on.
+  void Expect(RunExpectation expected) { expected_ = std::move(expected); }
 
   // Seconds until the fitted usage reaches the limit (0 when already there); none when
   // there is no limit, too little data, or usage is not steadily growing.
@@ -43,6 +54,9 @@ class LimitEtaDetector {
 
  private:
   void Estimate(std::optional<double> limit);
+  // Whether the domain is judged at `usage` (past its warm-up, or above its usual at its age), and
+  // the usual memory it was compared with, if any.
+  bool Judged(const Sample& usage, double limit, std::optional<double>* usual) const;
 
   Config config_;
   SampleWindow window_;
@@ -51,6 +65,7 @@ class LimitEtaDetector {
   std::optional<double> fitted_;
   std::optional<double> eta_s_;
   std::optional<absl::Time> calm_since_;
+  std::optional<RunExpectation> expected_;
   DetectorState state_;
 };
 

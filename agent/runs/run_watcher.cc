@@ -291,7 +291,10 @@ bool RunWatcher::Record(OpenRun& run, bool now_or_never) {
     return false;
   }
   run.recorded = true;
-  if (!run.removed) StartSampling(run);
+  if (!run.removed) {
+    StartSampling(run);
+    Expect(run.cgroup_id, run);
+  }
   AddFacts(run, std::exchange(run.buffered, {}));
   return true;
 }
@@ -371,6 +374,7 @@ AgentFacts RunWatcher::EndFacts(const EndReadings& readings) const {
 
 void RunWatcher::Count(uint64_t key) {
   const std::string id = open_.at(key).start.id;
+  Unexpect(key);
   open_.erase(key);
   closed_since_trim_++;
   CountEnded(id);
@@ -450,6 +454,7 @@ void RunWatcher::Tick() {
     }
   }
   LookForOrphans();
+  JudgePaces(absl::Now());
   // After the records above, so a run recorded now gets its first sample now.
   const absl::Time now = absl::Now();
   if (sampler_) sampler_->Sample(now);

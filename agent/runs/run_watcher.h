@@ -27,8 +27,12 @@
 #include "bpf/lifecycle.h"
 #include "cgroup/layout.h"
 #include "config/pipelines_config.h"
+#include "config/anomaly_config.h"
 #include "config/runs_config.h"
+#include "detectors/detector.h"
+#include "detectors/run_expectation.h"
 #include "runs/agent_presence.h"
+#include "runs/baseline.h"
 #include "runs/discovered_sampler.h"
 #include "runs/ended_run_totals.h"
 #include "runs/ledger.h"
@@ -52,6 +56,19 @@ struct RunProbeReaders {
   std::function<std::string(uint64_t)> stage_of;
 };
 
+// The detectors that judge a running run against its stage's usual runs (the anomaly engine):
+// each run with a baseline is handed to `expect` once, when recorded, and to `forget` when it
+// has ended; `pace` gets its slower-than-usual state (detectors/run_pace.h) each tick, with the
+// cause so far. Unset: runs are not judged while they run.
+struct RunDetectorHooks {
+  std::function<void(uint64_t cgroup_id, const RunExpectation& expected)> expect;
+  std::function<void(uint64_t cgroup_id)> forget;
+  std::function<void(const Stage& stage, absl::Time t, uint64_t cgroup_id,
+                     const DetectorState& state)>
+      pace;
+  SlowRunConfig slow_run;
+};
+
 struct RunWatcherOptions {
   std::string key_root;  // mount point of the keyed hierarchy: where run cgroup paths live
   // The hierarchies a dead launcher's run has cgroups in, to read and remove them.
@@ -70,6 +87,7 @@ struct RunWatcherOptions {
   // A discovered run of a stage with a pipeline joins the night it starts in (pipeline_run.h).
   PipelinesConfig pipelines;
   absl::TimeZone zone = absl::LocalTimeZone();
+  RunDetectorHooks detectors;
 };
 
 // What the kernel held in a removed cgroup's own memcg at its rmdir (bpf/lifecycle.h), in bytes;
@@ -199,6 +217,11 @@ class RunWatcher {
   void CountEnded(const std::string& id);
   void SeeStage(const std::string& stage, const std::string& pipeline);
   void Tick();
+  // The run's baseline, looked up once when it is recorded, handed to options_.detectors
+  // (run_watcher_expect.cc); JudgePaces tells them each tick which runs are slower than usual.
+  void Expect(uint64_t key, const OpenRun& run);
+  void Unexpect(uint64_t key);
+  void JudgePaces(absl::Time now);
   void Loop();  // the watcher's thread: queued tasks, and Tick() every options.tick
   // Around each pass of Loop(): its writes go to the ledger in one transaction, or one for
   // each kTasksPerBatch of its queued events (about 0.5 ms each under a churn).
@@ -246,6 +269,14 @@ class RunWatcher {
   bool cannot_remove_warned_ = false;
   RunsSnapshot counted_;
   std::map<std::string, std::deque<EndedRun>> recent_;  // by stage, newest first
+  struct ExpectedRun {
+    Stage stage;
+    RunExpectation expected;
+    Baseline baseline;
+    std::optional<absl::Time> deadline;  // its pipeline's window end, when it has one
+    bool slow = false;                   // as last told to options_.detectors.pace
+  };
+  std::map<uint64_t, ExpectedRun> expected_;  // by open_ key: the runs with a baseline
   // Guards the queue and `published_`; never held while calling out.
   mutable std::mutex queue_mu_;
   std::deque<std::function<void()>> queue_;

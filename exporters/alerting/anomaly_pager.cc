@@ -19,6 +19,7 @@ const char* What(AnomalyRule rule) {
     case AnomalyRule::kFaultStorm: return "major page faults far above usual";
     case AnomalyRule::kCpuStarvation: return "tasks wait far longer than usual for a CPU";
     case AnomalyRule::kOomKill: return "a process was OOM-killed";
+    case AnomalyRule::kSlowRun: return "a run is slower than usual";
   }
   return "";
 }
@@ -33,6 +34,7 @@ const char* AlertNameForRule(AnomalyRule rule) {
     case AnomalyRule::kFaultStorm: return "StagewatchFaultStorm";
     case AnomalyRule::kCpuStarvation: return "StagewatchCPUStarvation";
     case AnomalyRule::kOomKill: return "StagewatchOOMKill";
+    case AnomalyRule::kSlowRun: return "StagewatchRunSlowerThanUsual";
   }
   return "StagewatchAnomaly";
 }

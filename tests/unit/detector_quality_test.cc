@@ -17,6 +17,7 @@
 #include "detectors/memory_climb.h"
 #include "detectors/pressure_spike.h"
 #include "detectors/rate_baseline.h"
+#include "detectors/run_pace.h"
 #include "gtest/gtest.h"
 #include "synthetic_series.h"
 
@@ -353,6 +354,158 @@ TEST(DetectorQualityTest, LimitEtaForecastsLeaks) {
   // Measured +40 to +42 s, p95 error 2.0%.
   CheckLeak("leak 16 MiB/s from steady 5 GiB, noise 32 MiB", 5 * kGiB, kOnset, 16 * kMiB, 32 * kMiB,
             0, 45, 0.03);
+}
+
+// ---- limit ETA on short climbs: the shortened warm-up, and a run against its baseline ------
+
+// Start-up ramps that level off at 6 GiB of 8: the slower ones look, inside the window, like a
+// climb into the limit with an ETA under the warm-up. The cost of judging those sooner.
+int StartupFalsePositives(const LimitEtaConfig& config, double ramp_s, int seed_base) {
+  int fp = 0;
+  for (int seed = 0; seed < kSeeds; ++seed) {
+    Rng rng(seed_base + seed);
+    const Series s = Noisy(synth::Startup(kHour, 6 * kGiB, ramp_s), rng, 32 * kMiB);
+    LimitEtaDetector eta(config);
+    fp += static_cast<int>(
+        RisingEdges(s.size(), [&](size_t i) { return eta.Update(At(s, i), kLimit).active; })
+            .size());
+  }
+  return fp;
+}
+
+TEST(DetectorQualityTest, LimitEtaShortWarmupFalsePositivesOnStartups) {
+  LimitEtaConfig before;
+  before.short_warmup = before.warmup;  // no shortening: the warm-up as it was
+  const LimitEtaConfig after;
+  for (double ramp : {20.0, 45.0, 60.0, 90.0, 150.0}) {
+    const std::string name = absl::StrCat("startup 0->6 GiB of 8 in ", ramp, " s");
+    const int was = StartupFalsePositives(before, ramp, 5000);
+    const int is = StartupFalsePositives(after, ramp, 5000);
+    std::printf("[quality] %-14s %-46s false positives: %d (full warm-up) -> %d (short "
+                "warm-up) in %d simulated hours\n",
+                "limit_eta", name.c_str(), was, is, kSeeds);
+    EXPECT_EQ(is, was) << name;  // they level off below short_warmup_usage_fraction
+  }
+}
+
+// A run climbing from 0 at `rate` into an 8 GiB limit, killed when it gets there: how long
+// before the kill each setting pages (none: only the kill).
+struct ShortClimbLead {
+  std::vector<double> leads;
+  int missed = 0;
+};
+
+ShortClimbLead LeadsBeforeKill(const LimitEtaConfig& config, double rate,
+                               const std::optional<RunExpectation>& expected) {
+  ShortClimbLead out;
+  const size_t kill = static_cast<size_t>(kLimit / rate);
+  for (int seed = 0; seed < kSeeds; ++seed) {
+    Rng rng(6000 + seed);
+    Series s = synth::Steady(kill, 0);
+    synth::AddLeak(s, 0, rate);
+    synth::AddNoise(s, rng, 32 * kMiB);
+    LimitEtaDetector eta(config);
+    if (expected) eta.Expect(*expected);
+    const std::vector<size_t> edges =
+        RisingEdges(s.size(), [&](size_t i) { return eta.Update(At(s, i), kLimit).active; });
+    if (edges.empty()) {
+      ++out.missed;
+    } else {
+      out.leads.push_back(static_cast<double>(kill - edges.front()));
+    }
+  }
+  return out;
+}
+
+TEST(DetectorQualityTest, LimitEtaPagesShortClimbsBeforeTheKill) {
+  LimitEtaConfig before;
+  before.short_warmup = before.warmup;
+  const LimitEtaConfig after;
+  // Its stage usually holds 2 GiB: three clean runs' median at every age.
+  const RunExpectation usual{.run_id = "r",
+                             .stage = "s",
+                             .start = synth::SeriesStart(),
+                             .baseline_runs = 3,
+                             .usual_memory = {{0, 2 * kGiB}, {3600, 2 * kGiB}}};
+  for (double rate_mib : {72.0, 96.0, 128.0}) {
+    const double rate = rate_mib * kMiB;
+    const std::string name = absl::StrCat("climb ", rate_mib, " MiB/s from 0 into 8 GiB (kill at ",
+                                          static_cast<int>(kLimit / rate), " s)");
+    const ShortClimbLead full = LeadsBeforeKill(before, rate, std::nullopt);
+    const ShortClimbLead short_warm = LeadsBeforeKill(after, rate, std::nullopt);
+    const ShortClimbLead baseline = LeadsBeforeKill(after, rate, usual);
+    const auto min = [](const ShortClimbLead& l) {
+      return l.leads.empty() ? 0.0 : *std::min_element(l.leads.begin(), l.leads.end());
+    };
+    std::printf("[quality] %-14s %-46s lead before the kill: full warm-up %d/%d paged; short "
+                "warm-up min %.0f s (%d missed); with a baseline min %.0f s (%d missed)\n",
+                "limit_eta", name.c_str(), kSeeds - full.missed, kSeeds, min(short_warm),
+                short_warm.missed, min(baseline), baseline.missed);
+    EXPECT_EQ(full.missed, kSeeds) << name;  // the warm-up outlasts the run
+    EXPECT_EQ(short_warm.missed, 0) << name;
+    EXPECT_EQ(baseline.missed, 0) << name;
+    EXPECT_GT(min(short_warm), 0) << name;
+    EXPECT_GE(min(baseline), min(short_warm)) << name;
+  }
+}
+
+// ---- slower than usual -----------------------------------------------------------------------
+
+// Runs whose wall times vary log-normally around 40 s (sd 10%): baselines of the last 10 of
+// them, and the next run judged each second. A normal run's page is a false positive; a run
+// slowed by `slow` is paged `lead` seconds before it ends.
+struct PaceFigures {
+  int runs = 0;
+  int paged = 0;
+  std::vector<double> leads;
+};
+
+PaceFigures JudgeRuns(double slow, int runs_per_seed) {
+  PaceFigures f;
+  const SlowRunConfig config;
+  for (int seed = 0; seed < kSeeds; ++seed) {
+    Rng rng(7000 + seed);
+    std::vector<double> past;
+    const auto draw = [&] { return 40 * std::exp(0.1 * rng.Gaussian()); };
+    for (int i = 0; i < 10; ++i) past.push_back(draw());
+    for (int r = 0; r < runs_per_seed; ++r) {
+      std::vector<double> last(past.end() - 10, past.end());
+      std::sort(last.begin(), last.end());
+      const RunExpectation usual{.start = absl::UnixEpoch(),
+                                 .median_wall_seconds = (last[4] + last[5]) / 2,
+                                 .p90_wall_seconds = last[8]};  // nearest rank of 10
+      const double wall = draw() * slow;
+      ++f.runs;
+      for (double age = 0; age < wall; age += 1) {
+        if (JudgePace(config, usual, {.age_seconds = age}, std::nullopt).slow) {
+          ++f.paged;
+          f.leads.push_back(wall - age);
+          break;
+        }
+      }
+      if (slow == 1) past.push_back(wall);
+    }
+  }
+  return f;
+}
+
+TEST(DetectorQualityTest, SlowRunFalsePositivesAndLeadTime) {
+  const PaceFigures normal = JudgeRuns(1, 50);
+  std::printf("[quality] %-14s %-46s false positives: %d of %d runs (%.1f%%)\n", "slow_run",
+              "normal runs, wall 40 s ± 10% (log-normal)", normal.paged, normal.runs,
+              100.0 * normal.paged / normal.runs);
+  EXPECT_LE(normal.paged, normal.runs / 100);  // at most 1%
+  for (double slow : {1.6, 2.0}) {
+    PaceFigures slowed = JudgeRuns(slow, 5);
+    std::sort(slowed.leads.begin(), slowed.leads.end());
+    std::printf("[quality] %-14s %-46s paged %d of %d; lead before its end: min %.0f s median "
+                "%.0f s (%.0f%% of its wall time)\n",
+                "slow_run", absl::StrCat("runs slowed ", slow, "x").c_str(), slowed.paged,
+                slowed.runs, slowed.leads.front(), slowed.leads[slowed.leads.size() / 2],
+                100 * slowed.leads[slowed.leads.size() / 2] / (40 * slow));
+    EXPECT_GE(slowed.paged, slowed.runs * 95 / 100);
+    EXPECT_GT(slowed.leads.front(), 0);
+  }
 }
 
 // ---- pressure spike --------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 // runs: each run's cgroup seen born and die, its facts read from the probes that observe them
 // (RunningSignals::run_readers) and its OOM kills, recorded in the ledger. Switched by
 // runs.ledger_path opening; it has no probe of its own, so it comes after the signals it reads.
+#include "anomaly/anomaly_engine.h"
 #include "cgroup/layout.h"
 #include "config/config.h"
 #include "exporters/metrics/collector.h"
@@ -21,6 +22,14 @@ RunWatcherOptions Options(const SignalContext& ctx) {
                             .runs = config.runs,
                             .oom_observed = ctx.running->observes_oom_kills,
                             .pipelines = config.pipelines};
+  if (AnomalyEngine* engine = ctx.anomalies) {
+    options.detectors = {
+        .expect = [engine](uint64_t id, const RunExpectation& e) { engine->ExpectRun(id, e); },
+        .forget = [engine](uint64_t id) { engine->ForgetRun(id); },
+        .pace = [engine](const Stage& stage, absl::Time t, uint64_t id,
+                         const DetectorState& state) { engine->OnRunPace(stage, t, id, state); },
+        .slow_run = config.anomalies.slow_run};
+  }
   if (config.runs.sample_reads_per_second > 0) {
     // Discovered runs that are limit domains take their memory from the sampler's snapshot.
     options.sampling = DiscoveredSamplerOptions{

@@ -56,8 +56,8 @@ Figures FaultsOf(const std::string& source, const std::function<void()>& work) {
   const std::string config = testing::WriteTempConfig(
       "memory:\n  sample_interval: 100ms\n  fault_source: " + source + "\n");
   AgentProcess agent({"--config.file", config, "--web.listen-address", "127.0.0.1:0"});
-  unlink(config.c_str());
   EXPECT_TRUE(agent.WaitListening()) << agent.log();
+  unlink(config.c_str());
 
   int report[2];
   EXPECT_EQ(pipe(report), 0);
@@ -84,7 +84,7 @@ Figures FaultsOf(const std::string& source, const std::function<void()>& work) {
                                         cgroup.v2() ? "pgfault" : "total_pgfault");
         const testing::Scrape m = ParseExposition(agent.Get("/metrics").value_or(""));
         f.exported = ValueOr(m, series + "minor\"}", 0) + ValueOr(m, series + "major\"}", 0);
-        return f.exported >= 0.98 * f.pgfault && f.pgfault >= f.minflt;
+        return f.exported >= 0.98 * f.pgfault && f.pgfault >= 0.98 * f.minflt;
       },
       10000);
   EXPECT_TRUE(caught_up) << agent.log();

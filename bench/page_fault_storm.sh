@@ -8,14 +8,14 @@
 # alongside.
 #
 #   sudo bench/page_fault_storm.sh                      # the whole agent, all probes on
-#   sudo MODE=file bench/page_fault_storm.sh            # faults on a cached file's pages
+#   sudo MODE=cow bench/page_fault_storm.sh             # copy-on-write of a cached file's pages
 #   sudo AGENT="build/bench/load_memory_probe --faults=exceptions" READY=^ready \
 #     bench/page_fault_storm.sh                         # the memory probe alone
 #
 # Environment: BUILD (build dir, default build), AGENT (what to run beside the storm; default
 # the agent), READY (what AGENT prints once attached, an extended regex; default the agent's
 # listening line), SETTLE (seconds to let AGENT finish starting, 1), ROUNDS (20), ITERATIONS (4), MIB (64 MiB mapped per iteration), MODE (anon:
-# fresh anonymous pages; file: a file's cached pages, see bench/fault_storm.c), CPU (0, the
+# fresh anonymous pages; cow: copies of a cached file's pages, see bench/fault_storm.c), CPU (0, the
 # CPU the storm is pinned to). Needs root; build the two programs first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -82,7 +82,7 @@ for i in "${!with[@]}"; do
   ratios+=("$(awk -v a="${without[$i]}" -v b="${with[$i]}" 'BEGIN {print b / a}')")
   noise+=("$(awk -v a="${without[$i]}" -v b="${again[$i]}" 'BEGIN {print b / a}')")
 done
-faults=$(median "${counted[@]}")  # file pages fault in around each fault: fewer than pages
+faults=$(median "${counted[@]}")
 awk -v a="$(median "${without[@]}")" -v b="$(median "${with[@]}")" \
     -v r="$(median "${ratios[@]}")" -v q="$(median "${noise[@]}")" -v n="$faults" \
     -v lo="$(printf '%s\n' "${ratios[@]}" | sort -g | head -1)" \

@@ -54,7 +54,7 @@ void MemcgFaults::Update(const std::vector<TopFaultReading>& tops,
   }
   for (uint64_t id : gone) {
     const Top& top = tops_[id];
-    if (top.enclosing != 0 && top.read) {
+    if (top.enclosing != 0 && top.read && live.contains(top.enclosing)) {
       Pair& d = departed_[top.enclosing];
       for (size_t i = 0; i < d.size(); i++) d[i] += top.reading[i];
     }

@@ -116,5 +116,25 @@ TEST(PageFaultsE2E, ByDefaultFaultsTheKernelTakesForTheProcessAreCounted) {
   ExpectAgree(FaultsOf("auto", PopulatePages));
 }
 
+// `stagewatch features` says which source counts faults and why.
+TEST(PageFaultsE2E, FeaturesSaysWhichSourceAndWhy) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();
+  TestCgroup cgroup("stagewatch/faults");
+  const bool memcg = cgroup.layout().key == CGROUP_KEY_V1_MEMORY || cgroup.layout().v2_has_memory;
+  AgentProcess by_default({"features", "--json"});
+  by_default.WaitExit(60000);
+  EXPECT_NE(by_default.log().find(std::string(R"("page_faults":{"source":")") +
+                                  (memcg ? "memcg" : "bpf") + "\""),
+            std::string::npos)
+      << by_default.log();
+
+  const std::string config = testing::WriteTempConfig("memory:\n  fault_source: bpf\n");
+  AgentProcess asked({"--config.file", config, "features"});
+  asked.WaitExit(60000);
+  unlink(config.c_str());
+  EXPECT_NE(asked.log().find("page faults bpf (memory.fault_source is bpf"), std::string::npos)
+      << asked.log();
+}
+
 }  // namespace
 }  // namespace stagewatch

@@ -14,7 +14,8 @@
 # Against, in the same rounds: an empty raw_tp program (the floor), a per-CPU hash increment
 # keyed by the current cgroup id, libbpf-tools runqlat, and the agent (all probes, default
 # configuration, whose memory.stat counts minor faults where the memory controller is: its
-# memory_* programs then run on major faults only; and again with memory.fault_source: bpf). Prints the median of the rounds and the range. Restores
+# memory_* programs then run on major faults only; and again with memory.fault_source: bpf).
+# Prints the median of the rounds and the range. Restores
 # kernel.bpf_stats_enabled on exit. Needs root and a build (cmake --build build).
 #
 #   sudo bench/bpf_cost.sh [rounds]          (default 5)

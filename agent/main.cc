@@ -211,7 +211,8 @@ int main(int argc, char** argv) {
                                           .btf_path = btf_path,
                                           .attach = *policy,
                                           .lifecycle_events = config->cgroup.lifecycle_events,
-                                          .task_iterator = config->memory.task_iterator},
+                                          .task_iterator = config->memory.task_iterator,
+                                          .fault_source = config->memory.fault_source},
                                          std::cout);
   }
   if (std::optional<int> code = runs_cli.Dispatch(*config)) return *code;

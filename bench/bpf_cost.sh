@@ -13,7 +13,9 @@
 #
 # Against, in the same rounds: an empty raw_tp program (the floor), a per-CPU hash increment
 # keyed by the current cgroup id, libbpf-tools runqlat, and the agent (all probes, default
-# configuration). Prints the median of the rounds and the range. Restores
+# configuration, whose memory.stat counts minor faults where the memory controller is: its
+# memory_* programs then run on major faults only; and again with memory.fault_source: bpf).
+# Prints the median of the rounds and the range. Restores
 # kernel.bpf_stats_enabled on exit. Needs root and a build (cmake --build build).
 #
 #   sudo bench/bpf_cost.sh [rounds]          (default 5)
@@ -94,8 +96,10 @@ run() {
 }
 
 switch_tools=(floor hash runqlat agent)
-fault_tools=(fault_floor memory_probe agent_faults)
+fault_tools=(fault_floor memory_probe agent_faults agent_faults_bpf)
 [[ -n $BEFORE_BIN ]] && switch_tools+=(before) && fault_tools+=(before_faults)
+BPF_FAULTS_CONFIG=$BUILD/bench/fault_source_bpf.yaml
+printf 'memory:\n  fault_source: bpf\n' >"$BPF_FAULTS_CONFIG"
 for r in $(seq "$rounds"); do
   run floor switches pipe_storm . '^ready' "$REF" empty_switch
   run hash switches pipe_storm . '^ready' "$REF" hash_switch
@@ -107,6 +111,8 @@ for r in $(seq "$rounds"); do
   run fault_floor faults fault_storm . '^ready' "$REF" empty_fault
   run memory_probe faults fault_storm . '^ready' "$MEMPROBE"
   run agent_faults faults fault_storm '^memory_' 'msg="listening"' "$AGENT_BIN" --web.listen-address=127.0.0.1:0
+  run agent_faults_bpf faults fault_storm '^memory_' 'msg="listening"' "$AGENT_BIN" \
+    --web.listen-address=127.0.0.1:0 --config.file="$BPF_FAULTS_CONFIG"
   if [[ -n $BEFORE_BIN ]]; then
     run before_faults faults fault_storm '^memory_' 'msg="listening"' "$BEFORE_BIN" --web.listen-address=127.0.0.1:0
   fi
@@ -145,6 +151,7 @@ echo "| what runs | ns of BPF per fault | range | × floor |"
 echo "|---|---|---|---|"
 row "empty raw_tp on page_fault_user (the floor)" fault_floor "$fault_floor"
 row "stagewatch memory probe alone" memory_probe "$fault_floor"
-row "stagewatch (all probes on; its memory_* programs)" agent_faults "$fault_floor"
+row "stagewatch (all probes on, default: memory.stat counts; its memory_* programs)" agent_faults "$fault_floor"
+row "stagewatch (all probes on, memory.fault_source: bpf; its memory_* programs)" agent_faults_bpf "$fault_floor"
 [[ -n $BEFORE_BIN ]] && row "$BEFORE_BIN (its memory_* programs)" before_faults "$fault_floor"
 exit 0

@@ -8,12 +8,14 @@
 # alongside.
 #
 #   sudo bench/page_fault_storm.sh                      # the whole agent, all probes on
+#   sudo MODE=cow bench/page_fault_storm.sh             # copy-on-write of a cached file's pages
 #   sudo AGENT="build/bench/load_memory_probe --faults=exceptions" READY=^ready \
 #     bench/page_fault_storm.sh                         # the memory probe alone
 #
 # Environment: BUILD (build dir, default build), AGENT (what to run beside the storm; default
 # the agent), READY (what AGENT prints once attached, an extended regex; default the agent's
-# listening line), SETTLE (seconds to let AGENT finish starting, 1), ROUNDS (20), ITERATIONS (4), MIB (64 MiB mapped per iteration), CPU (0, the
+# listening line), SETTLE (seconds to let AGENT finish starting, 1), ROUNDS (20), ITERATIONS (4), MIB (64 MiB mapped per iteration), MODE (anon:
+# fresh anonymous pages; cow: copies of a cached file's pages, see bench/fault_storm.c), CPU (0, the
 # CPU the storm is pinned to). Needs root; build the two programs first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +29,7 @@ SETTLE=${SETTLE:-1}
 ITERATIONS=${ITERATIONS:-4}
 MIB=${MIB:-64}
 CPU=${CPU:-0}
+MODE=${MODE:-anon}
 
 for bin in "$STORM" "${AGENT%% *}"; do
   if [[ ! -x $bin ]]; then
@@ -42,9 +45,10 @@ source bench/lib.sh
 start_agent() { start_command "$READY" $AGENT || exit 1; sleep "$SETTLE"; }
 
 # One storm; prints "<wall seconds> <CPU seconds> <minor faults>".
-storm() { taskset -c "$CPU" "$STORM" "$ITERATIONS" "$MIB"; }
+storm() { taskset -c "$CPU" "$STORM" "$ITERATIONS" "$MIB" "$MODE"; }
 
 without=()
+counted=()
 again=()
 with=()
 run() {  # run without|again|with
@@ -56,12 +60,13 @@ run() {  # run without|again|with
     with+=("$cpu")
   else
     read -r wall cpu faults < <(storm)
+    counted+=("$faults")
     if [[ $1 == again ]]; then again+=("$cpu"); else without+=("$cpu"); fi
   fi
   printf 'round %d %-8s cpu %s s  wall %s s  %s faults\n' "$round" "$1" "$cpu" "$wall" "$faults"
 }
 
-echo "storm: $ITERATIONS x $MIB MiB on CPU $CPU; agent: $AGENT"
+echo "storm: $ITERATIONS x $MIB MiB ($MODE) on CPU $CPU; agent: $AGENT"
 storm >/dev/null  # warm up
 for round in $(seq "$ROUNDS"); do
   if ((round % 2)); then run without; run again; run with; else run with; run again; run without; fi
@@ -77,7 +82,7 @@ for i in "${!with[@]}"; do
   ratios+=("$(awk -v a="${without[$i]}" -v b="${with[$i]}" 'BEGIN {print b / a}')")
   noise+=("$(awk -v a="${without[$i]}" -v b="${again[$i]}" 'BEGIN {print b / a}')")
 done
-faults=$((ITERATIONS * MIB * 256))
+faults=$(median "${counted[@]}")
 awk -v a="$(median "${without[@]}")" -v b="$(median "${with[@]}")" \
     -v r="$(median "${ratios[@]}")" -v q="$(median "${noise[@]}")" -v n="$faults" \
     -v lo="$(printf '%s\n' "${ratios[@]}" | sort -g | head -1)" \

@@ -10,6 +10,7 @@
 #include "probes/features.h"
 #include "probes/libbpf_log.h"
 #include "probes/program_stats.h"
+#include "signals/memory/fault_counting.h"
 #include "signals/signal.h"
 
 namespace stagewatch {
@@ -57,11 +58,15 @@ int RunFeaturesReport(const FeaturesReportOptions& options, std::ostream& out) {
   const KernelFeatures f = ProbeKernelFeatures(btf_path);
   absl::StatusOr<CgroupLayout> layout = DetectHostCgroupLayout();
   bool events = false;
+  const FaultCounting faults =
+      ChooseFaultCounting(options.fault_source, layout.ok() ? *layout : CgroupLayout{});
+  const std::string fault_source = faults.memcg ? "memcg" : "bpf";
   const std::vector<ProbeStatus> probes =
       TryProbes({.features = ApplyAttachPolicy(f, options.attach),
                  .key = layout.ok() ? layout->key : CGROUP_KEY_DEFAULT,
                  .lifecycle_events = options.lifecycle_events,
-                 .task_iterator = options.task_iterator},
+                 .task_iterator = options.task_iterator,
+                 .minor_faults = faults.bpf_minor},
                 btf_path, &events);
   const std::string naming = events ? "lifecycle_events" : "walks";
 
@@ -83,7 +88,9 @@ int RunFeaturesReport(const FeaturesReportOptions& options, std::ostream& out) {
           << (flags[i].second ? "true" : "false");
     }
     out << "},\"cgroup\":{\"mode\":" << JsonString(mode) << ",\"keyed_on\":" << JsonString(key_root)
-        << ",\"naming\":" << JsonString(naming) << "},\"probes\":[";
+        << ",\"naming\":" << JsonString(naming) << "},\"page_faults\":{\"source\":"
+        << JsonString(fault_source) << ",\"why\":" << JsonString(faults.why)
+        << "},\"probes\":[";
     for (size_t i = 0; i < probes.size(); i++) {
       const ProbeStatus& p = probes[i];
       out << (i ? "," : "") << "{\"name\":" << JsonString(p.name)
@@ -101,7 +108,8 @@ int RunFeaturesReport(const FeaturesReportOptions& options, std::ostream& out) {
     out << "cgroup mode " << mode << " (keyed on " << key_root << ")\n";
     out << "cgroup naming " << naming
         << (events ? " (cgroup_mkdir/cgroup_rmdir tracepoints)" : " (walks of the hierarchy)")
-        << "\n\nprobes:\n";
+        << "\n";
+    out << "page faults " << fault_source << " (" << faults.why << ")\n\nprobes:\n";
     for (const ProbeStatus& p : probes) {
       out << absl::StrFormat("  %-20s %-15s %s\n", p.name,
                              p.attach_type.empty() ? "-" : p.attach_type,

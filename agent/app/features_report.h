@@ -4,6 +4,7 @@
 #include <ostream>
 #include <string>
 
+#include "config/config.h"
 #include "probes/attach_policy.h"
 
 namespace stagewatch {
@@ -17,6 +18,7 @@ struct FeaturesReportOptions {
   AttachPolicy attach = AttachPolicy::kAuto;  // --bpf.attach
   bool lifecycle_events = true;  // cgroup.lifecycle_events: false reports the walks instead
   bool task_iterator = true;     // memory.task_iterator: false reports /proc reads instead
+  PageFaultSource fault_source = PageFaultSource::kAuto;  // memory.fault_source
 };
 int RunFeaturesReport(const FeaturesReportOptions& options, std::ostream& out);
 

@@ -83,6 +83,15 @@ struct OomConfig {
   bool operator==(const OomConfig&) const = default;
 };
 
+// Where stagewatch_page_faults_total comes from (memory.fault_source).
+enum class PageFaultSource {
+  kAuto,   // memory.stat where the memory controller covers the tree, else BPF
+  kMemcg,  // memory.stat only: no program runs per fault
+  kBpf,    // BPF programs on every fault, for every stage
+};
+absl::StatusOr<PageFaultSource> ParsePageFaultSource(std::string_view text);
+std::string_view PageFaultSourceName(PageFaultSource source);  // "auto" | "memcg" | "bpf"
+
 struct MemoryConfig {
   // Time counts as near the limit while usage is at least this fraction of it.
   double near_limit_fraction = 0.9;
@@ -94,6 +103,7 @@ struct MemoryConfig {
   // Count task states (stagewatch_tasks) with one pass of a BPF task iterator per scrape;
   // false reads each cgroup's task list and /proc/<tid>/stat, as where it cannot load.
   bool task_iterator = true;
+  PageFaultSource fault_source = PageFaultSource::kAuto;
 
   bool operator==(const MemoryConfig&) const = default;
 };

@@ -1,6 +1,30 @@
 // The `memory:` section: how memory use is sampled and when it counts as near the limit.
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "config/config_sections.h"
+
+namespace stagewatch {
+
+absl::StatusOr<PageFaultSource> ParsePageFaultSource(std::string_view text) {
+  for (PageFaultSource s : {PageFaultSource::kAuto, PageFaultSource::kMemcg,
+                            PageFaultSource::kBpf}) {
+    if (text == PageFaultSourceName(s)) return s;
+  }
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "unknown page fault source \"%s\"; use auto (memory.stat where the memory controller "
+      "is there, else BPF), memcg or bpf", text));
+}
+
+std::string_view PageFaultSourceName(PageFaultSource source) {
+  switch (source) {
+    case PageFaultSource::kMemcg: return "memcg";
+    case PageFaultSource::kBpf: return "bpf";
+    case PageFaultSource::kAuto: break;
+  }
+  return "auto";
+}
+
+}  // namespace stagewatch
 
 namespace stagewatch::config_internal {
 
@@ -19,6 +43,16 @@ void ParseMemory(ConfigReader& r, const ConfigValue& section, MemoryConfig& memo
       {"max_limit_domains",
        [&](const ConfigValue& v) { r.ReadInt(v, 1, 100000, memory.max_limit_domains); }},
       {"task_iterator", [&](const ConfigValue& v) { r.ReadBool(v, memory.task_iterator); }},
+      {"fault_source", [&](const ConfigValue& v) {
+         std::string text;
+         if (!r.ReadString(v, text)) return;
+         absl::StatusOr<PageFaultSource> source = ParsePageFaultSource(text);
+         if (source.ok()) {
+           memory.fault_source = *source;
+         } else {
+           r.Problem(v.mark, absl::StrCat(v.name, ": ", source.status().message()));
+         }
+       }},
   });
 }
 

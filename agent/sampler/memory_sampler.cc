@@ -160,7 +160,21 @@ std::vector<MemorySampler::Domain> MemorySampler::ReadDomains(
   FindLimited(live, top_ids);
 
   std::vector<Domain> domains;
-  for (const NamedCgroup& top : tops) domains.push_back(ReadDomain(top, true));
+  // Nested tops are read in full, shallower first (sampler/memcg_faults.h).
+  const absl::flat_hash_set<uint64_t> nested =
+      config_.fault_source == PageFaultSource::kBpf ? absl::flat_hash_set<uint64_t>{}
+                                                    : NestedTops(tops);
+  std::vector<const NamedCgroup*> by_depth;
+  for (const NamedCgroup& top : tops) by_depth.push_back(&top);
+  if (!nested.empty()) {
+    std::stable_sort(by_depth.begin(), by_depth.end(), [](const auto* a, const auto* b) {
+      return std::count(a->path.begin(), a->path.end(), '/') <
+             std::count(b->path.begin(), b->path.end(), '/');
+    });
+  }
+  for (const NamedCgroup* top : by_depth) {
+    domains.push_back(ReadDomain(*top, true, nested.contains(top->id)));
+  }
   // Oldest cgroup (lowest id) first, so that past the bound the same ones stay watched.
   std::vector<const NamedCgroup*> limited;
   for (const NamedCgroup& c : *live) {
@@ -176,7 +190,7 @@ std::vector<MemorySampler::Domain> MemorySampler::ReadDomains(
       continue;
     }
     room--;
-    Domain d = ReadDomain(*c, false);
+    Domain d = ReadDomain(*c, false, false);
     if (d.stats && !d.limit) {
       limited_.erase(c->id);  // its limit was lifted: no longer a domain
       continue;
@@ -186,10 +200,10 @@ std::vector<MemorySampler::Domain> MemorySampler::ReadDomains(
   return domains;
 }
 
-MemorySampler::Domain MemorySampler::ReadDomain(const NamedCgroup& c, bool top) {
+MemorySampler::Domain MemorySampler::ReadDomain(const NamedCgroup& c, bool top, bool full) {
   Domain d{.cgroup = c, .top = top};
   auto last = full_reads_.find(c.id);
-  if (reader_.usage && last != full_reads_.end() &&
+  if (!full && reader_.usage && last != full_reads_.end() &&
       samples_ - last->second.sample < kFullReadEvery) {
     if (absl::StatusOr<uint64_t> usage = reader_.usage(c);
         usage.ok() && *usage == last->second.stats.usage_bytes) {
@@ -282,6 +296,18 @@ void MemorySampler::SampleOnce(absl::Time now) {
   }
   samples_++;
   Fold(now, domains);
+  if (config_.fault_source != PageFaultSource::kBpf) {
+    std::vector<TopFaultReading> readings;
+    for (const Domain& d : domains) {
+      if (!d.top) continue;
+      readings.push_back({.top = d.cgroup,
+                          .pgfault = d.stats ? d.stats->pgfault : std::nullopt,
+                          .pgmajfault = d.stats ? d.stats->pgmajfault : std::nullopt});
+    }
+    memcg_faults_.Update(readings, namer_->stages()->KnownStageIds());
+    next->faults = memcg_faults_.Totals();
+    next->faults_uncovered = memcg_faults_.uncovered();
+  }
   for (auto& [stage, m] : stages_) {
     auto it = psi.find(stage);
     m.psi_full_seconds = it == psi.end() ? std::nullopt : it->second;

@@ -40,6 +40,7 @@
 #include "cgroup/open_cgroup_files.h"
 #include "cgroup/psi.h"
 #include "config/config.h"
+#include "sampler/memcg_faults.h"
 #include "sampler/sample_snapshot.h"
 #include "stages/stage_counters.h"
 
@@ -143,8 +144,9 @@ class MemorySampler {
                    const absl::flat_hash_set<uint64_t>& tops);
   std::vector<Domain> ReadDomains(const std::shared_ptr<const std::vector<NamedCgroup>>& live,
                                   const std::vector<NamedCgroup>& tops);
-  // One domain's stats: its last full reading while its usage has not moved (kFullReadEvery).
-  Domain ReadDomain(const NamedCgroup& c, bool top);
+  // One domain's stats: its last full reading while its usage has not moved (kFullReadEvery),
+  // unless `full`.
+  Domain ReadDomain(const NamedCgroup& c, bool top, bool full);
   // Pressure (and cpu.stat with kCpuPart) of every top, folded per stage into `next`; also
   // memory PSI "full" seconds per stage, for the detectors.
   std::map<StageId, std::optional<double>> ReadTops(const std::vector<NamedCgroup>& tops,
@@ -188,6 +190,7 @@ class MemorySampler {
   StageCounters events_;    // kMemoryEvents per domain
   StageCounters pressure_;  // memory some, memory full, io some, io full (µs) per top
   StageCounters cpu_;       // usage, periods, throttled periods, throttled ns, PSI some, full
+  MemcgFaults memcg_faults_;  // unless memory.fault_source is bpf
   struct OomCount {
     NamedCgroup cgroup;
     uint64_t kills = 0;

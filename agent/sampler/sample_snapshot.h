@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,11 @@ struct StageCpu {
   uint64_t pressure_some_us = 0, pressure_full_us = 0;
 };
 
+// A stage's page faults, from its tops' memory.stat (sampler/memcg_faults.h).
+struct StageFaults {
+  uint64_t minor = 0, major = 0;
+};
+
 struct Snapshot {
   absl::Time taken = absl::InfinitePast();  // InfinitePast: nothing sampled yet
   std::map<StageId, StageMemory> memory;
@@ -87,6 +93,12 @@ struct Snapshot {
   // one. Empty without kOomPart.
   std::map<StageId, uint64_t> oom_kills;
   absl::Time oom_kills_read = absl::InfinitePast();  // when they were read
+  // Page faults of each stage whose tops have the memory controller, since each top was made;
+  // empty with memory.fault_source: bpf. A top whose usage did not move keeps its last full
+  // reading for up to kFullReadEvery samples, its faults too.
+  std::map<StageId, StageFaults> faults;
+  // Stages with a top that has no memory controller: no memcg figures (BPF counts those).
+  std::set<StageId> faults_uncovered;
 };
 
 }  // namespace stagewatch

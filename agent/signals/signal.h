@@ -148,6 +148,7 @@ struct ProbeTrial {
   cgroup_key_hierarchy key = CGROUP_KEY_DEFAULT;
   bool lifecycle_events = true;  // cgroup.lifecycle_events
   bool task_iterator = true;     // memory.task_iterator
+  bool minor_faults = true;      // BPF counts minor faults (FaultCounting::bpf_minor)
 };
 
 struct Signal {

@@ -17,18 +17,41 @@ MemoryCollector::MemoryCollector(MemoryCollectorSources sources) : s_(std::move(
 absl::Status MemoryCollector::Collect(std::vector<prometheus::MetricFamily>* out) {
   // The names are the sampler's last refresh: a scrape walks nothing.
   const std::vector<Stage> stages = s_.namer->stages()->KnownStages();
+  CollectFaults(stages, out);
   if (s_.tracker) CollectKernel(out);
   absl::Status status = CollectCgroupfs(stages, out);
   if (s_.task_states) CollectTasks(stages, out);
   return status;
 }
 
+void MemoryCollector::CollectFaults(const std::vector<Stage>& stages,
+                                    std::vector<prometheus::MetricFamily>* out) {
+  auto faults = CounterFamily("stagewatch_page_faults_total",
+                              "Page faults of the stage's tasks: major ones waited for I/O.");
+  // memory.stat's where the stage has it, else the probe's once it counts minor faults.
+  const std::map<StageId, StageFaults> memcg = s_.sampler->Latest()->faults;
+  std::map<StageId, MemoryStageTotals> bpf;
+  const bool by_bpf = s_.tracker && s_.tracker->counts_minor_faults();
+  if (by_bpf) bpf = s_.tracker->Totals();
+  for (const Stage& stage : stages) {
+    StageFaults f;
+    if (auto m = memcg.find(stage.id); m != memcg.end()) {
+      f = m->second;
+    } else if (!by_bpf) {
+      continue;
+    } else if (auto b = bpf.find(stage.id); b != bpf.end()) {
+      f = {.minor = b->second.minor_faults, .major = b->second.major_faults};
+    }
+    AddCounter(&faults, StageLabels(stage, {{"fault_type", "minor"}}), f.minor);
+    AddCounter(&faults, StageLabels(stage, {{"fault_type", "major"}}), f.major);
+  }
+  out->push_back(std::move(faults));
+}
+
 void MemoryCollector::CollectKernel(std::vector<prometheus::MetricFamily>* out) {
   const auto totals = s_.tracker->Totals();
   // Listed after the totals: a stage forgotten meanwhile is left out, not exported as zero.
   const std::vector<Stage> stages = s_.namer->stages()->KnownStages();
-  auto faults = CounterFamily("stagewatch_page_faults_total",
-                              "Page faults of the stage's tasks: major ones waited for I/O.");
   auto stalls = HistogramFamily(
       "stagewatch_memory_reclaim_stall_seconds",
       "Time the stage's tasks spent stalled in direct or cgroup memory reclaim, per pass.");
@@ -36,8 +59,6 @@ void MemoryCollector::CollectKernel(std::vector<prometheus::MetricFamily>* out) 
   for (const Stage& stage : stages) {
     auto it = totals.find(stage.id);
     const MemoryStageTotals& t = it == totals.end() ? zero : it->second;
-    AddCounter(&faults, StageLabels(stage, {{"fault_type", "minor"}}), t.minor_faults);
-    AddCounter(&faults, StageLabels(stage, {{"fault_type", "major"}}), t.major_faults);
     // The sum is given in slot units too; truncating it loses under one unit in all.
     AddLog2Histogram(&stalls, StageLabels(stage), t.stall_slots,
                      t.stall_sum_ns >> HIST_UNIT_SHIFT, kHistUnitSeconds, t.stall_above);
@@ -48,7 +69,7 @@ void MemoryCollector::CollectKernel(std::vector<prometheus::MetricFamily>* out) 
   const MemoryTracker::Overflows dropped = s_.tracker->overflows();
   AddCounter(&overflows, {{"map", "cgroups"}}, dropped.cgroups);
   AddCounter(&overflows, {{"map", "reclaimers"}}, dropped.reclaimers);
-  for (auto* f : {&faults, &stalls, &overflows}) out->push_back(std::move(*f));
+  for (auto* f : {&stalls, &overflows}) out->push_back(std::move(*f));
 }
 
 absl::Status MemoryCollector::CollectCgroupfs(const std::vector<Stage>& stages,

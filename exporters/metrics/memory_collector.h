@@ -1,7 +1,8 @@
-// Collector "memory": page faults and reclaim stalls as the memory tracker last folded the
-// probe's map; usage, limits, events, time near the limit, peaks and pressure from the
-// sampler's snapshot; task states as last counted. It reads nothing itself: all three are made
-// on the sampler's clock.
+// Collector "memory": page faults from the sampler's memory.stat where a stage has the memory
+// controller, else as the memory tracker last folded the probe's map; reclaim stalls as the
+// tracker folded them; usage, limits, events, time near the limit, peaks and pressure from the
+// sampler's snapshot; task states as last counted. It reads nothing itself: all are made on
+// the sampler's clock.
 #pragma once
 
 #include "cgroup/cgroup_namer.h"
@@ -28,6 +29,7 @@ class MemoryCollector : public Collector {
   absl::Status Collect(std::vector<prometheus::MetricFamily>* out) override;
 
  private:
+  void CollectFaults(const std::vector<Stage>& stages, std::vector<prometheus::MetricFamily>* out);
   void CollectKernel(std::vector<prometheus::MetricFamily>* out);
   absl::Status CollectCgroupfs(const std::vector<Stage>& stages,
                                std::vector<prometheus::MetricFamily>* out);

@@ -51,8 +51,9 @@ inline constexpr AccuracyRow kAccuracyTable[] = {
     // ---- memory (collector memory) ----
     {"stagewatch_tasks", "e2e:AccuracyE2E.TaskStatesMatchProc",
      "per state, the letters in /proc/<tid>/stat of the tasks the cgroup lists"},
-    {"stagewatch_page_faults_total", "e2e:MemoryE2E.AStageNearItsLimitShowsUsageLimitNearLimitTimePeakEventsAndTasks",
-     "memory.stat total_pgfault (v2 pgfault) within 2%"},
+    {"stagewatch_page_faults_total", "e2e:PageFaultsE2E.FromMemcgTheyMatchMemoryStatAndGetrusage",
+     "memory.stat total_pgfault (v2 pgfault) and the process's getrusage minflt+majflt within "
+     "2%, from each source (FromBpf... the same; MemoryE2E the default under a limit)"},
     {"stagewatch_memory_reclaim_stall_seconds", "e2e:AccuracyE2E.MemoryEventsSwapAndReclaimStallsMatchTheCgroupFiles",
      "above 0 and at most the memory.pressure some total of the one task that reclaimed"},
     {"stagewatch_memory_usage_bytes", "e2e:MemoryE2E.AStageNearItsLimitShowsUsageLimitNearLimitTimePeakEventsAndTasks",

@@ -116,7 +116,7 @@ TEST(MemoryE2E, AStageNearItsLimitShowsUsageLimitNearLimitTimePeakEventsAndTasks
   const double near_s = ValueOr(m, "stagewatch_memory_near_limit_seconds_total" + t, 0);
   const double faults = ValueOr(m, R"(stagewatch_page_faults_total{pipeline_stage="train",fault_type="minor"})", 0) +
                         ValueOr(m, R"(stagewatch_page_faults_total{pipeline_stage="train",fault_type="major"})", 0);
-  std::printf("near limit %.2f s of %.2f s held; peak %.0f MiB; %s %.0f; faults bpf %.0f "
+  std::printf("near limit %.2f s of %.2f s held; peak %.0f MiB; %s %.0f; faults exported %.0f "
               "memory.stat %.0f\n", near_s, held_s, ValueOr(m, "stagewatch_memory_peak_bytes" + t, 0) / kMiB,
               files.limit_hits_event.c_str(), failcnt, faults, pgfault);
   EXPECT_GT(near_s, held_s - 0.5);

@@ -586,6 +586,23 @@ TEST(ConfigMemoryTest, TaskIteratorIsOnByDefaultAndABoolean) {
   EXPECT_THAT(std::string(bad.status().message()), ::testing::HasSubstr("cfg.yaml:2:18"));
 }
 
+TEST(ConfigMemoryTest, FaultSourceIsAutoByDefaultAndOneOfThree) {
+  EXPECT_EQ(Parse("")->memory.fault_source, PageFaultSource::kAuto);
+  for (auto [text, source] : {std::pair{"auto", PageFaultSource::kAuto},
+                              std::pair{"memcg", PageFaultSource::kMemcg},
+                              std::pair{"bpf", PageFaultSource::kBpf}}) {
+    absl::StatusOr<Config> c = Parse(std::string("memory:\n  fault_source: ") + text + "\n");
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(c->memory.fault_source, source);
+    EXPECT_EQ(PageFaultSourceName(source), text);
+  }
+  absl::StatusOr<Config> bad = Parse("memory:\n  fault_source: ebpf\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()),
+              ::testing::HasSubstr("cfg.yaml:2:17: memory.fault_source: unknown page fault "
+                                   "source \"ebpf\"; use auto"));
+}
+
 }  // namespace
 }  // namespace stagewatch
 

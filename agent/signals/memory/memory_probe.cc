@@ -182,7 +182,10 @@ absl::StatusOr<std::unique_ptr<MemoryProbe>> MemoryProbe::Start(
 
   // ---- page faults: perf events for both kinds, or exception tracepoints for all faults.
   ProbeStatus faults{.name = kFaultProbe};
-  const FaultSource source = ChooseFaultSource(f, options.fault_source, &faults);
+  // Minor faults counted later are counted by the perf event, which needs no major faults
+  // subtracted that were counted before it attached.
+  const FaultSource source = ChooseFaultSource(
+      f, options.minor_faults ? options.fault_source : FaultSource::kPerfEvents, &faults);
   const bool use_faults = faults.error.empty();
   const bool exceptions = source == FaultSource::kExceptionTracepoints;
   bpf_program__set_autoload(progs.memory_minor_fault, use_faults && !exceptions);
@@ -219,7 +222,9 @@ absl::StatusOr<std::unique_ptr<MemoryProbe>> MemoryProbe::Start(
 
   // ---- attach page faults; half a source would count wrong, so all of it or nothing.
   if (use_faults) {
-    if (exceptions) {
+    if (!options.minor_faults) {
+      faults.attach_type = "perf_event";  // major faults only
+    } else if (exceptions) {
       AttachToSlot(progs.memory_fault_user, &links.memory_fault_user, &faults);
       AttachToSlot(progs.memory_fault_kernel, &links.memory_fault_kernel, &faults);
     } else {
@@ -231,6 +236,7 @@ absl::StatusOr<std::unique_ptr<MemoryProbe>> MemoryProbe::Start(
                    &faults);
     }
     faults.attached = faults.error.empty();
+    probe->counts_minor_ = faults.attached && options.minor_faults;
     if (!faults.attached) {
       probe->perf_links_.clear();
       DetachSlot(&links.memory_fault_user);
@@ -296,6 +302,23 @@ std::vector<MemoryCgroupCounters> MemoryProbe::Read() const {
                        .reclaim_stall_ns = s.reclaim_stall});
       });
   return out;
+}
+
+absl::Status MemoryProbe::CountMinorFaults() {
+  if (counts_minor_) return absl::OkStatus();
+  if (bpf_program__fd(skel_->progs.memory_minor_fault) < 0 || perf_links_.empty()) {
+    return absl::FailedPreconditionError("the page fault programs are not loaded");
+  }
+  ProbeStatus status{.name = kFaultProbe};
+  const size_t before = perf_links_.size();
+  AttachPerCpu(skel_->progs.memory_minor_fault, PERF_COUNT_SW_PAGE_FAULTS_MIN, &perf_links_,
+               &status);
+  if (!status.error.empty()) {
+    perf_links_.resize(before);  // half the CPUs would count wrong
+    return absl::InternalError(status.error);
+  }
+  counts_minor_ = true;
+  return absl::OkStatus();
 }
 
 void MemoryProbe::Delete(uint64_t cgroup_id) {

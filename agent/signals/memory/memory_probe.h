@@ -33,6 +33,10 @@ struct MemoryProbeOptions {
   cgroup_key_hierarchy key = CGROUP_KEY_DEFAULT;
   KernelFeatures features;
   FaultSource fault_source = FaultSource::kAuto;
+  // false: only major faults are counted (rare: no cost to a minor one) until
+  // CountMinorFaults(); the minor ones are then counted by perf events (memory.stat is the
+  // source of a stage's faults where the memory controller is, signals/memory/fault_counting.h).
+  bool minor_faults = true;
 };
 
 // One cgroup's totals since its entry was created, summed over CPUs.
@@ -60,6 +64,9 @@ class MemoryProbe {
   std::vector<MemoryCgroupCounters> Read() const;
   // Drops a dead cgroup's entry (after its totals were folded into its stage's).
   void Delete(uint64_t cgroup_id);
+  // Starts counting minor faults, where Start() was told not to; a no-op once they are.
+  absl::Status CountMinorFaults();
+  bool counts_minor_faults() const { return counts_minor_; }
 
   // Updates the kernel side refused because a map was full: new cgroups not counted, and
   // reclaim passes not timed.
@@ -86,6 +93,7 @@ class MemoryProbe {
   std::vector<SkeletonPtr<bpf_link, DestroyMemoryProbeLink>> perf_links_;
   std::vector<ProbeStatus> statuses_;
   FaultSource fault_source_ = FaultSource::kAuto;
+  bool counts_minor_ = false;
 };
 
 }  // namespace stagewatch

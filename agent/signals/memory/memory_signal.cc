@@ -1,10 +1,14 @@
-// memory: reclaim stalls and page faults from the memory probe; usage, limits and near-limit
-// time from the sampler's snapshot; task states from the task_states iterator, else /proc.
+// memory: reclaim stalls from the memory probe; page faults from the sampler's memory.stat
+// where the memory controller is, else the memory probe (signals/memory/fault_counting.h);
+// usage, limits and near-limit time from the sampler's snapshot; task states from the
+// task_states iterator, else /proc.
 #include "anomaly/anomaly_engine.h"
 #include "cgroup/layout.h"
 #include "config/config.h"
 #include "exporters/metrics/collector.h"
 #include "exporters/metrics/memory_collector.h"
+#include "log.h"
+#include "signals/memory/fault_counting.h"
 #include "signals/memory/memory_probe.h"
 #include "signals/memory/memory_tracker.h"
 #include "signals/memory/task_states_probe.h"
@@ -17,7 +21,8 @@ namespace {
 
 std::vector<ProbeStatus> TryProbes(const ProbeTrial& t) {
   std::vector<ProbeStatus> all =
-      StatusesOf(MemoryProbe::Start({.key = t.key, .features = t.features}));
+      StatusesOf(MemoryProbe::Start(
+          {.key = t.key, .features = t.features, .minor_faults = t.minor_faults}));
   for (ProbeStatus& s : StatusesOf(TaskStatesProbe::Start(
            {.enabled = t.task_iterator, .key = t.key, .features = t.features}))) {
     all.push_back(std::move(s));
@@ -47,8 +52,13 @@ constexpr absl::Duration kProcTaskStatesInterval = absl::Seconds(15);
 
 std::unique_ptr<exporters::Collector> Start(const SignalContext& ctx) {
   RunningSignals& r = *ctx.running;
-  MemoryProbe* probe = r.Keep(Adopt(
-      MemoryProbe::Start({.key = ctx.layout.key, .features = ctx.features}), &r.probe_reports));
+  const FaultCounting counting = ChooseFaultCounting(ctx.config.memory.fault_source, ctx.layout);
+  Log::Info("page faults", {{"memcg", counting.memcg}, {"bpf", counting.bpf_minor},
+                            {"why", counting.why}});
+  MemoryProbe* probe = r.Keep(Adopt(MemoryProbe::Start({.key = ctx.layout.key,
+                                                        .features = ctx.features,
+                                                        .minor_faults = counting.bpf_minor}),
+                                    &r.probe_reports));
   MemoryTracker* tracker = nullptr;
   if (probe != nullptr) {
     tracker = r.Keep(std::make_unique<MemoryTracker>(probe, ctx.namer));
@@ -65,6 +75,20 @@ std::unique_ptr<exporters::Collector> Start(const SignalContext& ctx) {
   // a pass at 1,000 cgroups): counted once per usual scrape interval.
   const absl::Duration task_states_every =
       iterator ? kExpositionCollectInterval : kProcTaskStatesInterval;
+  if (probe && counting.bpf_when_uncovered) {
+    // A stage without the memory controller is found: BPF counts its faults from now on.
+    r.sample_hooks.push_back([probe, sampler = ctx.sampler, tried = false](
+                                 absl::Time, const StageDirectory&) mutable {
+      if (tried || sampler->Latest()->faults_uncovered.empty()) return;
+      tried = true;
+      if (const absl::Status status = probe->CountMinorFaults(); status.ok()) {
+        Log::Info("a stage has no memory controller: BPF counts page faults from now on");
+      } else {
+        Log::Warn("a stage has no memory controller, and BPF cannot count its page faults",
+                  {{"error", status.message()}});
+      }
+    });
+  }
   r.sample_hooks.push_back([tracker, task_states, engine = ctx.anomalies,
                             due = Cadence(kExpositionCollectInterval),
                             tasks_due = Cadence(task_states_every)](

@@ -35,6 +35,8 @@ class MemoryTracker {
   void CollectForMajorFaults();
   std::map<StageId, MemoryStageTotals> Totals() const;
   uint64_t unknown_cgroups() const;
+  // Whether the probe counts minor faults (else its Totals() have major faults only).
+  bool counts_minor_faults() const { return probe_->counts_minor_faults(); }
   // Updates the probe dropped because a map was full, as of the last collection.
   struct Overflows {
     uint64_t cgroups = 0, reclaimers = 0;

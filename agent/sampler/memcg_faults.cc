@@ -1,0 +1,110 @@
+#include "sampler/memcg_faults.h"
+
+#include <algorithm>
+#include <string_view>
+
+namespace stagewatch {
+namespace {
+
+// The nearest ancestor of `path` among the tops, 0 if none.
+uint64_t EnclosingTop(std::string_view path,
+                      const absl::flat_hash_map<std::string_view, uint64_t>& top_of_path) {
+  while (path.size() > 1) {
+    const size_t slash = path.rfind('/');
+    path = slash == 0 ? std::string_view("/") : path.substr(0, slash);
+    if (auto it = top_of_path.find(path); it != top_of_path.end()) return it->second;
+  }
+  return 0;
+}
+
+absl::flat_hash_map<std::string_view, uint64_t> TopOfPath(const std::vector<NamedCgroup>& tops) {
+  absl::flat_hash_map<std::string_view, uint64_t> top_of_path;
+  for (const NamedCgroup& t : tops) top_of_path[t.path] = t.id;
+  return top_of_path;
+}
+
+}  // namespace
+
+absl::flat_hash_set<uint64_t> NestedTops(const std::vector<NamedCgroup>& tops) {
+  const absl::flat_hash_map<std::string_view, uint64_t> top_of_path = TopOfPath(tops);
+  absl::flat_hash_set<uint64_t> nested;
+  for (const NamedCgroup& t : tops) {
+    if (const uint64_t enclosing = EnclosingTop(t.path, top_of_path); enclosing != 0) {
+      nested.insert(t.id);
+      nested.insert(enclosing);
+    }
+  }
+  return nested;
+}
+
+void MemcgFaults::Update(const std::vector<TopFaultReading>& tops,
+                         const absl::flat_hash_set<StageId>& known) {
+  absl::flat_hash_map<std::string_view, uint64_t> top_of_path;
+  absl::flat_hash_set<uint64_t> live;
+  for (const TopFaultReading& t : tops) {
+    top_of_path[t.top.path] = t.top.id;
+    live.insert(t.top.id);
+  }
+
+  // Tops gone since the last sample. What a nested one had counted stays in its enclosing
+  // top's hierarchical count: it is taken off there from now on.
+  std::vector<uint64_t> gone;
+  for (const auto& [id, top] : tops_) {
+    if (!live.contains(id)) gone.push_back(id);
+  }
+  for (uint64_t id : gone) {
+    const Top& top = tops_[id];
+    if (top.enclosing != 0 && top.read && live.contains(top.enclosing)) {
+      Pair& d = departed_[top.enclosing];
+      for (size_t i = 0; i < d.size(); i++) d[i] += top.reading[i];
+    }
+    departed_.erase(id);
+  }
+  for (uint64_t id : gone) tops_.erase(id);
+
+  // Every top's reading first, then each one's own count: its nested tops' readings are needed.
+  for (const TopFaultReading& t : tops) {
+    Top& top = tops_[t.top.id];
+    top.enclosing = EnclosingTop(t.top.path, top_of_path);
+    if (t.pgfault && t.pgmajfault) {
+      top.reading = {*t.pgfault, *t.pgmajfault};
+      top.read = true;
+    }
+  }
+  absl::flat_hash_map<uint64_t, Pair> nested;  // by top: its nested tops' readings, summed
+  for (const auto& [id, top] : tops_) {
+    if (top.enclosing == 0 || !top.read) continue;
+    Pair& n = nested[top.enclosing];
+    for (size_t i = 0; i < n.size(); i++) n[i] += top.reading[i];
+  }
+
+  std::vector<CgroupCounterSample> samples;
+  uncovered_.clear();
+  for (const TopFaultReading& t : tops) {
+    Top& top = tops_[t.top.id];
+    if (!top.read) {
+      uncovered_.insert(t.top.stage.id);
+      continue;
+    }
+    const Pair less_nested = nested[t.top.id], less_departed = departed_[t.top.id];
+    for (size_t i = 0; i < top.own.size(); i++) {
+      const uint64_t others = less_nested[i] + less_departed[i];
+      const uint64_t own = top.reading[i] > others ? top.reading[i] - others : 0;
+      top.own[i] = std::max(top.own[i], own);
+    }
+    samples.push_back({t.top.id, t.top.stage.id, {top.own[0], top.own[1]}});
+  }
+  counters_.Update(samples);
+  counters_.KeepStages(known);
+}
+
+std::map<StageId, StageFaults> MemcgFaults::Totals() const {
+  std::map<StageId, StageFaults> out;
+  for (const auto& [stage, v] : counters_.Totals()) {
+    // pgfault counts every fault, minor and major.
+    out[stage] = {.minor = v[0] > v[1] ? v[0] - v[1] : 0, .major = v[1]};
+  }
+  return out;
+}
+
+}  // namespace stagewatch

@@ -154,6 +154,11 @@ std::map<uint64_t, sched_cgroup_stats> SchedProbe::ReadCgroups() const {
   return out;
 }
 
+std::optional<sched_cgroup_stats> SchedProbe::ReadCgroup(uint64_t cgroup_id) const {
+  return LookupPerCpu<uint64_t, sched_cgroup_stats>(bpf_map__fd(skel_->maps.sched_stats),
+                                                    cgroup_id, AddStats);
+}
+
 std::map<std::pair<uint64_t, uint64_t>, uint64_t> SchedProbe::ReadPreemptions() const {
   std::map<std::pair<uint64_t, uint64_t>, uint64_t> out;
   for (const auto& [key, n] : ReadPerCpuHash<sched_pair, uint64_t>(
@@ -184,11 +189,14 @@ std::map<uint64_t, int> SchedProbe::ReadRunning() const {
   return out;
 }
 
-void SchedProbe::Forget(uint64_t cgroup_id) {
-  bpf_map_delete_elem(bpf_map__fd(skel_->maps.sched_stats), &cgroup_id);
+void SchedProbe::Forget(const std::set<uint64_t>& cgroup_ids) {
+  if (cgroup_ids.empty()) return;
+  for (uint64_t id : cgroup_ids) bpf_map_delete_elem(bpf_map__fd(skel_->maps.sched_stats), &id);
   const int fd = bpf_map__fd(skel_->maps.sched_preemptions);
   for (const auto& [key, n] : ReadPerCpuHash<sched_pair, uint64_t>(fd, AddCount)) {
-    if (key.preempted == cgroup_id || key.preempting == cgroup_id) bpf_map_delete_elem(fd, &key);
+    if (cgroup_ids.contains(key.preempted) || cgroup_ids.contains(key.preempting)) {
+      bpf_map_delete_elem(fd, &key);
+    }
   }
 }
 

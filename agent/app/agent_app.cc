@@ -305,7 +305,9 @@ int RunAgent(const AgentOptions& options) {
       .telemetry_path = config.web.telemetry_path,
       .web = inputs->web,
       .web_config_file = options.web_config_file,
-      .render_metrics = [&registry] { return exporters::SerializeText(registry.CollectAll()); },
+      .render_metrics = [&registry](std::string* out) {
+        exporters::SerializeTextInto(registry.CollectAll(), out);
+      },
       .ready = [&ready] { return ready.load(); },
       .handlers = exporters::RunsHandlers(&runs_source, config.runs)};
   LedgerPipelinesSource pipelines_source(&runs_source, config.runs, config.pipelines);

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -170,6 +171,17 @@ void ForEachPerCpuArrayCopy(int map_fd, uint32_t count, const Fn& fn) {
   for (uint32_t index = done; index < count; index++) {
     if (bpf_map_lookup_elem(map_fd, &index, values.data()) == 0) each_cpu(index, values.data());
   }
+}
+
+// One entry of a per-CPU hash, its per-CPU copies added up; nullopt when the key is absent.
+// For reads of a few keys where the map holds thousands (a run's cgroups at its end).
+template <typename Key, typename Value, typename Add>
+std::optional<Value> LookupPerCpu(int map_fd, const Key& key, const Add& add) {
+  using namespace cgroup_map_internal;
+  const int cpus = PossibleCpus();
+  std::vector<unsigned char> buffer(Stride<Value>() * cpus);
+  if (bpf_map_lookup_elem(map_fd, &key, buffer.data()) != 0) return std::nullopt;
+  return SumCpus<Value>(buffer.data(), cpus, add);
 }
 
 // Calls `fn(cgroup_id, value)` for every entry of a per-CPU hash keyed by cgroup id.

@@ -18,6 +18,14 @@ void SeeStage(RunsSnapshot& totals, const std::string& stage, const std::string&
   }
 }
 
+void ForgetStage(RunsSnapshot& totals, const std::string& stage) {
+  auto of_stage = [&stage](const auto& entry) { return std::get<0>(entry.first) == stage; };
+  std::erase_if(totals.ended, of_stage);
+  std::erase_if(totals.durations, of_stage);
+  std::erase_if(totals.lost_seconds, of_stage);
+  std::erase_if(totals.recent, [&stage](const EndedRun& r) { return r.stage == stage; });
+}
+
 void AddEndedRun(RunsSnapshot& totals, const RunRecord& run, const std::string& verdict,
                  const std::optional<Slowdown>& slowdown) {
   const RunStart& s = run.start;

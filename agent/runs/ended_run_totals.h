@@ -48,6 +48,8 @@ struct RunsSnapshot {
 
 // Makes the stage's series exist, at zero.
 void SeeStage(RunsSnapshot& totals, const std::string& stage, const std::string& pipeline);
+// Drops the stage's series (every pipeline's): its discovery was forgotten.
+void ForgetStage(RunsSnapshot& totals, const std::string& stage);
 // Counts an ended run with its verdict and, when it has a baseline, its slowdown.
 void AddEndedRun(RunsSnapshot& totals, const RunRecord& run, const std::string& verdict,
                  const std::optional<Slowdown>& slowdown);

@@ -22,6 +22,7 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "bpf/lifecycle.h"
@@ -50,9 +51,12 @@ struct RunProbeReaders {
   // Of that wait, the part spent throttled (AgentFacts::run_queue_throttled_seconds).
   std::function<std::optional<double>(const std::set<uint64_t>&)> run_queue_throttled_seconds;
   std::function<std::optional<double>(const std::set<uint64_t>&)> reclaim_stall_seconds;
-  // preempting cgroup id → times it preempted one of `ids`
-  std::function<std::optional<std::map<uint64_t, uint64_t>>(const std::set<uint64_t>&)>
+  // preempting cgroup id → times it preempted one of `ids`, which held no task from
+  // `settled_ns` on (CLOCK_MONOTONIC, as an event's at_ns; kSettledNow: not known, read now)
+  std::function<std::optional<std::map<uint64_t, uint64_t>>(const std::set<uint64_t>&,
+                                                             uint64_t settled_ns)>
       preemptions;
+  static constexpr uint64_t kSettledNow = UINT64_MAX;
   std::function<std::string(uint64_t)> stage_of;
 };
 
@@ -176,7 +180,8 @@ class RunWatcher {
     std::optional<double> reclaim_stall_seconds;
     std::optional<std::map<uint64_t, uint64_t>> preemptions;
   };
-  EndReadings ReadAtEnd(const std::set<uint64_t>& ids) const;
+  EndReadings ReadAtEnd(const std::set<uint64_t>& ids,
+                        uint64_t settled_ns = RunProbeReaders::kSettledNow) const;
   void Queue(std::function<void()> task);
   void OnMkdir(uint64_t id, const std::string& path, absl::Time seen);
   void OnRmdir(uint64_t id, std::optional<EndReadings> readings, MemcgAtRmdir memcg);
@@ -197,6 +202,8 @@ class RunWatcher {
   void RetryEnds();
   // After a pass's commit: its ends that did not reach the ledger are written again.
   void CheckBatchEnds(bool committed);
+  // Marks the run's cgroup gone: no new cgroup is a descendant of it any more.
+  void Unwatch(uint64_t key, OpenRun& run);
   // Stops watching a run that has ended (by anyone), and counts it.
   void Forget(uint64_t key);
   void AddOomKill(uint64_t victim_cgroup_id, const OomVictim& victim);
@@ -209,13 +216,17 @@ class RunWatcher {
   void AddFacts(OpenRun& run, const AgentFacts& facts);
   // `saw_end`: the agent watched the run's cgroup go, so a kill it did not see did not happen.
   // The end facts are the sampler's last reading of a discovered run, with `memcg` over them.
-  void CloseByAgent(OpenRun& run, absl::Time end, bool saw_end, const MemcgAtRmdir& memcg = {});
+  void CloseByAgent(uint64_t key, absl::Time end, bool saw_end, const MemcgAtRmdir& memcg = {});
   void StartSampling(const OpenRun& run);
   void WriteSamples();
   // Counts a run that has ended (by anyone) from its ledger row.
   void Count(uint64_t key);
   void CountEnded(const std::string& id);
   void SeeStage(const std::string& stage, const std::string& pipeline);
+  // Each tick: the runs' series of a stage the resolver has forgotten (discovery.forget_after)
+  // go too, once no run of it is open. A stage the resolver never named stays.
+  void ForgetForgottenStages();
+  std::set<std::string> named_stages_;  // stages the resolver named at some tick
   void Tick();
   // The run's baseline, looked up once when it is recorded, handed to options_.detectors
   // (run_watcher_expect.cc); JudgePaces tells them each tick which runs are slower than usual.
@@ -250,6 +261,9 @@ class RunWatcher {
   mutable std::mutex mu_;
   std::map<uint64_t, OpenRun> open_;        // by its own cgroup id (or a made-up key)
   std::map<uint64_t, uint64_t> by_cgroup_;  // cgroup id (its own, descendants) → open_ key
+  // The cgroup path of each open run whose cgroup lives → open_ key: a new cgroup's run is
+  // found by its ancestors' paths.
+  absl::flat_hash_map<std::string, uint64_t> watched_paths_;
   uint64_t next_gone_key_ = UINT64_MAX;     // keys of runs whose cgroup went while unwatched
   uint64_t closed_since_trim_ = 0;          // runs closed since the heap was last trimmed
   uint64_t closed_at_last_tick_ = 0;        // closed_since_trim_ at the last tick

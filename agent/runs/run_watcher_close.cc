@@ -133,8 +133,9 @@ void RunWatcher::Forget(uint64_t key) {
   Count(key);
 }
 
-void RunWatcher::CloseByAgent(OpenRun& run, absl::Time end_time, bool saw_end,
+void RunWatcher::CloseByAgent(uint64_t key, absl::Time end_time, bool saw_end,
                               const MemcgAtRmdir& memcg) {
+  OpenRun& run = open_.at(key);
   RunEnd end{.end = std::max(end_time, run.start.start), .closed_by = RunCloser::kAgent};
   const std::string id = run.start.id;
   if (sampler_) {
@@ -151,9 +152,7 @@ void RunWatcher::CloseByAgent(OpenRun& run, absl::Time end_time, bool saw_end,
   if (options_.oom_observed && saw_end) end.facts.oom_kills_kernel = run.kernel_kills;
   if (WriteEnd(id, end)) Log::Info("run ended", {{"run_id", id}, {"closed_by", "agent"}});
   if (run.start.source == RunSource::kLauncher) DropPendingEnd(ledger_->path(), id);
-  for (auto& [key, r] : open_) {
-    if (&r == &run) return Count(key);  // closed now, or by its launcher just before
-  }
+  Count(key);  // closed now, or by its launcher just before
 }
 
 void RunWatcher::LookForOrphans() {

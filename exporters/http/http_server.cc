@@ -23,6 +23,7 @@
 #include "absl/synchronization/mutex.h"
 #include "bounded_file.h"
 #include "exporters/http/auth_gate.h"
+#include "exporters/http/exposition_buffers.h"
 #include "exporters/http/web_config_watch.h"
 #include "listen_address.h"
 #include "log.h"
@@ -198,6 +199,7 @@ size_t CountQueryParameters(std::string_view target) {
 struct HttpServer::Handler {
   HttpServerOptions options;
   HttpLimits limits;
+  ExpositionBuffers expositions;  // one kept per worker thread
   std::string landing;
   AuthGate auth;
   ClientAuth client_auth = ClientAuth::kNoClientCert;  // kept on reloads: needs a restart
@@ -209,6 +211,7 @@ struct HttpServer::Handler {
   Handler(HttpServerOptions o, HttpLimits l)
       : options(std::move(o)),
         limits(l),
+        expositions(static_cast<size_t>(std::max(l.worker_threads, 1))),
         landing(LandingPage(options.telemetry_path)),
         auth(BasicAuthUsers(options.web.basic_auth_users)),
         client_auth(options.web.tls ? options.web.tls->client_auth : ClientAuth::kNoClientCert) {}
@@ -331,6 +334,30 @@ struct HttpServer::Handler {
     return MHD_YES;
   }
 
+  // The exposition, written into a kept buffer and sent from it: the buffer goes back to
+  // `expositions` when libmicrohttpd has sent it (or failed to).
+  struct SentExposition {
+    ExpositionBuffers* kept;
+    std::unique_ptr<std::string> text;
+  };
+  static void GiveBack(void* cls) {
+    std::unique_ptr<SentExposition> sent(static_cast<SentExposition*>(cls));
+    sent->kept->Give(std::move(sent->text));
+  }
+  MHD_Result ReplyExposition(MHD_Connection* connection) {
+    auto sent = std::make_unique<SentExposition>(SentExposition{&expositions, expositions.Take()});
+    options.render_metrics(sent->text.get());
+    std::string& text = *sent->text;
+    MHD_Response* response = MHD_create_response_from_buffer_with_free_callback_cls(
+        text.size(), text.data(), &GiveBack, sent.get());
+    if (response == nullptr) return MHD_NO;
+    sent.release();  // the response owns it now
+    MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, kExpositionContentType);
+    const MHD_Result queued = MHD_queue_response(connection, MHD_HTTP_OK, response);
+    MHD_destroy_response(response);
+    return queued;
+  }
+
   // A request that passed the server's own checks, once the auth gate has answered.
   MHD_Result Route(MHD_Connection* connection, const std::string& path, AuthOutcome auth) {
     const char* text = "text/plain; charset=utf-8";
@@ -345,7 +372,7 @@ struct HttpServer::Handler {
                    text, {{MHD_HTTP_HEADER_RETRY_AFTER, "1"}});
     }
     if (path == options.telemetry_path) {
-      return Reply(connection, MHD_HTTP_OK, options.render_metrics(), kExpositionContentType);
+      return ReplyExposition(connection);
     }
     if (path == "/") return Reply(connection, MHD_HTTP_OK, landing, "text/html; charset=utf-8");
     if (const ExtraHandler* h = FindHandler(options.handlers, path)) {

@@ -50,7 +50,9 @@ struct HttpServerOptions {
   // The file `web` was read from: re-read when it or a file it names changes, and on
   // ReloadWebConfig() (exporters/http/web_config_watch.h). Empty: `web` never changes.
   std::string web_config_file;
-  std::function<std::string()> render_metrics;  // the exposition text, built per scrape
+  // Writes the exposition text into *out, which is empty but keeps the room an earlier
+  // scrape's text took (exposition_buffers.h).
+  std::function<void(std::string* out)> render_metrics;
   std::function<bool()> ready;                  // /-/ready answers 200 once it is true
   std::vector<ExtraHandler> handlers;           // more pages, e.g. /runs
 };

@@ -98,4 +98,8 @@ std::string SerializeText(const std::vector<prometheus::MetricFamily>& families)
   return WriteTextExposition(families);
 }
 
+void SerializeTextInto(const std::vector<prometheus::MetricFamily>& families, std::string* out) {
+  AppendTextExposition(families, out);
+}
+
 }  // namespace stagewatch::exporters

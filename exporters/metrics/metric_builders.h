@@ -36,5 +36,7 @@ void AddHistogram(prometheus::MetricFamily* family, const Labels& labels,
 
 // Prometheus text exposition format 0.0.4.
 std::string SerializeText(const std::vector<prometheus::MetricFamily>& families);
+// The same, appended to *out (a buffer kept between scrapes).
+void SerializeTextInto(const std::vector<prometheus::MetricFamily>& families, std::string* out);
 
 }  // namespace stagewatch::exporters

@@ -231,12 +231,16 @@ void AppendBoundValue(std::string* out, double value) {
 }
 
 std::string WriteTextExposition(const std::vector<MetricFamily>& families) {
+  std::string out;
+  AppendTextExposition(families, &out);
+  return out;
+}
+
+void AppendTextExposition(const std::vector<MetricFamily>& families, std::string* out) {
   size_t metrics = 0;
   for (const MetricFamily& family : families) metrics += family.metric.size();
-  std::string out;
-  out.reserve(families.size() * 96 + metrics * 80);
-  for (const MetricFamily& family : families) WriteFamily(&out, family);
-  return out;
+  out->reserve(out->size() + families.size() * 96 + metrics * 80);
+  for (const MetricFamily& family : families) WriteFamily(out, family);
 }
 
 }  // namespace stagewatch::exporters

@@ -19,6 +19,9 @@
 namespace stagewatch::exporters {
 
 std::string WriteTextExposition(const std::vector<prometheus::MetricFamily>& families);
+// Appends it to *out: a buffer kept between scrapes has the room already.
+void AppendTextExposition(const std::vector<prometheus::MetricFamily>& families,
+                          std::string* out);
 
 // One sample value as the exposition writes it (exposed for tests).
 void AppendSampleValue(std::string* out, double value);

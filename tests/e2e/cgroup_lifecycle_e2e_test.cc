@@ -8,7 +8,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <memory>
 #include <map>
 #include <string>
 #include <thread>
@@ -17,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "cgroup/memcg_counters.h"
 #include "gtest/gtest.h"
+#include "runs/ledger.h"
 #include "test_support.h"
 
 namespace stagewatch {
@@ -315,6 +319,66 @@ TEST(CgroupLifecycleE2E, StagesThatAreGoneAreForgottenAndFreeTheirSlots) {
   EXPECT_GT(scraper.Value(R"(stagewatch_context_switches_total{pipeline_stage="steady",ctxswitchtype="voluntary"})"), 0);
   EXPECT_EQ(agent.Stop(), 0) << agent.log();
   unlink(config.c_str());
+}
+
+// Many runs' cgroups removed at once: every run is closed in the ledger, and every stage leaves
+// /metrics (its runs' series too) within discovery.forget_after and 10 s. A run's end used to
+// read the probes' maps whole for each cgroup, and the runs' series of a forgotten stage stayed.
+TEST(CgroupLifecycleE2E, ManyRunsRemovedAtOnceAreClosedAndTheirStagesForgotten) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();
+  constexpr int kStages = 20, kRunsPerStage = 10;
+  char dir_template[] = "/tmp/sw-mass-removal-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string ledger_path = absl::StrCat(dir_template, "/ledger.db");
+  const std::string config = testing::WriteTempConfig(absl::StrCat(
+      "discovery:\n  directory: ", kDiscoveryDir, "\n  max_stages: 32\n  forget_after: 2s\n"));
+  AgentProcess agent({"--config.file", config, "--web.listen-address", "127.0.0.1:0",
+                      "--ledger.path", ledger_path});
+  ASSERT_TRUE(agent.WaitListening()) << agent.log();
+  auto runs = [&](bool open_only) -> int {
+    absl::StatusOr<std::unique_ptr<Ledger>> ledger = Ledger::OpenForReading(ledger_path);
+    if (!ledger.ok()) return -1;
+    absl::StatusOr<std::vector<RunRecord>> list =
+        (*ledger)->List({.open_only = open_only, .limit = 1 << 20});
+    return list.ok() ? static_cast<int>(list->size()) : -1;
+  };
+  auto series_of_stages = [&] {
+    int n = 0;
+    for (const auto& [series, value] : ParseExposition(agent.Get("/metrics").value_or(""))) {
+      n += series.find("pipeline_stage=\"mass") != std::string::npos;
+    }
+    return n;
+  };
+  {
+    std::vector<std::unique_ptr<TestCgroup>> stages;
+    std::vector<std::unique_ptr<ChildCgroups>> run_cgroups;
+    for (int s = 0; s < kStages; s++) {
+      stages.push_back(
+          std::make_unique<TestCgroup>(absl::StrCat("mass/", kDiscoveryDir, "/mass", s)));
+      run_cgroups.push_back(std::make_unique<ChildCgroups>(stages.back().get()));
+      for (int r = 0; r < kRunsPerStage; r++) {
+        run_cgroups.back()->Spawn(run_cgroups.back()->Make(absl::StrCat("run", r)),
+                                  [] { pause(); });
+      }
+    }
+    EXPECT_TRUE(testing::WaitUntil([&] { return runs(true) == kStages * kRunsPerStage; }, 10000))
+        << runs(true) << "\n" << agent.log();
+    EXPECT_TRUE(testing::WaitUntil([&] { return series_of_stages() > 0; }, 5000));
+    for (auto& c : run_cgroups) c->Remove();  // every task killed, then every run's cgroup
+    run_cgroups.clear();
+    stages.clear();  // and the stages' own
+  }
+  const auto removed = std::chrono::steady_clock::now();
+  EXPECT_TRUE(testing::WaitUntil([&] { return runs(true) == 0; }, 12000))
+      << runs(true) << " runs still open\n" << agent.log();
+  EXPECT_EQ(runs(false), kStages * kRunsPerStage);
+  EXPECT_TRUE(testing::WaitUntil([&] { return series_of_stages() == 0; }, 12000))
+      << series_of_stages() << " series of removed stages";
+  std::printf("runs closed and stages forgotten %.1f s after the removal\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - removed).count());
+  EXPECT_EQ(agent.Stop(), 0) << agent.log();
+  unlink(config.c_str());
+  std::filesystem::remove_all(dir_template);
 }
 
 }  // namespace

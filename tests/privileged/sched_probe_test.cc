@@ -420,7 +420,7 @@ TEST(SchedProbeTest, AForgottenCgroupsCountsAreGoneAndItsSlotStartsTheNextFromZe
   exits_in(first, 6);
   ASSERT_EQ(StatsOf(*probe, first.id()).exited_processes, 6u);
 
-  probe->Forget(first.id());
+  probe->Forget({first.id()});
   EXPECT_FALSE(probe->ReadCgroups().contains(first.id()));
   TestCgroup second("stagewatch/slot-second");
   exits_in(second, 3);

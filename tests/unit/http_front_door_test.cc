@@ -38,7 +38,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> StartServer(WebServerConfig web,
   HttpServerOptions options;
   options.listen_address = "127.0.0.1:0";
   options.web = std::move(web);
-  options.render_metrics = [] { return std::string("stagewatch_up 1\n"); };
+  options.render_metrics = [](std::string* out) { out->append("stagewatch_up 1\n"); };
   options.ready = [] { return true; };
   return HttpServer::Start(std::move(options), limits);
 }

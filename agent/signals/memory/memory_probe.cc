@@ -321,6 +321,16 @@ absl::Status MemoryProbe::CountMinorFaults() {
   return absl::OkStatus();
 }
 
+std::optional<uint64_t> MemoryProbe::ReclaimStallNs(uint64_t cgroup_id) const {
+  auto add = [](memory_cgroup_stats& sum, const memory_cgroup_stats& cpu) {
+    sum.reclaim_stall.sum += cpu.reclaim_stall.sum;
+  };
+  std::optional<memory_cgroup_stats> s = LookupPerCpu<uint64_t, memory_cgroup_stats>(
+      bpf_map__fd(skel_->maps.memory_stats), cgroup_id, add);
+  if (!s) return std::nullopt;
+  return s->reclaim_stall.sum;
+}
+
 void MemoryProbe::Delete(uint64_t cgroup_id) {
   bpf_map__delete_elem(skel_->maps.memory_stats, &cgroup_id, sizeof(cgroup_id), 0);
 }

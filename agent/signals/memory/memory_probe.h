@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,8 @@ class MemoryProbe {
 
   // Every cgroup the kernel side has seen, in no particular order.
   std::vector<MemoryCgroupCounters> Read() const;
+  // One cgroup's reclaim stall time in ns; nullopt if the probe has no entry for it.
+  std::optional<uint64_t> ReclaimStallNs(uint64_t cgroup_id) const;
   // Drops a dead cgroup's entry (after its totals were folded into its stage's).
   void Delete(uint64_t cgroup_id);
   // Starts counting minor faults, where Start() was told not to; a no-op once they are.

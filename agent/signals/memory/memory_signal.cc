@@ -38,11 +38,11 @@ std::vector<ProbeStatus> NotStarted(const std::string& why) {
 
 // A run's reclaim stalls, from the probe's map.
 void ObserveRuns(const MemoryProbe* memory, RunProbeReaders& r) {
+  // Its cgroups looked up one by one: a storm of run ends beside thousands of cgroups reads a
+  // few entries each, not the whole map each.
   r.reclaim_stall_seconds = [memory](const std::set<uint64_t>& ids) -> std::optional<double> {
     uint64_t ns = 0;
-    for (const MemoryCgroupCounters& c : memory->Read()) {
-      if (ids.count(c.cgroup_id)) ns += c.reclaim_stall_ns.sum;
-    }
+    for (uint64_t id : ids) ns += memory->ReclaimStallNs(id).value_or(0);
     return ns / 1e9;
   };
 }

@@ -175,6 +175,21 @@ std::map<uint64_t, sched_cgroup_stats> SchedProbe::ReadCgroups() const {
   return out;
 }
 
+std::optional<sched_cgroup_stats> SchedProbe::ReadCgroup(uint64_t cgroup_id) const {
+  uint32_t slot = 0;
+  if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.sched_slots), &cgroup_id, &slot) != 0) {
+    return std::nullopt;
+  }
+  // Only the CPUs whose copy of the slot counts for this cgroup (see ReadCgroups).
+  std::optional<sched_cgroup_stats> sum = LookupPerCpu<uint32_t, sched_cgroup_stats>(
+      bpf_map__fd(skel_->maps.sched_stats), slot,
+      [cgroup_id](sched_cgroup_stats& total, const sched_cgroup_stats& copy) {
+        if (copy.cgroup == cgroup_id) AddStats(total, copy);
+      });
+  if (!sum || sum->cgroup != cgroup_id) return std::nullopt;
+  return sum;
+}
+
 std::map<std::pair<uint64_t, uint64_t>, uint64_t> SchedProbe::ReadPreemptions() const {
   std::map<std::pair<uint64_t, uint64_t>, uint64_t> out;
   for (const auto& [key, n] : ReadPerCpuHash<sched_pair, uint64_t>(
@@ -205,19 +220,24 @@ std::map<uint64_t, int> SchedProbe::ReadRunning() const {
   return out;
 }
 
-void SchedProbe::Forget(uint64_t cgroup_id) {
-  // Its slot, zeroed on every CPU, goes back on the free stack.
+void SchedProbe::Forget(const std::set<uint64_t>& cgroup_ids) {
+  if (cgroup_ids.empty()) return;
+  // Each one's slot, zeroed on every CPU, goes back on the free stack.
   const int slots = bpf_map__fd(skel_->maps.sched_slots);
-  uint32_t slot = 0;
-  if (bpf_map_lookup_elem(slots, &cgroup_id, &slot) == 0 &&
-      bpf_map_delete_elem(slots, &cgroup_id) == 0) {
-    std::vector<sched_cgroup_stats> zeros(libbpf_num_possible_cpus());
+  const std::vector<sched_cgroup_stats> zeros(libbpf_num_possible_cpus());
+  for (uint64_t id : cgroup_ids) {
+    uint32_t slot = 0;
+    if (bpf_map_lookup_elem(slots, &id, &slot) != 0 || bpf_map_delete_elem(slots, &id) != 0) {
+      continue;
+    }
     bpf_map_update_elem(bpf_map__fd(skel_->maps.sched_stats), &slot, zeros.data(), BPF_ANY);
     bpf_map_update_elem(bpf_map__fd(skel_->maps.sched_free_slots), nullptr, &slot, BPF_ANY);
   }
   const int fd = bpf_map__fd(skel_->maps.sched_preemptions);
   for (const auto& [key, n] : ReadPerCpuHash<sched_pair, uint64_t>(fd, AddCount)) {
-    if (key.preempted == cgroup_id || key.preempting == cgroup_id) bpf_map_delete_elem(fd, &key);
+    if (cgroup_ids.contains(key.preempted) || cgroup_ids.contains(key.preempting)) {
+      bpf_map_delete_elem(fd, &key);
+    }
   }
 }
 

@@ -5,6 +5,7 @@
 #include "cgroup/layout.h"
 #include "exporters/metrics/collector.h"
 #include "exporters/metrics/sched_collector.h"
+#include "signals/sched/preemption_reads.h"
 #include "signals/sched/sched_probe.h"
 #include "signals/sched/sched_tracker.h"
 #include "signals/signal.h"
@@ -19,10 +20,11 @@ std::vector<ProbeStatus> TryProbes(const ProbeTrial& t) {
 // Seconds of one of the sched probe's nanosecond figures, summed over a run's cgroups.
 std::function<std::optional<double>(const std::set<uint64_t>&)> SchedSeconds(
     const SchedProbe* sched, uint64_t (*figure)(const sched_cgroup_stats&)) {
+  // Its cgroups looked up one by one, not the whole map read for each run that ends.
   return [sched, figure](const std::set<uint64_t>& ids) -> std::optional<double> {
     uint64_t ns = 0;
-    for (const auto& [id, stats] : sched->ReadCgroups()) {
-      if (ids.count(id)) ns += figure(stats);
+    for (uint64_t id : ids) {
+      if (std::optional<sched_cgroup_stats> stats = sched->ReadCgroup(id)) ns += figure(*stats);
     }
     return ns / 1e9;
   };
@@ -36,13 +38,10 @@ void ObserveRuns(const SchedProbe* sched, CgroupNamer* namer, RunProbeReaders& r
     r.run_queue_throttled_seconds = SchedSeconds(
         sched, [](const sched_cgroup_stats& s) -> uint64_t { return s.runq_throttled_ns; });
   }
-  r.preemptions =
-      [sched](const std::set<uint64_t>& ids) -> std::optional<std::map<uint64_t, uint64_t>> {
-    std::map<uint64_t, uint64_t> by_preempting;
-    for (const auto& [pair, n] : sched->ReadPreemptions()) {
-      if (ids.count(pair.first)) by_preempting[pair.second] += n;
-    }
-    return by_preempting;
+  r.preemptions = [reads = std::make_shared<PreemptionReads>(sched)](
+                      const std::set<uint64_t>& ids,
+                      uint64_t settled_ns) -> std::optional<std::map<uint64_t, uint64_t>> {
+    return reads->Of(ids, settled_ns);
   };
   r.stage_of = [namer](uint64_t id) {
     if (std::optional<Stage> stage = namer->StageOf(id)) return stage->name;

@@ -74,7 +74,7 @@ void SchedTracker::CollectCounters() {
 
   // Their last counts are folded in above; the next Update retires them.
   const std::set<uint64_t>& dead = naming_.dead();
-  for (uint64_t id : dead) probe_->Forget(id);
+  probe_->Forget(dead);
   for (auto it = pair_keys_.begin(); it != pair_keys_.end();) {
     if (dead.contains(it->first.first) || dead.contains(it->first.second)) {
       it = pair_keys_.erase(it);

@@ -316,6 +316,11 @@ TEST_F(RunsE2E, ARunOfAZombieLauncherIsClosedWhenItsCommandEnds) {
                          "while [ ! -e " + stop + " ]; do sleep 0.05; done"});
   const std::string run_path = parent.path() + "/stagewatch/swzombie/zombie-1";
   ASSERT_TRUE(RunWhen(run_path, [](const RunRecord& r) { return !r.end; })) << launcher.log();
+  // Its row comes before its cgroup and its command: killed only once the command runs there
+  // (killed sooner, on a loaded host, it left a row and no command to end).
+  const std::string procs = parent.dir() + "/stagewatch/swzombie/zombie-1/cgroup.procs";
+  ASSERT_TRUE(WaitUntil([&] { return !testing::ReadFile(procs).empty(); }, 10000))
+      << launcher.log();
   // Killed and not waited for: it stays a zombie of this process.
   ASSERT_EQ(kill(launcher.pid(), SIGKILL), 0);
   const std::string stat = "/proc/" + std::to_string(launcher.pid()) + "/stat";

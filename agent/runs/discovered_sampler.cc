@@ -24,13 +24,13 @@ DiscoveredSampler::DiscoveredSampler(DiscoveredSamplerOptions options)
 
 void DiscoveredSampler::Add(const std::string& run_id, const std::string& cgroup_path,
                             uint64_t cgroup_id, absl::Time now) {
-  if (runs_.count(run_id)) return;
-  Sampled& s = runs_.emplace(run_id, Sampled{.cgroup_id = cgroup_id,
-                                             .usage = RunUsage(options_.near_limit_fraction),
-                                             .next = now})
-                   .first->second;
+  auto [added, fresh] = runs_.emplace(
+      run_id, Sampled{.cgroup_id = cgroup_id,
+                      .usage = RunUsage(options_.near_limit_fraction), .next = now});
+  if (!fresh) return;
+  Sampled& s = added->second;
   s.files = std::make_unique<RunCgroupFiles>(options_.layout, cgroup_path, &open_files_);
-  turn_.push_back(run_id);
+  s.turn = turn_.insert(turn_.end(), added);
 }
 
 void DiscoveredSampler::RefreshSnapshot() {
@@ -66,12 +66,9 @@ void DiscoveredSampler::Sample(absl::Time now) {
   credit_ = std::min(per_second, credit_ + per_second * std::max(0.0, elapsed));
   // One pass at most: a run sampled now goes to the back of the turn.
   for (size_t n = turn_.size(); n > 0 && credit_ >= 1; --n) {
-    const std::string id = std::move(turn_.front());
-    turn_.pop_front();
-    auto found = runs_.find(id);
-    if (found == runs_.end()) continue;  // removed
-    turn_.push_back(id);
-    Sampled& s = found->second;
+    const Runs::iterator run = turn_.front();
+    turn_.splice(turn_.end(), turn_, turn_.begin());
+    Sampled& s = run->second;
     if (s.next > now) continue;
     s.next = now + options_.interval;
     const std::optional<SampledMemory> sampled = FromSnapshot(s);
@@ -85,6 +82,7 @@ void DiscoveredSampler::Sample(absl::Time now) {
       // The first reading is the baseline of the rates; its memory still counts.
       s.usage.SetBaseline(now - options_.interval, std::nullopt);
     }
+    if (s.points.empty()) with_points_.insert(run->first);
     s.points.push_back(s.usage.Add(r->usage));
     s.last = std::move(r);
   }
@@ -92,9 +90,11 @@ void DiscoveredSampler::Sample(absl::Time now) {
 
 std::map<std::string, std::vector<RunSample>> DiscoveredSampler::TakePoints() {
   std::map<std::string, std::vector<RunSample>> out;
-  for (auto& [id, s] : runs_) {
-    if (!s.points.empty()) out[id] = std::exchange(s.points, {});
+  for (const std::string& id : with_points_) {
+    auto found = runs_.find(id);
+    if (found != runs_.end()) out[id] = std::exchange(found->second.points, {});
   }
+  with_points_.clear();
   return out;
 }
 
@@ -102,9 +102,10 @@ std::optional<CgroupFacts> DiscoveredSampler::Remove(const std::string& run_id,
                                                      std::vector<RunSample>& points) {
   auto found = runs_.find(run_id);
   if (found == runs_.end()) return std::nullopt;
+  turn_.erase(found->second.turn);
+  with_points_.erase(run_id);
   Sampled s = std::move(found->second);
   runs_.erase(found);
-  std::erase(turn_, run_id);
   points = std::move(s.points);
   if (!s.last) return std::nullopt;
   CgroupFacts f;

@@ -15,8 +15,8 @@
 // both through the same reader, cgroup/memory_stats.h.
 #pragma once
 
-#include <deque>
 #include <functional>
+#include <list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/time/time.h"
 #include "cgroup/layout.h"
 #include "cgroup/open_cgroup_files.h"
@@ -70,6 +71,8 @@ class DiscoveredSampler {
   uint64_t from_snapshot() const { return from_snapshot_; }
 
  private:
+  struct Sampled;
+  using Runs = std::map<std::string, Sampled>;
   struct Sampled {
     std::unique_ptr<RunCgroupFiles> files;
     uint64_t cgroup_id = 0;
@@ -77,6 +80,7 @@ class DiscoveredSampler {
     std::optional<RunCgroupReading> last;
     absl::Time next;  // due at
     std::vector<RunSample> points;
+    std::list<Runs::iterator>::iterator turn;  // its place in turn_
   };
 
   // The run's memory in the latest snapshot, if it may be used for a sample of it now.
@@ -86,8 +90,12 @@ class DiscoveredSampler {
 
   const DiscoveredSamplerOptions options_;
   OpenCgroupFiles open_files_;  // every run's; before runs_, whose files it holds
-  std::map<std::string, Sampled> runs_;
-  std::deque<std::string> turn_;  // round-robin order of run ids
+  Runs runs_;
+  // Round-robin order of the runs: a turn moves a node to the back, and a run leaves from its
+  // place, with no lookup, copy or allocation (10,000 runs close at once in a removal storm).
+  std::list<Runs::iterator> turn_;
+  // Runs with points not taken yet: TakePoints() looks at these, not every run.
+  absl::flat_hash_set<std::string> with_points_;
   double credit_ = 0;             // reads (and points) that may be made now
   std::optional<absl::Time> last_sample_;
   uint64_t reads_ = 0, from_snapshot_ = 0;

@@ -134,7 +134,7 @@ absl::Status RunWatcher::Recover() {
       run.removed = true;  // its cgroup went while no agent watched
     }
     const uint64_t key = id ? *id : next_gone_key_--;
-    OpenRun& kept = open_[key] = std::move(run);
+    OpenRun& kept = AddOpen(key, std::move(run));
     if (!kept.removed) StartSampling(kept);
     if (!kept.removed && kept.start.source == RunSource::kLauncher) launched.push_back(key);
     if (kept.removed && !LauncherAlive(kept.start)) {
@@ -148,6 +148,7 @@ absl::Status RunWatcher::Recover() {
     absl::StatusOr<std::unique_ptr<RunCgroup>> cgroup =
         RunCgroup::Adopt(options_.layout, run.start.cgroup_path);
     run.populated = !cgroup.ok() || !(*cgroup)->HoldsNoTask();
+    Reindex(key);
     if (!run.populated) CloseIfOrphan(key, false);
   }
   Log::Info("runs", {{"ledger", ledger_->path()}, {"open", absl::StrCat(open_.size())}});
@@ -241,23 +242,66 @@ void RunWatcher::OnMkdir(uint64_t id, const std::string& path, absl::Time seen) 
   }
   std::optional<Stage> stage = RunStage(path);
   if (!stage) return;
-  // A run found open at startup before its cgroup was made: watched from here on.
-  std::erase_if(open_, [&](const auto& kv) {
-    return kv.second.cgroup_id == 0 && kv.second.start.cgroup_path == path;
-  });
+  // A run found open at startup before its cgroup was made: watched from here on. Such runs
+  // are removed ones (their cgroup was gone at startup).
+  std::vector<uint64_t> made_again;
+  for (uint64_t key : removed_) {
+    const OpenRun& gone = open_.at(key);
+    if (gone.cgroup_id == 0 && gone.start.cgroup_path == path) made_again.push_back(key);
+  }
+  for (uint64_t key : made_again) EraseOpen(key);
   SeeStage(stage->name, stage->pipeline);
   by_cgroup_[id] = id;
   watched_paths_[path] = id;
-  OpenRun& run = open_[id] = OpenRun{
+  OpenRun& run = AddOpen(id, OpenRun{
       .start = {.stage = stage->name, .pipeline = stage->pipeline,
                 .pipeline_run = DiscoveredPipelineRun(options_.pipelines, stage->pipeline, seen,
                                                       options_.zone),
                 .source = RunSource::kDiscovered, .cgroup_path = path, .start = seen,
                 .host = HostName()},
       .cgroup_id = id,
-      .ids = {id}};
+      .ids = {id}});
   PublishIds(run);
-  Record(run, false);
+  Record(id, false);
+}
+
+RunWatcher::OpenRun& RunWatcher::AddOpen(uint64_t key, OpenRun run) {
+  EraseOpen(key);
+  OpenRun& kept = open_[key] = std::move(run);
+  open_by_stage_[kept.start.stage].insert(key);
+  Reindex(key);
+  return kept;
+}
+
+void RunWatcher::EraseOpen(uint64_t key) {
+  auto found = open_.find(key);
+  if (found == open_.end()) return;
+  if (auto stage = open_by_stage_.find(found->second.start.stage);
+      stage != open_by_stage_.end()) {
+    stage->second.erase(key);
+    if (stage->second.empty()) open_by_stage_.erase(stage);
+  }
+  unrecorded_.erase(key);
+  removed_.erase(key);
+  launcher_runs_.erase(key);
+  emptied_launcher_runs_.erase(key);
+  open_.erase(found);
+}
+
+void RunWatcher::Reindex(uint64_t key) {
+  const OpenRun& run = open_.at(key);
+  const auto put = [key](std::set<uint64_t>& set, bool in) {
+    if (in) {
+      set.insert(key);
+    } else {
+      set.erase(key);
+    }
+  };
+  put(unrecorded_, !run.recorded && !run.removed);
+  put(removed_, run.removed);
+  const bool launcher = run.recorded && !run.removed && run.start.source == RunSource::kLauncher;
+  put(launcher_runs_, launcher);
+  put(emptied_launcher_runs_, launcher && !run.populated);
 }
 
 bool RunWatcher::OfThisCgroup(const RunRecord& row, absl::Time seen) {
@@ -265,7 +309,8 @@ bool RunWatcher::OfThisCgroup(const RunRecord& row, absl::Time seen) {
   return row.start.source == RunSource::kLauncher && row.end->end >= seen - kLateEvents;
 }
 
-bool RunWatcher::Record(OpenRun& run, bool now_or_never) {
+bool RunWatcher::Record(uint64_t key, bool now_or_never) {
+  OpenRun& run = open_.at(key);
   if (run.recorded) return true;
   const std::string& path = run.start.cgroup_path;
   absl::StatusOr<std::optional<RunRecord>> launched = ledger_->FindNewestByCgroup(path);
@@ -274,6 +319,12 @@ bool RunWatcher::Record(OpenRun& run, bool now_or_never) {
     return false;
   }
   if (*launched && OfThisCgroup(**launched, run.start.start)) {
+    if ((*launched)->start.stage != run.start.stage) {  // its launcher named its stage
+      auto stage = open_by_stage_.find(run.start.stage);
+      stage->second.erase(key);
+      if (stage->second.empty()) open_by_stage_.erase(stage);
+      open_by_stage_[(*launched)->start.stage].insert(key);
+    }
     run.start = (*launched)->start;
   } else if (now_or_never || absl::Now() - run.start.start >= kGrace) {
     RunStart& start = run.start;
@@ -292,6 +343,7 @@ bool RunWatcher::Record(OpenRun& run, bool now_or_never) {
     return false;
   }
   run.recorded = true;
+  Reindex(key);
   if (!run.removed) {
     StartSampling(run);
     Expect(run.cgroup_id, run);
@@ -343,12 +395,12 @@ void RunWatcher::OnRmdir(uint64_t id, std::optional<EndReadings> readings, Memcg
   }
   // Born and gone before the first event was handled: read now, what is left.
   if (!readings) readings = ReadAtEnd(run.ids);
-  const bool recorded = Record(run, true);
+  const bool recorded = Record(id, true);
   AddFacts(run, EndFacts(*readings));
   for (uint64_t cg : run.ids) by_cgroup_.erase(cg);
   Unwatch(id, run);
   if (!recorded) {
-    open_.erase(id);
+    EraseOpen(id);
   } else if (run.start.source == RunSource::kDiscovered) {
     CloseByAgent(id, absl::Now(), true, memcg);  // a discovered run ends with its cgroup
   } else if (!LauncherAlive(run.start)) {
@@ -377,6 +429,7 @@ void RunWatcher::Unwatch(uint64_t key, OpenRun& run) {
   auto watched = watched_paths_.find(run.start.cgroup_path);
   if (watched != watched_paths_.end() && watched->second == key) watched_paths_.erase(watched);
   run.removed = true;
+  Reindex(key);
 }
 
 void RunWatcher::Count(uint64_t key) {
@@ -384,7 +437,7 @@ void RunWatcher::Count(uint64_t key) {
   const std::string id = run.start.id;
   Unwatch(key, run);
   Unexpect(key);
-  open_.erase(key);
+  EraseOpen(key);
   closed_since_trim_++;
   CountEnded(id);
 }
@@ -419,10 +472,8 @@ void RunWatcher::ForgetForgottenStages() {
     if (!known.contains(name)) forgotten.push_back(name);
   }
   if (!forgotten.empty()) {
-    std::set<std::string> open;
-    for (const auto& [key, run] : open_) open.insert(run.start.stage);
     for (const std::string& name : forgotten) {
-      if (open.contains(name)) continue;  // its last runs close first, then it goes
+      if (open_by_stage_.contains(name)) continue;  // its last runs close first, then it goes
       ForgetStage(counted_, name);
       recent_.erase(name);
       named_stages_.erase(name);
@@ -454,8 +505,11 @@ void RunWatcher::OnAnomaly(const std::string& stage, const RunAnomaly& anomaly) 
 }
 
 void RunWatcher::AddAnomaly(const std::string& stage, const RunAnomaly& anomaly) {
-  for (auto& [key, run] : open_) {
-    if (run.removed || run.start.stage != stage) continue;
+  auto of_stage = open_by_stage_.find(stage);
+  if (of_stage == open_by_stage_.end()) return;
+  for (uint64_t key : of_stage->second) {
+    OpenRun& run = open_.at(key);
+    if (run.removed) continue;
     AgentFacts facts;
     facts.anomalies.push_back(anomaly);
     AddFacts(run, facts);
@@ -463,15 +517,11 @@ void RunWatcher::AddAnomaly(const std::string& stage, const RunAnomaly& anomaly)
 }
 
 void RunWatcher::Tick() {
-  std::vector<uint64_t> removed;
-  for (auto& [key, run] : open_) {
-    if (!run.removed) {
-      Record(run, false);
-    } else {
-      removed.push_back(key);
-    }
+  // The runs waiting for a row or a close only: a tick over quiet runs does not walk open_.
+  for (uint64_t key : std::vector<uint64_t>(unrecorded_.begin(), unrecorded_.end())) {
+    Record(key, false);
   }
-  for (uint64_t key : removed) {
+  for (uint64_t key : std::vector<uint64_t>(removed_.begin(), removed_.end())) {
     absl::StatusOr<std::optional<RunRecord>> r = ledger_->Get(open_.at(key).start.id);
     if (!r.ok()) continue;
     if (!*r || (*r)->end) {

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "bpf/lifecycle.h"
@@ -212,7 +213,7 @@ class RunWatcher {
   void PublishIds(const OpenRun& run);
   // Finds the launcher's row, or (once kGrace has passed, or `now_or_never`) records a discovered
   // run. Returns whether the run is recorded.
-  bool Record(OpenRun& run, bool now_or_never);
+  bool Record(uint64_t key, bool now_or_never);
   void AddFacts(OpenRun& run, const AgentFacts& facts);
   // `saw_end`: the agent watched the run's cgroup go, so a kill it did not see did not happen.
   // The end facts are the sampler's last reading of a discovered run, with `memcg` over them.
@@ -260,6 +261,20 @@ class RunWatcher {
   // Guards the state below; held only by the watcher's thread and Snapshot().
   mutable std::mutex mu_;
   std::map<uint64_t, OpenRun> open_;        // by its own cgroup id (or a made-up key)
+  // What the passes of each tick look at, so that a tick over thousands of quiet open runs
+  // costs what changed, not a walk of open_. Keys of open runs only (EraseOpen() drops them):
+  // a run is put in when it may have come to need the pass, and taken out when the pass finds
+  // it does not (any more).
+  std::set<uint64_t> unrecorded_;  // not recorded yet: their launcher's row is looked for
+  std::set<uint64_t> removed_;     // cgroup gone, waiting for their launcher to close them
+  std::set<uint64_t> launcher_runs_;  // recorded launcher runs whose cgroup lives
+  std::set<uint64_t> emptied_launcher_runs_;  // of those, the ones with no task in the cgroup
+  absl::flat_hash_map<std::string, absl::flat_hash_set<uint64_t>> open_by_stage_;  // exact
+  // Adds the run at `key` to open_ (replacing one there) and to open_by_stage_.
+  OpenRun& AddOpen(uint64_t key, OpenRun run);
+  void EraseOpen(uint64_t key);
+  // After the run's recorded, removed or populated changed: puts it where it may now belong.
+  void Reindex(uint64_t key);
   std::map<uint64_t, uint64_t> by_cgroup_;  // cgroup id (its own, descendants) → open_ key
   // The cgroup path of each open run whose cgroup lives → open_ key: a new cgroup's run is
   // found by its ancestors' paths.

@@ -21,6 +21,7 @@ void RunWatcher::OnPopulated(uint64_t id, bool populated, absl::Time at) {
   if (found == by_cgroup_.end() || found->second != id) return;
   OpenRun& run = open_.at(id);
   run.populated = populated;
+  Reindex(id);
   run.emptied_at.reset();
   if (populated) return;
   run.emptied_at = at;
@@ -29,7 +30,7 @@ void RunWatcher::OnPopulated(uint64_t id, bool populated, absl::Time at) {
 
 void RunWatcher::CloseIfOrphan(uint64_t key, bool watched) {
   OpenRun& run = open_.at(key);
-  if (run.removed || run.populated || !Record(run, false) ||
+  if (run.removed || run.populated || !Record(key, false) ||
       run.start.source != RunSource::kLauncher || LauncherAlive(run.start)) {
     return;
   }
@@ -41,6 +42,7 @@ void RunWatcher::CloseIfOrphan(uint64_t key, bool watched) {
     // Its command runs on (a flip this agent missed, or a sweep): its unpopulated flip comes
     // when it ends, or the next sweep looks again. So does one whose cgroup cannot be read.
     run.populated = true;
+    Reindex(key);
     if (absl::IsFailedPrecondition(orphan.status())) return;
     return Warn("cannot close a run whose launcher died", run.start.id, orphan.status());
   }
@@ -60,16 +62,11 @@ void RunWatcher::CloseIfOrphan(uint64_t key, bool watched) {
 }
 
 void RunWatcher::SweepOrphans() {
-  std::vector<uint64_t> keys;
-  for (const auto& [key, run] : open_) {
-    if (!run.removed && run.recorded && run.start.source == RunSource::kLauncher) {
-      keys.push_back(key);
-    }
-  }
-  for (uint64_t key : keys) {
+  for (uint64_t key : std::vector<uint64_t>(launcher_runs_.begin(), launcher_runs_.end())) {
     OpenRun& run = open_.at(key);
     if (LauncherAlive(run.start)) continue;
     run.populated = false;  // to be read: CloseIfOrphan finds out
+    Reindex(key);
     CloseIfOrphan(key, true);
   }
 }
@@ -173,13 +170,8 @@ void RunWatcher::LookForOrphans() {
   // Only launcher runs without a task in their cgroup, not yet or any more: a launcher dies
   // before its command joins the cgroup, or after its command ended and before it closed the
   // run. A moment in a run's life; the runs with tasks wait for their unpopulated flip.
-  std::vector<uint64_t> empty;
-  for (const auto& [key, run] : open_) {
-    if (!run.removed && !run.populated && run.recorded &&
-        run.start.source == RunSource::kLauncher) {
-      empty.push_back(key);
-    }
-  }
+  const std::vector<uint64_t> empty(emptied_launcher_runs_.begin(),
+                                    emptied_launcher_runs_.end());
   for (uint64_t key : empty) CloseIfOrphan(key, true);
 }
 

@@ -326,5 +326,69 @@ TEST_F(DiscoveredSamplerTest, OnV2ALimitDomainsRunReadsOnlyItsLimitsAmongItsMemo
   EXPECT_FALSE(sampled_files.Read(t0 + absl::Seconds(10), &sampled));
 }
 
+// TakePoints() looks only at the runs that got points since it last ran: a run's points taken
+// after any number of takes that found none are all there, once, and a removed run's go with
+// Remove(), not to a take.
+TEST_F(DiscoveredSamplerTest, EveryPointIsTakenOnceHoweverManyEmptyTakesCameBetween) {
+  DiscoveredSampler sampler({.layout = layout_, .interval = absl::Seconds(1),
+                             .reads_per_second = 1000});
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  for (int i = 0; i < 3; ++i) {
+    const std::string path = "/stagewatch/s/run_" + std::to_string(i);
+    MemoryFiles(path, 100 << 20, 200 << 20, 150 << 20);
+    sampler.Add("run_" + std::to_string(i), path, 100 + i, t0);
+  }
+  sampler.Sample(t0);
+  EXPECT_EQ(sampler.TakePoints().size(), 3u);
+  for (int i = 0; i < 20; ++i) {
+    sampler.Sample(t0 + absl::Milliseconds(10 * i));  // none is due again yet
+    EXPECT_TRUE(sampler.TakePoints().empty());
+  }
+  sampler.Sample(t0 + absl::Seconds(1));
+  sampler.Sample(t0 + absl::Seconds(2));
+  std::vector<RunSample> removed_points;
+  EXPECT_TRUE(sampler.Remove("run_1", removed_points));
+  EXPECT_EQ(removed_points.size(), 2u);
+  std::map<std::string, std::vector<RunSample>> taken = sampler.TakePoints();
+  ASSERT_EQ(taken.size(), 2u);
+  EXPECT_EQ(taken["run_0"].size(), 2u);
+  EXPECT_EQ(taken["run_2"].size(), 2u);
+  EXPECT_TRUE(sampler.TakePoints().empty());
+}
+
+// A run that leaves the turn takes its place with it, and one added again (the same id, a
+// restarted run) joins at the back, once: the others keep their order.
+TEST_F(DiscoveredSamplerTest, ARunLeavingAndComingBackKeepsTheOthersTurns) {
+  // Five a second: a first reading of one run (four memory files and its point).
+  DiscoveredSampler sampler({.layout = layout_, .interval = absl::Seconds(1),
+                             .reads_per_second = 5});
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  const auto path = [](int i) { return "/stagewatch/s/run_" + std::to_string(i); };
+  for (int i = 0; i < 4; ++i) {
+    MemoryFiles(path(i), 100 << 20, 200 << 20, 150 << 20);
+    sampler.Add("run_" + std::to_string(i), path(i), 100 + i, t0);
+  }
+  const auto sampled_at = [&](absl::Duration after) {
+    sampler.Sample(t0 + after);
+    std::vector<std::string> ids;
+    for (const auto& [id, points] : sampler.TakePoints()) ids.push_back(id);
+    return ids;
+  };
+  EXPECT_EQ(sampled_at(absl::ZeroDuration()), std::vector<std::string>{"run_0"});
+  std::vector<RunSample> points;
+  EXPECT_FALSE(sampler.Remove("run_1", points));  // never sampled: no facts
+  EXPECT_EQ(sampled_at(absl::Seconds(1)), std::vector<std::string>{"run_2"});
+  sampler.Add("run_1", path(1), 101, t0 + absl::Seconds(1));
+  sampler.Add("run_1", path(1), 101, t0 + absl::Seconds(1));  // added once only
+  EXPECT_EQ(sampler.runs(), 4u);
+  EXPECT_EQ(sampled_at(absl::Seconds(2)), std::vector<std::string>{"run_3"});
+  // run_0 again (its second reading costs less), then run_1, back in the turn.
+  int run_1_points = 0;
+  for (int s = 3; s < 5; ++s) {
+    for (const std::string& id : sampled_at(absl::Seconds(s))) run_1_points += id == "run_1";
+  }
+  EXPECT_EQ(run_1_points, 1) << "one turn a pass, however often it was added";
+}
+
 }  // namespace
 }  // namespace stagewatch

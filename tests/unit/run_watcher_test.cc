@@ -569,5 +569,91 @@ TEST_F(RunWatcherTest, NothingOfARunIsHeldOnceItsRowIsClosed) {
   EXPECT_EQ(Ended(watcher->Snapshot(), "churn", "interrupted"), 1u);
 }
 
+// The tick looks at the runs of a stage the resolver forgot, not at every open run: the
+// stage's series stay while any run of it is open, and go at the tick after its last closes.
+TEST_F(RunWatcherTest, AForgottenStagesSeriesGoOnceItsLastOpenRunCloses) {
+  std::unique_ptr<RunWatcher> watcher = Start();
+  ASSERT_NE(watcher, nullptr);
+  watcher->OnCgroupEvent(Mkdir("/stagewatch"));
+  watcher->OnCgroupEvent(Mkdir("/stagewatch/kept"));
+  watcher->OnCgroupEvent(Mkdir("/stagewatch/old"));
+  std::vector<cgroup_event> old;
+  for (int i = 0; i < 2; i++) {
+    old.push_back(Mkdir("/stagewatch/old/run_" + std::to_string(i)));
+    watcher->OnCgroupEvent(old.back());
+  }
+  const cgroup_event kept = Mkdir("/stagewatch/kept/run_k");
+  watcher->OnCgroupEvent(kept);
+  ASSERT_TRUE(testing::WaitUntil([&] { return Runs().size() == 3; }, 5000));
+  const absl::Time t0 = absl::Now();
+  stages_.ForgetGone({stages_.Resolve("/stagewatch/kept/run_k").id}, t0);
+  ASSERT_TRUE(stages_.ForgetGone({stages_.Resolve("/stagewatch/kept/run_k").id},
+                                 t0 + absl::Hours(1000)));
+  absl::SleepFor(absl::Milliseconds(100));  // five ticks
+  EXPECT_EQ(Ended(watcher->Snapshot(), "old", "unobserved"), 0u) << "two of its runs are open";
+
+  watcher->OnCgroupEvent(Rmdir(old[0]));
+  watcher->Flush();
+  absl::SleepFor(absl::Milliseconds(100));
+  EXPECT_EQ(Ended(watcher->Snapshot(), "old", "unobserved"), 1u) << "one of its runs is open";
+
+  watcher->OnCgroupEvent(Rmdir(old[1]));
+  EXPECT_TRUE(testing::WaitUntil(
+      [&] { return Ended(watcher->Snapshot(), "old", "unobserved") == 99; }, 2000));
+  EXPECT_EQ(Ended(watcher->Snapshot(), "kept", "unobserved"), 0u);
+  for (const RunRecord& r : Runs()) EXPECT_EQ(r.end.has_value(), r.start.stage == "old");
+}
+
+// The ticks look only at the runs that changed: among open runs that stay quiet tick after
+// tick, one made later is recorded and gets its samples written while it runs, and the ones
+// removed are closed, each with its own samples.
+TEST_F(RunWatcherTest, AmongQuietOpenRunsALaterOneIsSampledAndRemovedOnesAreClosed) {
+  CgroupLayout layout;
+  layout.mode = CgroupMode::kV1;
+  layout.key = CGROUP_KEY_V1_MEMORY;
+  layout.key_root = layout.v1_memory_root = root_;
+  layout.v1_roots = {{"memory", root_}};
+  absl::StatusOr<std::unique_ptr<RunWatcher>> started = RunWatcher::Start(
+      *Ledger::Open(ledger_path_), &stages_,
+      {.key_root = root_, .oom_observed = true, .tick = absl::Milliseconds(20),
+       .sampling = DiscoveredSamplerOptions{.layout = layout, .interval = absl::Milliseconds(20),
+                                            .reads_per_second = 1000},
+       .write_samples_every = absl::Milliseconds(60)},
+      {});
+  ASSERT_TRUE(started.ok()) << started.status();
+  RunWatcher& watcher = **started;
+  watcher.OnCgroupEvent(Mkdir("/stagewatch"));
+  watcher.OnCgroupEvent(Mkdir("/stagewatch/quiet"));
+  const auto make = [&](const std::string& name) {
+    const cgroup_event made = Mkdir("/stagewatch/quiet/" + name);
+    std::ofstream(root_ + made.path + "/memory.usage_in_bytes") << "4096\n";
+    watcher.OnCgroupEvent(made);
+    return made;
+  };
+  std::vector<cgroup_event> quiet;
+  for (int i = 0; i < 20; i++) quiet.push_back(make("quiet_" + std::to_string(i)));
+  ASSERT_TRUE(testing::WaitUntil([&] { return watcher.held().sampled == 20; }, 5000));
+  absl::SleepFor(absl::Milliseconds(200));  // ten ticks in which nothing happens
+
+  make("late");
+  const auto samples_of = [&](const std::string& id) {
+    absl::StatusOr<std::vector<RunSample>> points =
+        (*Ledger::OpenForReading(ledger_path_))->Samples(id);
+    return points.ok() ? points->size() : 0;
+  };
+  EXPECT_TRUE(testing::WaitUntil([&] { return samples_of("late") > 0; }, 5000))
+      << "its points are written while it runs";
+  for (int i = 0; i < 3; i++) watcher.OnCgroupEvent(Rmdir(quiet[i]));
+  watcher.Flush();
+  EXPECT_EQ(watcher.held().open_runs, 18u);
+  EXPECT_EQ(watcher.held().sampled, 18u);
+  for (const RunRecord& r : Runs()) {
+    const bool removed = r.start.id == "quiet_0" || r.start.id == "quiet_1" ||
+                         r.start.id == "quiet_2";
+    EXPECT_EQ(r.end.has_value(), removed) << r.start.id;
+    EXPECT_GT(samples_of(r.start.id), 0u) << r.start.id;
+  }
+}
+
 }  // namespace
 }  // namespace stagewatch

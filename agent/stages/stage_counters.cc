@@ -125,7 +125,9 @@ void StageCountersOf<Key>::Apply(const CgroupCounterSampleOf<Key>& sample, uint6
 
 template <typename Key>
 void StageCountersOf<Key>::KeepStages(const std::function<bool(const Key&)>& keep) {
-  std::erase_if(retired_, [&](const auto& entry) { return !keep(entry.first); });
+  // Every live cgroup's stage is in retired_ (stages stay once seen): when none of those goes,
+  // no cgroup does, and the pass over the live ones is saved.
+  if (std::erase_if(retired_, [&](const auto& entry) { return !keep(entry.first); }) == 0) return;
   std::erase_if(live_sums_, [&](const auto& entry) { return !keep(entry.first); });
   absl::erase_if(live_, [&](const auto& entry) { return !keep(entry.second.stage); });
 }

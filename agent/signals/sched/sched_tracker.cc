@@ -90,6 +90,7 @@ bool SchedTracker::NamedAlive(uint64_t id, const std::optional<StageId>& stage) 
 void SchedTracker::FoldCgroups(bool renamed) {
   std::vector<CgroupCounterSample> changed;
   std::vector<uint64_t> gone;
+  size_t folded = 0;
   for (auto it = cgroup_reads_.begin(); it != cgroup_reads_.end();) {
     const uint64_t id = it->first;
     CgroupRead& r = it->second;
@@ -107,6 +108,7 @@ void SchedTracker::FoldCgroups(bool renamed) {
     r.events = events;
     r.moved = moved;
     if (settled) continue;
+    folded++;
     const std::optional<StageId> stage = naming_.StageFor(id);
     r.named = NamedAlive(id, stage);
     if (stage) {
@@ -116,6 +118,7 @@ void SchedTracker::FoldCgroups(bool renamed) {
     }
   }
   cgroups_.UpdateChanged(changed, gone);
+  last_folded_ = {cgroup_reads_.size(), folded};
 }
 
 // The matrix is read whole (the kernel cannot say which entries moved), but only pairs whose
@@ -184,6 +187,11 @@ std::map<StagePair, uint64_t> SchedTracker::Preemptions() const {
   std::map<StagePair, uint64_t> out;
   for (const auto& [pair, v] : pairs_.Totals()) out[pair] += v[0];
   return out;
+}
+
+SchedTracker::Folded SchedTracker::last_folded() const {
+  absl::MutexLock lock(&mu_);
+  return last_folded_;
 }
 
 SchedTracker::Overflows SchedTracker::overflows() const {

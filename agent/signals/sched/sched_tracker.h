@@ -48,6 +48,12 @@ class SchedTracker {
     uint64_t stats = 0, pairs = 0;
   };
   Overflows overflows() const;
+  // Of the cgroups the last collection read, how many it named and folded: those whose counts
+  // moved, or whose names may have. A collection costs a read of the rest, nothing more.
+  struct Folded {
+    size_t read = 0, folded = 0;
+  };
+  Folded last_folded() const;
 
  private:
   // One cgroup of the probe's stats array, from read to read.
@@ -91,6 +97,7 @@ class SchedTracker {
   uint64_t next_pair_key_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<StageId, uint64_t> running_ ABSL_GUARDED_BY(mu_);
   Overflows overflows_ ABSL_GUARDED_BY(mu_);
+  Folded last_folded_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace stagewatch

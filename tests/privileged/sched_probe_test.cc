@@ -452,7 +452,9 @@ TEST(SchedProbeTest, PreemptionMatrixShowsBothDirectionsAndNothingForAnIdleStage
   auto probe = StartProbe(train.layout().key);
   ASSERT_NE(probe, nullptr);
   CgroupPathCache paths(train.layout().key_root);
-  StageResolver stages({}, DiscoveryConfig{});
+  DiscoveryConfig discovery;
+  discovery.max_stages = 4096;  // the host's own stages must not push serve into unattributed
+  StageResolver stages({}, discovery);
   CgroupNamer namer(&paths, &stages, absl::ZeroDuration());
   SchedTracker tracker(probe.get(), &namer);
   namer.Refresh();  // the sampler's, in the agent: a collection only reads the names

@@ -46,56 +46,7 @@ void StageCountersOf<Key>::Update(const std::vector<CgroupCounterSampleOf<Key>>&
   // Called once a sample over every cgroup: a cgroup whose values did not move costs a
   // lookup and a comparison, no allocation.
   const uint64_t update = ++updates_;
-  for (const CgroupCounterSampleOf<Key>& sample : live) {
-    auto value = [&](size_t i) { return i < sample.values.size() ? sample.values[i] : 0; };
-    auto it = live_.find(sample.cgroup_id);
-    if (it == live_.end()) {
-      retired_.try_emplace(sample.stage, width_, 0);  // stages stay once seen
-      std::vector<uint64_t> values = Normalised(sample.values, width_);
-      // Counts from before the agent started belong to no run we saw: only the first
-      // snapshot is baselined, a cgroup born later counts from its birth.
-      std::vector<uint64_t> baseline = skip_baseline_ ? std::vector<uint64_t>(width_, 0) : values;
-      AddLive(live_.emplace(sample.cgroup_id,
-                            Live{sample.stage, values, std::move(baseline), update})
-                  .first->second);
-      continue;
-    }
-    Live& cgroup = it->second;
-    if (cgroup.seen_in == update) continue;  // duplicate id: first one wins
-    cgroup.seen_in = update;
-    if (cgroup.stage != sample.stage) {
-      // What was counted so far stays with the old stage; the new one counts from here. A
-      // value that dropped restarted, so all of it is new and belongs to the new stage.
-      retired_.try_emplace(sample.stage, width_, 0);
-      Retire(cgroup);
-      std::vector<uint64_t> values = Normalised(sample.values, width_);
-      for (size_t i = 0; i < width_; ++i) {
-        cgroup.baseline[i] = values[i] < cgroup.last[i] ? 0 : values[i];
-      }
-      cgroup.stage = sample.stage;
-      cgroup.last = std::move(values);
-      AddLive(cgroup);
-      continue;
-    }
-    // Per value: one that dropped restarted; keep what it had counted and count anew from 0.
-    std::vector<uint64_t>* retired = nullptr;
-    std::vector<uint64_t>* sum = nullptr;
-    for (size_t i = 0; i < width_; ++i) {
-      const uint64_t v = value(i);
-      if (v == cgroup.last[i]) continue;
-      if (!sum) sum = &LiveSum(cgroup.stage);
-      (*sum)[i] -= cgroup.last[i] - cgroup.baseline[i];
-      if (v < cgroup.last[i]) {
-        if (!retired) retired = &retired_[cgroup.stage];
-        retired->resize(width_, 0);
-        (*retired)[i] += cgroup.last[i] - cgroup.baseline[i];
-        cgroup.baseline[i] = 0;
-      }
-      cgroup.last[i] = v;
-      (*sum)[i] += cgroup.last[i] - cgroup.baseline[i];
-    }
-  }
-
+  for (const CgroupCounterSampleOf<Key>& sample : live) Apply(sample, update);
   for (auto it = live_.begin(); it != live_.end();) {
     if (it->second.seen_in == update) {
       ++it;
@@ -108,8 +59,75 @@ void StageCountersOf<Key>::Update(const std::vector<CgroupCounterSampleOf<Key>>&
 }
 
 template <typename Key>
+void StageCountersOf<Key>::UpdateChanged(const std::vector<CgroupCounterSampleOf<Key>>& changed,
+                                         const std::vector<uint64_t>& gone) {
+  const uint64_t update = ++updates_;
+  for (const CgroupCounterSampleOf<Key>& sample : changed) Apply(sample, update);
+  for (uint64_t id : gone) {
+    auto it = live_.find(id);
+    if (it == live_.end()) continue;
+    Retire(it->second);
+    live_.erase(it);
+  }
+  skip_baseline_ = true;
+}
+
+template <typename Key>
+void StageCountersOf<Key>::Apply(const CgroupCounterSampleOf<Key>& sample, uint64_t update) {
+  auto value = [&](size_t i) { return i < sample.values.size() ? sample.values[i] : 0; };
+  auto it = live_.find(sample.cgroup_id);
+  if (it == live_.end()) {
+    retired_.try_emplace(sample.stage, width_, 0);  // stages stay once seen
+    std::vector<uint64_t> values = Normalised(sample.values, width_);
+    // Counts from before the agent started belong to no run we saw: only the first
+    // snapshot is baselined, a cgroup born later counts from its birth.
+    std::vector<uint64_t> baseline = skip_baseline_ ? std::vector<uint64_t>(width_, 0) : values;
+    AddLive(live_.emplace(sample.cgroup_id,
+                          Live{sample.stage, values, std::move(baseline), update})
+                .first->second);
+    return;
+  }
+  Live& cgroup = it->second;
+  if (cgroup.seen_in == update) return;  // duplicate id: first one wins
+  cgroup.seen_in = update;
+  if (cgroup.stage != sample.stage) {
+    // What was counted so far stays with the old stage; the new one counts from here. A
+    // value that dropped restarted, so all of it is new and belongs to the new stage.
+    retired_.try_emplace(sample.stage, width_, 0);
+    Retire(cgroup);
+    std::vector<uint64_t> values = Normalised(sample.values, width_);
+    for (size_t i = 0; i < width_; ++i) {
+      cgroup.baseline[i] = values[i] < cgroup.last[i] ? 0 : values[i];
+    }
+    cgroup.stage = sample.stage;
+    cgroup.last = std::move(values);
+    AddLive(cgroup);
+    return;
+  }
+  // Per value: one that dropped restarted; keep what it had counted and count anew from 0.
+  std::vector<uint64_t>* retired = nullptr;
+  std::vector<uint64_t>* sum = nullptr;
+  for (size_t i = 0; i < width_; ++i) {
+    const uint64_t v = value(i);
+    if (v == cgroup.last[i]) continue;
+    if (!sum) sum = &LiveSum(cgroup.stage);
+    (*sum)[i] -= cgroup.last[i] - cgroup.baseline[i];
+    if (v < cgroup.last[i]) {
+      if (!retired) retired = &retired_[cgroup.stage];
+      retired->resize(width_, 0);
+      (*retired)[i] += cgroup.last[i] - cgroup.baseline[i];
+      cgroup.baseline[i] = 0;
+    }
+    cgroup.last[i] = v;
+    (*sum)[i] += cgroup.last[i] - cgroup.baseline[i];
+  }
+}
+
+template <typename Key>
 void StageCountersOf<Key>::KeepStages(const std::function<bool(const Key&)>& keep) {
-  std::erase_if(retired_, [&](const auto& entry) { return !keep(entry.first); });
+  // Every live cgroup's stage is in retired_ (stages stay once seen): when none of those goes,
+  // no cgroup does, and the pass over the live ones is saved.
+  if (std::erase_if(retired_, [&](const auto& entry) { return !keep(entry.first); }) == 0) return;
   std::erase_if(live_sums_, [&](const auto& entry) { return !keep(entry.first); });
   absl::erase_if(live_, [&](const auto& entry) { return !keep(entry.second.stage); });
 }

@@ -40,6 +40,13 @@ class StageCountersOf {
   // Not thread-safe; callers serialise.
   void Update(const std::vector<CgroupCounterSampleOf<Key>>& live);
 
+  // A snapshot of only what may have changed since the last update, for callers that can tell
+  // which cgroups did not move: `changed` are taken as in Update(), `gone` are retired (also
+  // when in `changed`), and every other live cgroup stays live with its last values. Costs a
+  // changed or gone cgroup each, not a live one each.
+  void UpdateChanged(const std::vector<CgroupCounterSampleOf<Key>>& changed,
+                     const std::vector<uint64_t>& gone);
+
   // stage → totals (`width` values). Stages stay once seen.
   std::map<Key, std::vector<uint64_t>> Totals() const;
 
@@ -58,6 +65,8 @@ class StageCountersOf {
     std::vector<uint64_t> baseline;  // subtracted (first-snapshot baseline)
     uint64_t seen_in = 0;            // the last Update() whose snapshot had it
   };
+  // Takes one cgroup's sample into the update numbered `update`.
+  void Apply(const CgroupCounterSampleOf<Key>& sample, uint64_t update);
   // Moves what a live cgroup counted to its stage's retired totals.
   void Retire(const Live& cgroup);
   // Adds what it counted to its stage's live sum.

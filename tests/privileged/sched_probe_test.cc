@@ -9,8 +9,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <sstream>
 #include <thread>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "cgroup/cgroup_namer.h"
 #include "cgroup/path_cache.h"
@@ -448,7 +452,9 @@ TEST(SchedProbeTest, PreemptionMatrixShowsBothDirectionsAndNothingForAnIdleStage
   auto probe = StartProbe(train.layout().key);
   ASSERT_NE(probe, nullptr);
   CgroupPathCache paths(train.layout().key_root);
-  StageResolver stages({}, DiscoveryConfig{});
+  DiscoveryConfig discovery;
+  discovery.max_stages = 4096;  // the host's own stages must not push serve into unattributed
+  StageResolver stages({}, discovery);
   CgroupNamer namer(&paths, &stages, absl::ZeroDuration());
   SchedTracker tracker(probe.get(), &namer);
   namer.Refresh();  // the sampler's, in the agent: a collection only reads the names
@@ -561,6 +567,85 @@ TEST(SchedProbeTest, TellsThrottledWaitsFromWaitsBehindOtherWork) {
   EXPECT_NEAR(throttled, kernel_throttled, 0.05 * kernel_throttled + 100e6);
   // Sharing the CPU with the hog, each 20 ms of quota takes longer than 20 ms to run.
   EXPECT_GT(wait - throttled, 0.1 * (kernel.run_delay_ns));
+}
+
+}  // namespace
+}  // namespace stagewatch
+
+namespace stagewatch {
+namespace {
+
+using Figures = std::tuple<uint64_t, uint64_t, uint64_t, uint64_t, std::vector<uint64_t>,
+                           uint64_t, uint64_t>;
+Figures FiguresOf(const SchedStageTotals& t) {
+  return {t.voluntary_switches, t.nonvoluntary_switches, t.oncpu_ns, t.exited_processes,
+          t.runq_slots, t.runq_above, t.runq_sum_ns};
+}
+
+// Cgroups whose tasks sleep (or are gone) are read at each collection but neither named nor
+// folded again, and keep their stages' figures exactly; one removed is retired with them.
+TEST(SchedProbeTest, CgroupsThatStopSwitchingKeepTheirFiguresUnfoldedAndAreRetiredOnceGone) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();
+  const std::string tag = std::to_string(getpid());
+  constexpr int kSleeping = 6;
+  std::vector<std::unique_ptr<TestCgroup>> sleeping;
+  for (int i = 0; i < kSleeping; i++) {
+    sleeping.push_back(
+        std::make_unique<TestCgroup>("stagewatch/sw-sleeping-" + tag + "-" + std::to_string(i)));
+  }
+  auto emptied = std::make_unique<TestCgroup>("stagewatch/sw-emptied-" + tag);
+  TestCgroup busy("stagewatch/sw-busy-" + tag);
+  auto probe = StartProbe(busy.layout().key);
+  ASSERT_NE(probe, nullptr);
+  for (auto& cgroup : sleeping) cgroup->Spawn("sw-sleeping", [] { pause(); });
+  for (int i = 0; i < 3; i++) {
+    ASSERT_EQ(testing::WaitForChild(emptied->Spawn("sw-emptied", [] {})), 0);
+  }
+  CgroupPathCache paths(busy.layout().key_root);
+  DiscoveryConfig discovery;
+  discovery.max_stages = 4096;  // whatever else the host runs, these get stages of their own
+  StageResolver stages({}, discovery);
+  CgroupNamer namer(&paths, &stages, absl::ZeroDuration());
+  SchedTracker tracker(probe.get(), &namer);
+  namer.Refresh();
+  auto figures = [&](const TestCgroup& cgroup) {
+    return FiguresOf(tracker.Totals()[stages.Resolve(cgroup.path()).id]);
+  };
+  auto all_figures = [&] {
+    std::vector<Figures> out;
+    for (auto& cgroup : sleeping) out.push_back(figures(*cgroup));
+    out.push_back(figures(*emptied));
+    return out;
+  };
+  // Settled: the sleepers have blocked and the last exit's switch is counted.
+  std::vector<Figures> before;
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] {
+        tracker.Collect();
+        std::vector<Figures> now = all_figures();
+        return std::exchange(before, now) == now;
+      },
+      5000));
+  for (auto& cgroup : sleeping) ASSERT_GT(std::get<0>(figures(*cgroup)), 0u) << cgroup->path();
+  ASSERT_EQ(std::get<3>(figures(*emptied)), 3u);
+
+  for (int i = 0; i < 3; i++) {
+    ASSERT_EQ(testing::WaitForChild(busy.Spawn("sw-busy", [] { usleep(1000); })), 0);
+    tracker.Collect();
+    EXPECT_EQ(all_figures(), before) << "collection " << i;
+  }
+  const SchedTracker::Folded folded = tracker.last_folded();
+  std::printf("last collection: %zu cgroups read, %zu folded\n", folded.read, folded.folded);
+  EXPECT_LE(folded.folded + kSleeping + 1, folded.read);
+
+  const std::string emptied_path = emptied->path();
+  const uint64_t emptied_id = emptied->id();
+  emptied.reset();  // removed
+  namer.Refresh();
+  tracker.Collect();  // found dead: its last counts folded, its slot given back
+  tracker.Collect();  // gone from the map: retired
+  EXPECT_FALSE(probe->ReadCgroups().contains(emptied_id));
+  EXPECT_EQ(FiguresOf(tracker.Totals()[stages.Resolve(emptied_path).id]), before.back());
 }
 
 }  // namespace

@@ -179,6 +179,70 @@ TEST(StageCountersTest, TotalsNeverDecreaseUnderChurn) {
   }
 }
 
+// A partial update names only what moved: the others stay live with their last values, and
+// a gone one is retired with them.
+TEST(StageCountersTest, PartialUpdateKeepsUnchangedCgroupsAndRetiresGoneOnes) {
+  StageCounters counters(2);
+  counters.Update({S(1, "train", {10, 1}), S(2, "train", {5, 2}), S(3, "eval", {7, 0})});
+  counters.UpdateChanged({S(2, "train", {6, 4})}, {});
+  counters.UpdateChanged({}, {});
+  EXPECT_EQ(Named(counters.Totals()), (Totals{{"train", {16, 5}}, {"eval", {7, 0}}}));
+  EXPECT_EQ(counters.live_cgroups(), 3u);
+  counters.UpdateChanged({S(4, "eval", {3, 3})}, {1, 99});  // 1 died at {10, 1}; 99 unknown
+  EXPECT_EQ(Named(counters.Totals()), (Totals{{"train", {16, 5}}, {"eval", {10, 3}}}));
+  EXPECT_EQ(counters.live_cgroups(), 3u);
+  counters.UpdateChanged({S(2, "train", {1, 5})}, {});  // restarted: keeps 6, counts 1 anew
+  counters.UpdateChanged({S(3, "train", {8, 0})}, {});  // restaged: 7 stays with eval
+  counters.UpdateChanged({S(4, "eval", {4, 3})}, {4});  // changed and gone: retired at 4
+  EXPECT_EQ(Named(counters.Totals()), (Totals{{"train", {17, 6}}, {"eval", {11, 3}}}));
+  EXPECT_EQ(counters.live_cgroups(), 2u);
+}
+
+// Random churn, folded from whole snapshots and from what changed between them: the same
+// totals every round.
+TEST(StageCountersTest, PartialUpdatesFoldAsWholeSnapshotsDo) {
+  StageCounters whole(2), partial(2);
+  uint64_t seed = 777;
+  auto next = [&seed] {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return seed >> 33;
+  };
+  std::map<uint64_t, std::pair<std::string, V>> cgroups, before;
+  for (int round = 0; round < 500; ++round) {
+    for (int i = 0; i < 3; ++i) {
+      const uint64_t id = next() % 20;
+      const int action = next() % 10;
+      const std::string stage = (next() % 2) ? "a" : "b";
+      if (action == 0) {
+        cgroups.erase(id);
+      } else if (action == 1) {
+        cgroups[id] = {stage, {next() % 5, next() % 5}};
+      } else if (action == 2 && cgroups.count(id)) {
+        cgroups[id].first = stage;
+      } else {
+        auto& entry = cgroups[id];
+        if (entry.second.empty()) entry = {stage, {0, 0}};
+        entry.second[0] += next() % 100;
+        entry.second[1] += next() % 3;
+      }
+    }
+    std::vector<CgroupCounterSample> snapshot, changed;
+    std::vector<uint64_t> gone;
+    for (const auto& [id, entry] : cgroups) {
+      snapshot.push_back(S(id, entry.first, entry.second));
+      if (!before.contains(id) || before[id] != entry) changed.push_back(snapshot.back());
+    }
+    for (const auto& [id, entry] : before) {
+      if (!cgroups.contains(id)) gone.push_back(id);
+    }
+    whole.Update(snapshot);
+    partial.UpdateChanged(changed, gone);
+    ASSERT_EQ(Named(partial.Totals()), Named(whole.Totals())) << "round " << round;
+    ASSERT_EQ(partial.live_cgroups(), whole.live_cgroups()) << "round " << round;
+    before = cgroups;
+  }
+}
+
 // Preemptions are folded per (preempted, preempting) pair of stage ids, and a pair is kept
 // or dropped as a whole.
 TEST(StageCountersTest, StagePairsAreFoldedAndForgottenAsPairs) {

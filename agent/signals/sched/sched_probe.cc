@@ -29,18 +29,6 @@ constexpr const char* kSwitchProbe = "sched_switch";
 constexpr const char* kExitProbe = "sched_process_exit";
 constexpr const char* kWakeupProbe = "sched_wakeup";
 
-void AddStats(sched_cgroup_stats& sum, const sched_cgroup_stats& cpu) {
-  sum.cgroup = cpu.cgroup;
-  sum.voluntary_switches += cpu.voluntary_switches;
-  sum.nonvoluntary_switches += cpu.nonvoluntary_switches;
-  sum.oncpu_ns += cpu.oncpu_ns;
-  sum.exited_processes += cpu.exited_processes;
-  for (int i = 0; i < HIST_SLOTS; i++) sum.runq_latency.slots[i] += cpu.runq_latency.slots[i];
-  sum.runq_latency.above += cpu.runq_latency.above;
-  sum.runq_latency.sum += cpu.runq_latency.sum;
-  sum.runq_throttled_ns += cpu.runq_throttled_ns;
-}
-
 void AddCount(uint64_t& sum, const uint64_t& cpu) { sum += cpu; }
 
 // Whether the kernel sums each task's run-queue waits (CONFIG_SCHED_INFO).
@@ -115,6 +103,18 @@ ProbeStatus AttachOne(const char* name, const char* type, bpf_program* prog, bpf
 
 void DestroySchedSkeleton(sched_bpf* skel) { sched_bpf__destroy(skel); }
 
+void AddSchedCopy(sched_cgroup_stats& sum, const sched_cgroup_stats& cpu) {
+  sum.cgroup = cpu.cgroup;
+  sum.voluntary_switches += cpu.voluntary_switches;
+  sum.nonvoluntary_switches += cpu.nonvoluntary_switches;
+  sum.oncpu_ns += cpu.oncpu_ns;
+  sum.exited_processes += cpu.exited_processes;
+  for (int i = 0; i < HIST_SLOTS; i++) sum.runq_latency.slots[i] += cpu.runq_latency.slots[i];
+  sum.runq_latency.above += cpu.runq_latency.above;
+  sum.runq_latency.sum += cpu.runq_latency.sum;
+  sum.runq_throttled_ns += cpu.runq_throttled_ns;
+}
+
 std::vector<ProbeStatus> SchedProbe::NotStarted(const std::string& why) {
   return {{.name = kSwitchProbe, .error = why}, {.name = kExitProbe, .error = why}};
 }
@@ -162,17 +162,22 @@ std::string SchedProbe::runq_source() const {
 }
 
 std::map<uint64_t, sched_cgroup_stats> SchedProbe::ReadCgroups() const {
+  std::map<uint64_t, sched_cgroup_stats> out;
+  ForEachCgroupCopy([&out](const sched_cgroup_stats& copy) { AddSchedCopy(out[copy.cgroup], copy); });
+  return out;
+}
+
+void SchedProbe::ForEachCgroupCopy(
+    absl::FunctionRef<void(const sched_cgroup_stats&)> fn) const {
   // Slots are taken from the bottom: read up to the highest any CPU has counted in.
   uint32_t slots = 0;
   ForEachPerCpuArrayCopy<uint32_t>(bpf_map__fd(skel_->maps.sched_slots_seen), 1,
                                    [&slots](uint32_t, uint32_t n) { slots = std::max(slots, n); });
-  std::map<uint64_t, sched_cgroup_stats> out;
   ForEachPerCpuArrayCopy<sched_cgroup_stats>(
       bpf_map__fd(skel_->maps.sched_stats), std::min<uint32_t>(slots, SCHED_MAX_CGROUPS),
-      [&out](uint32_t, const sched_cgroup_stats& copy) {
-        if (copy.cgroup) AddStats(out[copy.cgroup], copy);  // else counting for no one
+      [&fn](uint32_t, const sched_cgroup_stats& copy) {
+        if (copy.cgroup) fn(copy);  // else counting for no one
       });
-  return out;
 }
 
 std::optional<sched_cgroup_stats> SchedProbe::ReadCgroup(uint64_t cgroup_id) const {
@@ -184,7 +189,7 @@ std::optional<sched_cgroup_stats> SchedProbe::ReadCgroup(uint64_t cgroup_id) con
   std::optional<sched_cgroup_stats> sum = LookupPerCpu<uint32_t, sched_cgroup_stats>(
       bpf_map__fd(skel_->maps.sched_stats), slot,
       [cgroup_id](sched_cgroup_stats& total, const sched_cgroup_stats& copy) {
-        if (copy.cgroup == cgroup_id) AddStats(total, copy);
+        if (copy.cgroup == cgroup_id) AddSchedCopy(total, copy);
       });
   if (!sum || sum->cgroup != cgroup_id) return std::nullopt;
   return sum;
@@ -192,11 +197,13 @@ std::optional<sched_cgroup_stats> SchedProbe::ReadCgroup(uint64_t cgroup_id) con
 
 std::map<std::pair<uint64_t, uint64_t>, uint64_t> SchedProbe::ReadPreemptions() const {
   std::map<std::pair<uint64_t, uint64_t>, uint64_t> out;
-  for (const auto& [key, n] : ReadPerCpuHash<sched_pair, uint64_t>(
-           bpf_map__fd(skel_->maps.sched_preemptions), AddCount)) {
-    out[{key.preempted, key.preempting}] = n;
-  }
+  for (const auto& [key, n] : ReadPreemptionEntries()) out[{key.preempted, key.preempting}] = n;
   return out;
+}
+
+std::vector<std::pair<sched_pair, uint64_t>> SchedProbe::ReadPreemptionEntries() const {
+  return ReadPerCpuHash<sched_pair, uint64_t>(bpf_map__fd(skel_->maps.sched_preemptions),
+                                              AddCount);
 }
 
 std::map<uint64_t, int> SchedProbe::ReadRunning() const {

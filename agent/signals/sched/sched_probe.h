@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "bpf/cgroup_key.h"
 #include "probes/features.h"
@@ -20,6 +21,9 @@
 struct sched_bpf;
 
 namespace stagewatch {
+
+// Adds one CPU's copy of a cgroup's counts to `sum`.
+void AddSchedCopy(sched_cgroup_stats& sum, const sched_cgroup_stats& copy);
 
 void DestroySchedSkeleton(sched_bpf* skel);
 
@@ -51,10 +55,15 @@ class SchedProbe {
 
   // Per cgroup id, summed over CPUs.
   std::map<uint64_t, sched_cgroup_stats> ReadCgroups() const;
+  // What ReadCgroups sums: `fn(copy)` for each CPU's copy of each slot that counts for a
+  // cgroup, for a caller that keeps its sums from read to read.
+  void ForEachCgroupCopy(absl::FunctionRef<void(const sched_cgroup_stats&)> fn) const;
   // One cgroup's, summed over CPUs; nullopt if the probe has no entry for it.
   std::optional<sched_cgroup_stats> ReadCgroup(uint64_t cgroup_id) const;
   // (preempted cgroup, preempting cgroup) → count.
   std::map<std::pair<uint64_t, uint64_t>, uint64_t> ReadPreemptions() const;
+  // The same, unordered: for a caller that looks each pair up in its own map.
+  std::vector<std::pair<sched_pair, uint64_t>> ReadPreemptionEntries() const;
   // Cgroup id → CPUs running one of its tasks right now (asks each CPU: one IPI per CPU).
   std::map<uint64_t, int> ReadRunning() const;
   // Drops dead cgroups' entries so the maps stay bounded by the live tree: the pairs map is

@@ -21,16 +21,15 @@ std::vector<uint64_t> Flatten(const sched_cgroup_stats& s) {
   return v;
 }
 
+// Every count of a cgroup's slot moves in the same BPF program as its switch or exit counts.
+uint64_t Events(const sched_cgroup_stats& s) {
+  return s.voluntary_switches + s.nonvoluntary_switches + s.exited_processes;
+}
+
 }  // namespace
 
 SchedTracker::SchedTracker(SchedProbe* probe, CgroupNamer* namer)
     : probe_(probe), namer_(namer), naming_(namer), cgroups_(kWidth) {}
-
-uint64_t SchedTracker::PairKey(std::pair<uint64_t, uint64_t> pair) {
-  auto [it, inserted] = pair_keys_.try_emplace(pair, next_pair_key_);
-  if (inserted) next_pair_key_++;
-  return it->second;
-}
 
 void SchedTracker::Collect() {
   absl::MutexLock lock(&mu_);  // one reader of the maps and per-CPU slots at a time
@@ -44,45 +43,126 @@ void SchedTracker::Collect() {
   }
 }
 
+// Each collection reads every slot, but names and folds only the cgroups and pairs whose
+// counts moved (at 10,000 live cgroups nearly all sleep): the rest are still live, unchanged.
 void SchedTracker::CollectCounters() {
   naming_.Begin();
-  const auto cgroups = probe_->ReadCgroups();
-  const auto pairs = probe_->ReadPreemptions();
-
-  std::vector<CgroupCounterSample> samples;
-  for (const auto& [id, stats] : cgroups) {
-    if (std::optional<StageId> stage = naming_.StageFor(id)) {
-      samples.push_back({id, *stage, Flatten(stats)});
-    }
-  }
-  cgroups_.Update(samples);
-
-  std::vector<CgroupCounterSampleOf<StagePair>> pair_samples;
-  for (const auto& [pair, n] : pairs) {
-    std::optional<StageId> preempted = naming_.StageFor(pair.first);
-    std::optional<StageId> preempting = naming_.StageFor(pair.second);
-    if (preempted && preempting) {
-      pair_samples.push_back({PairKey(pair), {*preempted, *preempting}, {n}});
-    }
-  }
-  pairs_.Update(pair_samples);
+  const bool renamed = TakeNames();
+  reads_done_++;
+  ReadCgroups();
+  FoldCgroups(renamed);
+  FoldPairs(renamed);
   const absl::flat_hash_set<StageId> known = naming_.stages()->KnownStageIds();
   cgroups_.KeepStages(known);
   pairs_.KeepStages([&known](const StagePair& pair) {
     return known.contains(pair.first) && known.contains(pair.second);
   });
+  ForgetDead();
+  naming_.End();
+}
 
-  // Their last counts are folded in above; the next Update retires them.
-  const std::set<uint64_t>& dead = naming_.dead();
-  probe_->Forget(dead);
-  for (auto it = pair_keys_.begin(); it != pair_keys_.end();) {
-    if (dead.contains(it->first.first) || dead.contains(it->first.second)) {
-      it = pair_keys_.erase(it);
+// Whether the names changed since the last collection: until they do, a cgroup named alive
+// in a stage keeps that name, and need not be named again.
+bool SchedTracker::TakeNames() {
+  std::shared_ptr<const std::vector<NamedCgroup>> names = namer_->Live();
+  const bool renamed = names != names_;
+  names_ = std::move(names);  // held, so a new object cannot take the old one's address
+  return renamed;
+}
+
+void SchedTracker::ReadCgroups() {
+  auto& reads = cgroup_reads_;
+  const uint64_t read = reads_done_;
+  probe_->ForEachCgroupCopy([&reads, read](const sched_cgroup_stats& copy) {
+    CgroupRead& r = reads[copy.cgroup];
+    if (r.read != read) {
+      r.sum = {};
+      r.read = read;
+    }
+    AddSchedCopy(r.sum, copy);
+  });
+}
+
+bool SchedTracker::NamedAlive(uint64_t id, const std::optional<StageId>& stage) {
+  return stage && !naming_.dead().contains(id);
+}
+
+void SchedTracker::FoldCgroups(bool renamed) {
+  std::vector<CgroupCounterSample> changed;
+  std::vector<uint64_t> gone;
+  size_t folded = 0;
+  for (auto it = cgroup_reads_.begin(); it != cgroup_reads_.end();) {
+    const uint64_t id = it->first;
+    CgroupRead& r = it->second;
+    if (r.read != reads_done_) {  // its slot was given up
+      gone.push_back(id);
+      cgroup_reads_.erase(it++);
+      continue;
+    }
+    ++it;
+    // A read can catch a switch half counted (its count bumped, its time not yet): what moved
+    // at one read is taken in full at the next one too.
+    const uint64_t events = Events(r.sum);
+    const bool moved = events != r.events;
+    const bool settled = !moved && !r.moved && r.named && !renamed;
+    r.events = events;
+    r.moved = moved;
+    if (settled) continue;
+    folded++;
+    const std::optional<StageId> stage = naming_.StageFor(id);
+    r.named = NamedAlive(id, stage);
+    if (stage) {
+      changed.push_back({id, *stage, Flatten(r.sum)});
     } else {
-      ++it;
+      gone.push_back(id);  // not named this time: out of the sample, as if gone
     }
   }
-  naming_.End();
+  cgroups_.UpdateChanged(changed, gone);
+  last_folded_ = {cgroup_reads_.size(), folded};
+}
+
+// The matrix is read whole (the kernel cannot say which entries moved), but only pairs whose
+// count moved are named and folded.
+void SchedTracker::FoldPairs(bool renamed) {
+  std::vector<CgroupCounterSampleOf<StagePair>> changed;
+  std::vector<uint64_t> gone = std::move(forgotten_pair_keys_);
+  forgotten_pair_keys_.clear();
+  for (const auto& [pair, n] : probe_->ReadPreemptionEntries()) {
+    auto [it, fresh] = pair_reads_.try_emplace({pair.preempted, pair.preempting});
+    PairRead& p = it->second;
+    if (fresh) p.key = next_pair_key_++;
+    p.read = reads_done_;
+    if (!fresh && n == p.count && p.named && !renamed) continue;
+    p.count = n;
+    const std::optional<StageId> preempted = naming_.StageFor(pair.preempted);
+    const std::optional<StageId> preempting = naming_.StageFor(pair.preempting);
+    p.named = NamedAlive(pair.preempted, preempted) && NamedAlive(pair.preempting, preempting);
+    if (preempted && preempting) {
+      changed.push_back({p.key, {*preempted, *preempting}, {n}});
+    } else {
+      gone.push_back(p.key);
+    }
+  }
+  absl::erase_if(pair_reads_, [&](const auto& entry) {
+    if (entry.second.read == reads_done_) return false;
+    gone.push_back(entry.second.key);
+    return true;
+  });
+  pairs_.UpdateChanged(changed, gone);
+}
+
+// Their last counts are folded in above; the next fold retires them.
+void SchedTracker::ForgetDead() {
+  const std::set<uint64_t>& dead = naming_.dead();
+  if (dead.empty()) return;
+  probe_->Forget(dead);
+  // A pair seen again after this counts anew, under a new key.
+  absl::erase_if(pair_reads_, [&](const auto& entry) {
+    const auto& [pair, read] = entry;
+    if (!dead.contains(pair.first) && !dead.contains(pair.second)) return false;
+    forgotten_pair_keys_.push_back(read.key);
+    return true;
+  });
 }
 
 std::map<StageId, SchedStageTotals> SchedTracker::Totals() const {
@@ -107,6 +187,11 @@ std::map<StagePair, uint64_t> SchedTracker::Preemptions() const {
   std::map<StagePair, uint64_t> out;
   for (const auto& [pair, v] : pairs_.Totals()) out[pair] += v[0];
   return out;
+}
+
+SchedTracker::Folded SchedTracker::last_folded() const {
+  absl::MutexLock lock(&mu_);
+  return last_folded_;
 }
 
 SchedTracker::Overflows SchedTracker::overflows() const {

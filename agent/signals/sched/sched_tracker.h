@@ -5,12 +5,14 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "cgroup/cgroup_namer.h"
 #include "cgroup/collection_naming.h"
@@ -46,23 +48,56 @@ class SchedTracker {
     uint64_t stats = 0, pairs = 0;
   };
   Overflows overflows() const;
+  // Of the cgroups the last collection read, how many it named and folded: those whose counts
+  // moved, or whose names may have. A collection costs a read of the rest, nothing more.
+  struct Folded {
+    size_t read = 0, folded = 0;
+  };
+  Folded last_folded() const;
 
  private:
+  // One cgroup of the probe's stats array, from read to read.
+  struct CgroupRead {
+    sched_cgroup_stats sum{};  // over its CPUs' copies, as of read `read`
+    uint64_t read = 0;         // the last read that found it
+    uint64_t events = 0;       // its switches and exits at the read before
+    bool moved = true;         // whether they had moved at the read before
+    bool named = false;        // the last naming found it alive in a stage
+  };
+  // One entry of the preemption matrix, from read to read.
+  struct PairRead {
+    uint64_t key = 0;  // what it is folded under in pairs_
+    uint64_t count = 0;
+    uint64_t read = 0;
+    bool named = false;  // both cgroups alive in a stage at the last naming
+  };
+
   void CollectCounters() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  uint64_t PairKey(std::pair<uint64_t, uint64_t> pair);
+  bool TakeNames() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ReadCgroups() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FoldCgroups(bool renamed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FoldPairs(bool renamed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ForgetDead() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool NamedAlive(uint64_t id, const std::optional<StageId>& stage)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   SchedProbe* const probe_;
   CgroupNamer* const namer_;
   mutable absl::Mutex mu_;
   CollectionNaming naming_ ABSL_GUARDED_BY(mu_);
+  // The namer's names at the last collection: one object until they change.
+  std::shared_ptr<const std::vector<NamedCgroup>> names_ ABSL_GUARDED_BY(mu_);
+  uint64_t reads_done_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::flat_hash_map<uint64_t, CgroupRead> cgroup_reads_ ABSL_GUARDED_BY(mu_);
   StageCounters cgroups_ ABSL_GUARDED_BY(mu_);
-  // Pairs are folded like stages, each under a key of its own (PairKey) for its cgroup pair.
+  // Pairs are folded like stages, each under a key of its own (PairRead::key).
   StageCountersOf<StagePair> pairs_ ABSL_GUARDED_BY(mu_){1};
-  std::map<std::pair<uint64_t, uint64_t>, uint64_t> pair_keys_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::pair<uint64_t, uint64_t>, PairRead> pair_reads_ ABSL_GUARDED_BY(mu_);
+  std::vector<uint64_t> forgotten_pair_keys_ ABSL_GUARDED_BY(mu_);  // retired at the next fold
   uint64_t next_pair_key_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<StageId, uint64_t> running_ ABSL_GUARDED_BY(mu_);
   Overflows overflows_ ABSL_GUARDED_BY(mu_);
-
+  Folded last_folded_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace stagewatch

@@ -4,17 +4,20 @@
 # each, made after the agent starts, so it sees each born and records it as a discovered run.
 # Per size, on a fresh agent: idle CPU (scraped every 15 s, as Prometheus would), the median
 # /metrics time, the agent's CPU per scrape, its RSS while CHURN more cgroups are made and
-# removed, and, removing every cgroup at once, how long until every run is closed in the ledger
-# and every stage forgotten (discovery.forget_after: 5s). Each figure also per 1,000 cgroups.
+# removed (a process exiting in each, every OOM_EVERY-th one OOM-killed: build/bench/cgroup_churn)
+# and whether the agent counted every exit and kill, and, removing every cgroup at once, how
+# long until every run is closed in the ledger and every stage forgotten
+# (discovery.forget_after: 5s). Each figure also per 1,000 cgroups.
 # Needs root and a built agent; AGENT_BIN picks the binary (to compare two builds).
 # With TASK_STATES_PASSES=N, first times N passes of task-state reads over the tree
 # (build/bench/task_states_cost: /proc against the task_states iterator) before the agent.
-# Usage: [AGENT_BIN=build/stagewatch] bench/cgroup_scale.sh [idle-seconds] [churn-cgroups] [SIZE...]
+# Usage: [AGENT_BIN=build/stagewatch] [OOM_EVERY=1000] bench/cgroup_scale.sh [idle-seconds] [churn-cgroups] [SIZE...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
 idle_seconds=${1:-60}
 churn=${2:-20000}
+oom_every=${OOM_EVERY:-1000}  # every this many churned cgroups, a process the kernel OOM-kills
 shift $(( $# < 2 ? $# : 2 ))
 sizes=(1000/50 10000/500)
 [ $# -gt 0 ] && sizes=("$@")
@@ -60,6 +63,12 @@ thread_ticks() {
 }
 open_runs() { sqlite3 "$ledger_dir/ledger.db" 'SELECT count(*) FROM runs WHERE end_time IS NULL'; }
 stage_series() { curl -s "$url" | grep -c 'pipeline_stage="stage_' || true; }
+# "exits kills": the stages' processes exited and kernel OOM kills, summed over the stages.
+stage_exits_and_kills() {
+  curl -s "$url" | awk '/pipeline_stage="stage_/ && /^stagewatch_processes_exited_total\{/ {e += $NF}
+    /pipeline_stage="stage_/ && /^stagewatch_oom_kills_total\{/ && /kind="kernel"/ {k += $NF}
+    END {printf "%d %d\n", e, k}'
+}
 
 measure() {  # measure CGROUPS STAGES
   local cgroups=$1 stages=$2
@@ -129,22 +138,23 @@ measure() {  # measure CGROUPS STAGES
   local rss_live anon_live
   rss_live=$(rss_kib)
 
-  local rss_start anon_start file_start rss_max rss_path="" batch=200 made i dirs churn_start
+  local rss_start anon_start file_start rss_max rss_path="" made n made_out churn_start
+  local chunk=$(( churn >= 10 ? churn / 10 : 1 )) exits_made=0 kills_made=0 counted_before
   rss_start=$rss_live
   read -r anon_start file_start <<<"$(rss_parts_kib)"
   rss_max=$rss_start
+  counted_before=$(stage_exits_and_kills)
   churn_start=$(date +%s.%N)
-  for ((made = 0; made < churn; made += batch)); do
-    dirs=()
-    for ((i = 0; i < batch; i++)); do dirs+=("$top/stagewatch/stage_$(( (made + i) % stages ))/churn_$((made + i))"); done
-    mkdir "${dirs[@]}"
-    rmdir "${dirs[@]}"
-    if (( made % (churn / 10 > batch ? churn / 10 / batch * batch : batch) == 0 )); then
-      curl -s "$url" >/dev/null
-      rss=$(rss_kib)
-      (( rss > rss_max )) && rss_max=$rss
-      rss_path+="$(awk -v r="$rss" 'BEGIN {printf "%.1f ", r / 1024}')"
-    fi
+  # A tenth at a time, a scrape and an RSS reading after each.
+  for ((made = 0; made < churn; made += chunk)); do
+    n=$(( churn - made < chunk ? churn - made : chunk ))
+    made_out=$(build/bench/cgroup_churn "$top/stagewatch" "$stages" "$made" "$n" "$oom_every")
+    exits_made=$(( exits_made + $(awk '{print $4}' <<<"$made_out") ))
+    kills_made=$(( kills_made + $(awk '{print $6}' <<<"$made_out") ))
+    curl -s "$url" >/dev/null
+    rss=$(rss_kib)
+    (( rss > rss_max )) && rss_max=$rss
+    rss_path+="$(awk -v r="$rss" 'BEGIN {printf "%.1f ", r / 1024}')"
   done
   local churn_seconds rss_end rss_settled anon_settled file_settled churn_open
   churn_seconds=$(awk -v a="$churn_start" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')
@@ -159,6 +169,10 @@ measure() {  # measure CGROUPS STAGES
   curl -s "$url" >/dev/null
   rss_settled=$(rss_kib)
   read -r anon_settled file_settled <<<"$(rss_parts_kib)"
+  # What the agent counted of the churn's exits and OOM kills, against what it made.
+  local exits_counted kills_counted
+  read -r exits_counted kills_counted <<<"$(paste -d' ' <(echo "$counted_before") \
+    <(stage_exits_and_kills) | awk '{print $3 - $1, $4 - $2}')"
   # Runs of the churn still open (each churned cgroup is a run, closed at its rmdir).
   churn_open=$(sqlite3 "$ledger_dir/ledger.db" \
     "SELECT count(*) FROM runs WHERE end_time IS NULL AND cgroup_path LIKE '%/churn_%'")
@@ -195,7 +209,8 @@ measure() {  # measure CGROUPS STAGES
       -v r2="$rss_settled" -v path="$rss_path" -v a0="$anon_start" -v a2="$anon_settled" \
       -v f0="$file_start" -v f2="$file_settled" -v cg="$cgroups" -v stg="$stages" \
       -v closed="$closed_s" -v forgot="$forgotten_s" -v fa="$forget_after" \
-      -v copen="$churn_open" -v crows="$churn_rows" 'BEGIN {
+      -v copen="$churn_open" -v crows="$churn_rows" -v em="$exits_made" -v km="$kills_made" \
+      -v ec="$exits_counted" -v kc="$kills_counted" 'BEGIN {
     k = cg / 1000
     printf "%s: %d cgroups in %d stages, %d stage series, %d runs recorded\n", bin, cg, stg, series, runs
     printf "  idle CPU over %d s (scraped every 15 s): %.3f%% of one core (%.4f%% per 1,000 cgroups)\n",
@@ -212,6 +227,7 @@ measure() {  # measure CGROUPS STAGES
     printf "    anonymous %.1f -> %.1f MiB (%+.1f%%), files %.1f -> %.1f MiB (%+.1f%%)\n",
            a0 / 1024, a2 / 1024, 100 * (a2 - a0) / a0, f0 / 1024, f2 / 1024, 100 * (f2 - f0) / f0
     printf "  churned runs in the ledger: %d of %d, %d left open\n", crows, churn, copen
+    printf "  the churn'"'"'s exits counted: %d of %d; its OOM kills counted: %d of %d\n", ec, em, kc, km
     printf "  all %d removed at once: every run closed after %s s, every stage forgotten after %s s (forget_after %d s)\n",
            cg, closed, forgot, fa }'
 }

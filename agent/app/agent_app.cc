@@ -1,5 +1,6 @@
 #include "app/agent_app.h"
 
+#include <malloc.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -307,6 +308,11 @@ int RunAgent(const AgentOptions& options) {
       .web_config_file = options.web_config_file,
       .render_metrics = [&registry](std::string* out) {
         exporters::SerializeTextInto(registry.CollectAll(), out);
+        // The families a scrape builds (about 600 bytes a series) are freed here in small
+        // blocks that the server thread's malloc arena would keep until the next scrape: 35 MiB
+        // at 10,000 cgroups in 500 stages. Giving them back costs about 4 ms of the scrape's 19
+        // (bench/README.md, RSS at 10,000 cgroups).
+        malloc_trim(0);
       },
       .ready = [&ready] { return ready.load(); },
       .handlers = exporters::RunsHandlers(&runs_source, config.runs)};

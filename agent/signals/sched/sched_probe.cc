@@ -163,7 +163,8 @@ std::string SchedProbe::runq_source() const {
 
 std::map<uint64_t, sched_cgroup_stats> SchedProbe::ReadCgroups() const {
   std::map<uint64_t, sched_cgroup_stats> out;
-  ForEachCgroupCopy([&out](const sched_cgroup_stats& copy) { AddSchedCopy(out[copy.cgroup], copy); });
+  ForEachCgroupCopy(
+      [&out](const sched_cgroup_stats& copy) { AddSchedCopy(out[copy.cgroup], copy); });
   return out;
 }
 

@@ -180,6 +180,29 @@ TEST_F(LifecycleEventsTest, NamerGivesBackTheSlotsOfAChurnsDeadCgroups) {
   EXPECT_EQ(namer.held().remembered, 2u);  // the root and `kept`
 }
 
+// A churn of 2,000 cgroups a second, each born and removed between two refreshes (a second
+// apart): all of them are still named when the trackers next collect, 3 s later, so their last
+// counts go to their stage rather than `unattributed`.
+TEST_F(LifecycleEventsTest, AFastChurnsDeadCgroupsAreNamedUntilTheTrackersCollect) {
+  UseEvents();
+  StageResolver stages({}, DiscoveryConfig{});
+  CgroupNamer namer(paths_.get(), &stages);
+  namer.Refresh();
+  const uint64_t per_second = 2000, seconds = 3;
+  uint64_t id = 1;
+  for (uint64_t s = 0; s < seconds; s++) {
+    for (uint64_t i = 0; i < per_second; i++, id++) {
+      paths_->OnMkdir(id, "/stagewatch/s/churn_" + std::to_string(id));
+      paths_->OnRmdir(id, "/stagewatch/s/churn_" + std::to_string(id));
+    }
+    namer.Refresh();
+  }
+  namer.BeginCollection();
+  uint64_t named = 0;
+  for (uint64_t dead = 1; dead < id; dead++) named += namer.StageOf(dead).has_value();
+  EXPECT_EQ(named, per_second * seconds);
+}
+
 TEST_F(LifecycleEventsTest, ResyncAfterLostEventsFindsWhatTheyWouldHaveSaid) {
   const uint64_t gone = Make("/gone");
   UseEvents();

@@ -137,34 +137,45 @@ TEST(StageCountersTest, DuplicateIdInOneSnapshotKeepsTheFirstSample) {
   EXPECT_EQ(Named(counters.Totals()), (Totals{{"train", {12}}}));
 }
 
-// Random churn: totals never decrease, whatever cgroups do.
-TEST(StageCountersTest, TotalsNeverDecreaseUnderChurn) {
-  StageCounters counters(2, /*count_from_first_snapshot=*/true);
-  uint64_t seed = 12345;
-  auto next = [&seed] {
+// Cgroups of stages "a" and "b" that come, go, restart, change stage and count on, at random
+// but the same for a seed: three of them act each round.
+struct RandomChurn {
+  explicit RandomChurn(uint64_t seed) : seed(seed) {}
+  uint64_t Next() {
     seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
     return seed >> 33;
-  };
-  std::map<uint64_t, std::pair<std::string, V>> cgroups;
-  Totals previous;
-  for (int round = 0; round < 500; ++round) {
+  }
+  void Round() {
     for (int i = 0; i < 3; ++i) {
-      const uint64_t id = next() % 20;
-      const int action = next() % 10;
-      const std::string stage = (next() % 2) ? "a" : "b";
+      const uint64_t id = Next() % 20;
+      const int action = Next() % 10;
+      const std::string stage = (Next() % 2) ? "a" : "b";
       if (action == 0) {
         cgroups.erase(id);
       } else if (action == 1) {
-        cgroups[id] = {stage, {next() % 5, next() % 5}};  // reset / recreated
+        cgroups[id] = {stage, {Next() % 5, Next() % 5}};  // reset / recreated
       } else if (action == 2 && cgroups.count(id)) {
         cgroups[id].first = stage;  // restaged
       } else {
         auto& entry = cgroups[id];
         if (entry.second.empty()) entry = {stage, {0, 0}};
-        entry.second[0] += next() % 100;
-        entry.second[1] += next() % 3;
+        entry.second[0] += Next() % 100;
+        entry.second[1] += Next() % 3;
       }
     }
+  }
+  uint64_t seed;
+  std::map<uint64_t, std::pair<std::string, V>> cgroups;
+};
+
+// Random churn: totals never decrease, whatever cgroups do.
+TEST(StageCountersTest, TotalsNeverDecreaseUnderChurn) {
+  StageCounters counters(2, /*count_from_first_snapshot=*/true);
+  RandomChurn churn(12345);
+  const auto& cgroups = churn.cgroups;
+  Totals previous;
+  for (int round = 0; round < 500; ++round) {
+    churn.Round();
     std::vector<CgroupCounterSample> snapshot;
     for (const auto& [id, entry] : cgroups) snapshot.push_back(S(id, entry.first, entry.second));
     counters.Update(snapshot);
@@ -202,30 +213,11 @@ TEST(StageCountersTest, PartialUpdateKeepsUnchangedCgroupsAndRetiresGoneOnes) {
 // totals every round.
 TEST(StageCountersTest, PartialUpdatesFoldAsWholeSnapshotsDo) {
   StageCounters whole(2), partial(2);
-  uint64_t seed = 777;
-  auto next = [&seed] {
-    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-    return seed >> 33;
-  };
-  std::map<uint64_t, std::pair<std::string, V>> cgroups, before;
+  RandomChurn churn(777);
+  const auto& cgroups = churn.cgroups;
+  std::map<uint64_t, std::pair<std::string, V>> before;
   for (int round = 0; round < 500; ++round) {
-    for (int i = 0; i < 3; ++i) {
-      const uint64_t id = next() % 20;
-      const int action = next() % 10;
-      const std::string stage = (next() % 2) ? "a" : "b";
-      if (action == 0) {
-        cgroups.erase(id);
-      } else if (action == 1) {
-        cgroups[id] = {stage, {next() % 5, next() % 5}};
-      } else if (action == 2 && cgroups.count(id)) {
-        cgroups[id].first = stage;
-      } else {
-        auto& entry = cgroups[id];
-        if (entry.second.empty()) entry = {stage, {0, 0}};
-        entry.second[0] += next() % 100;
-        entry.second[1] += next() % 3;
-      }
-    }
+    churn.Round();
     std::vector<CgroupCounterSample> snapshot, changed;
     std::vector<uint64_t> gone;
     for (const auto& [id, entry] : cgroups) {

@@ -17,6 +17,7 @@
 #include "absl/strings/strip.h"
 #include "memory.skel.h"
 #include "probes/cgroup_map.h"
+#include "probes/histogram_sum.h"
 
 namespace stagewatch {
 
@@ -284,9 +285,7 @@ std::vector<MemoryCgroupCounters> MemoryProbe::Read() const {
     sum.minor_faults += cpu.minor_faults;
     sum.major_faults += cpu.major_faults;
     sum.reclaim_stalls += cpu.reclaim_stalls;
-    for (int i = 0; i < HIST_SLOTS; i++) sum.reclaim_stall.slots[i] += cpu.reclaim_stall.slots[i];
-    sum.reclaim_stall.above += cpu.reclaim_stall.above;
-    sum.reclaim_stall.sum += cpu.reclaim_stall.sum;
+    AddHistogram(sum.reclaim_stall, cpu.reclaim_stall);
   };
   const bool exceptions = fault_source_ == FaultSource::kExceptionTracepoints;
   ForEachPerCpuEntry<memory_cgroup_stats>(

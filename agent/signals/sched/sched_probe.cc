@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "probes/cgroup_map.h"
+#include "probes/histogram_sum.h"
 #include "sched.skel.h"
 
 namespace stagewatch {
@@ -109,9 +110,7 @@ void AddSchedCopy(sched_cgroup_stats& sum, const sched_cgroup_stats& cpu) {
   sum.nonvoluntary_switches += cpu.nonvoluntary_switches;
   sum.oncpu_ns += cpu.oncpu_ns;
   sum.exited_processes += cpu.exited_processes;
-  for (int i = 0; i < HIST_SLOTS; i++) sum.runq_latency.slots[i] += cpu.runq_latency.slots[i];
-  sum.runq_latency.above += cpu.runq_latency.above;
-  sum.runq_latency.sum += cpu.runq_latency.sum;
+  AddHistogram(sum.runq_latency, cpu.runq_latency);
   sum.runq_throttled_ns += cpu.runq_throttled_ns;
 }
 

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
+#include "sparse_maps.h"
 
 namespace stagewatch {
 
@@ -98,11 +99,8 @@ void CgroupNamer::ExpireLocked() {
     if (!stale) remembered_.erase(it);
     dead_order_.pop_front();
   }
-  // The map keeps the slots a churn's dead cgroups took: give them back once it is a quarter
-  // full (a steady churn stays above that, and is not rehashed each time).
-  if (dead_order_.size() < before && remembered_.capacity() > 64 &&
-      remembered_.size() * 4 < remembered_.capacity()) {
-    remembered_.rehash(0);
+  if (dead_order_.size() < before) {
+    ShrinkIfSparse(remembered_);  // the slots a churn's dead cgroups took
     if (dead_order_.empty()) dead_order_.shrink_to_fit();
   }
 }

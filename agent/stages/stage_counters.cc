@@ -1,5 +1,6 @@
 #include "stages/stage_counters.h"
 
+#include "sparse_maps.h"
 namespace stagewatch {
 namespace {
 
@@ -55,6 +56,7 @@ void StageCountersOf<Key>::Update(const std::vector<CgroupCounterSampleOf<Key>>&
     Retire(it->second);
     live_.erase(it++);
   }
+  ShrinkIfSparse(live_);
   skip_baseline_ = true;
 }
 
@@ -69,6 +71,7 @@ void StageCountersOf<Key>::UpdateChanged(const std::vector<CgroupCounterSampleOf
     Retire(it->second);
     live_.erase(it);
   }
+  ShrinkIfSparse(live_);
   skip_baseline_ = true;
 }
 

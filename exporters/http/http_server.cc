@@ -199,7 +199,9 @@ size_t CountQueryParameters(std::string_view target) {
 struct HttpServer::Handler {
   HttpServerOptions options;
   HttpLimits limits;
-  ExpositionBuffers expositions;  // one kept per worker thread
+  // One kept: a Prometheus scrapes one at a time, and scrapes at once (an HA pair) get a buffer
+  // freed when sent. One per worker kept up to four 8 MiB buffers at 10,000 cgroups.
+  ExpositionBuffers expositions;
   std::string landing;
   AuthGate auth;
   ClientAuth client_auth = ClientAuth::kNoClientCert;  // kept on reloads: needs a restart
@@ -211,7 +213,7 @@ struct HttpServer::Handler {
   Handler(HttpServerOptions o, HttpLimits l)
       : options(std::move(o)),
         limits(l),
-        expositions(static_cast<size_t>(std::max(l.worker_threads, 1))),
+        expositions(1),
         landing(LandingPage(options.telemetry_path)),
         auth(BasicAuthUsers(options.web.basic_auth_users)),
         client_auth(options.web.tls ? options.web.tls->client_auth : ClientAuth::kNoClientCert) {}

@@ -1,5 +1,6 @@
 #include "signals/sched/sched_tracker.h"
 
+#include "sparse_maps.h"
 #include <set>
 
 namespace stagewatch {
@@ -49,8 +50,7 @@ void SchedTracker::CollectCounters() {
   naming_.Begin();
   const bool renamed = TakeNames();
   reads_done_++;
-  ReadCgroups();
-  FoldCgroups(renamed);
+  FoldCgroups(ReadCgroups(), renamed);
   FoldPairs(renamed);
   const absl::flat_hash_set<StageId> known = naming_.stages()->KnownStageIds();
   cgroups_.KeepStages(known);
@@ -70,24 +70,21 @@ bool SchedTracker::TakeNames() {
   return renamed;
 }
 
-void SchedTracker::ReadCgroups() {
-  auto& reads = cgroup_reads_;
-  const uint64_t read = reads_done_;
-  probe_->ForEachCgroupCopy([&reads, read](const sched_cgroup_stats& copy) {
-    CgroupRead& r = reads[copy.cgroup];
-    if (r.read != read) {
-      r.sum = {};
-      r.read = read;
-    }
-    AddSchedCopy(r.sum, copy);
-  });
+// The sums live only through the collection: 272 bytes a cgroup kept between collections
+// would hold 10 MB after a churn beside 10,000 cgroups (bench/README.md, RSS after a churn).
+SchedTracker::CgroupSums SchedTracker::ReadCgroups() {
+  CgroupSums sums;
+  probe_->ForEachCgroupCopy(
+      [&sums](const sched_cgroup_stats& copy) { AddSchedCopy(sums[copy.cgroup], copy); });
+  for (const auto& [id, sum] : sums) cgroup_reads_[id].read = reads_done_;
+  return sums;
 }
 
 bool SchedTracker::NamedAlive(uint64_t id, const std::optional<StageId>& stage) {
   return stage && !naming_.dead().contains(id);
 }
 
-void SchedTracker::FoldCgroups(bool renamed) {
+void SchedTracker::FoldCgroups(const CgroupSums& sums, bool renamed) {
   std::vector<CgroupCounterSample> changed;
   std::vector<uint64_t> gone;
   size_t folded = 0;
@@ -102,7 +99,8 @@ void SchedTracker::FoldCgroups(bool renamed) {
     ++it;
     // A read can catch a switch half counted (its count bumped, its time not yet): what moved
     // at one read is taken in full at the next one too.
-    const uint64_t events = Events(r.sum);
+    const sched_cgroup_stats& sum = sums.at(id);
+    const uint64_t events = Events(sum);
     const bool moved = events != r.events;
     const bool settled = !moved && !r.moved && r.named && !renamed;
     r.events = events;
@@ -112,12 +110,13 @@ void SchedTracker::FoldCgroups(bool renamed) {
     const std::optional<StageId> stage = naming_.StageFor(id);
     r.named = NamedAlive(id, stage);
     if (stage) {
-      changed.push_back({id, *stage, Flatten(r.sum)});
+      changed.push_back({id, *stage, Flatten(sum)});
     } else {
       gone.push_back(id);  // not named this time: out of the sample, as if gone
     }
   }
   cgroups_.UpdateChanged(changed, gone);
+  ShrinkIfSparse(cgroup_reads_);
   last_folded_ = {cgroup_reads_.size(), folded};
 }
 
@@ -149,6 +148,7 @@ void SchedTracker::FoldPairs(bool renamed) {
     return true;
   });
   pairs_.UpdateChanged(changed, gone);
+  ShrinkIfSparse(pair_reads_);
 }
 
 // Their last counts are folded in above; the next fold retires them.

@@ -58,7 +58,6 @@ class SchedTracker {
  private:
   // One cgroup of the probe's stats array, from read to read.
   struct CgroupRead {
-    sched_cgroup_stats sum{};  // over its CPUs' copies, as of read `read`
     uint64_t read = 0;         // the last read that found it
     uint64_t events = 0;       // its switches and exits at the read before
     bool moved = true;         // whether they had moved at the read before
@@ -74,8 +73,10 @@ class SchedTracker {
 
   void CollectCounters() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool TakeNames() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void ReadCgroups() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void FoldCgroups(bool renamed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Each cgroup's counts summed over its CPUs' copies, at this collection.
+  using CgroupSums = absl::flat_hash_map<uint64_t, sched_cgroup_stats>;
+  CgroupSums ReadCgroups() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FoldCgroups(const CgroupSums& sums, bool renamed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FoldPairs(bool renamed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ForgetDead() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool NamedAlive(uint64_t id, const std::optional<StageId>& stage)

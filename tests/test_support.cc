@@ -87,8 +87,9 @@ std::string WriteTempConfig(const std::string& yaml) {
 
 namespace {
 
-// What a test cgroup on pure v2 needs from its parent: memory limits and events, CPU quotas.
-constexpr const char* kDelegated[] = {"memory", "cpu", "pids"};
+// What a test cgroup on pure v2 needs from its parent: memory limits and events, CPU quotas,
+// CPU and memory-node pinning.
+constexpr const char* kDelegated[] = {"memory", "cpu", "cpuset", "pids"};
 
 bool WriteQuietly(const std::string& path, const std::string& text) {
   int fd = open(path.c_str(), O_WRONLY);
@@ -121,7 +122,7 @@ pid_t g_self_pid = 0;     // (by that process only, not by a child that calls ex
 void MoveBackAtExit() {
   if (getpid() != g_self_pid) return;
   const std::string own = g_self_leaf.substr(0, g_self_leaf.rfind('/'));
-  WriteQuietly(own + "/cgroup.subtree_control", "-memory -cpu -pids");
+  WriteQuietly(own + "/cgroup.subtree_control", "-memory -cpu -cpuset -pids");
   if (MoveSelf(own)) rmdir(g_self_leaf.c_str());
 }
 

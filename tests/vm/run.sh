@@ -110,8 +110,10 @@ boot() {
   local start=$(date +%s) rc stalled="" now last
   qemu-system-x86_64 \
     -accel tcg,thread=$tcg_threads -cpu max -smp 2 -m 2048 \
+    -object memory-backend-ram,id=node0,size=1024M -numa node,nodeid=0,cpus=0,memdev=node0 \
+    -object memory-backend-ram,id=node1,size=1024M -numa node,nodeid=1,cpus=1,memdev=node1 \
     -kernel "$kdir/vmlinuz" -initrd "$build/vm-initramfs.cpio.gz" \
-    -append "console=ttyS0 cgroup_no_v1=all tsc=reliable panic=-1 softlockup_panic=1 sysctl.kernel.panic_on_rcu_stall=1 quiet loglevel=4" \
+    -append "console=ttyS0 cgroup_no_v1=all tsc=reliable numa_balancing=disable panic=-1 softlockup_panic=1 sysctl.kernel.panic_on_rcu_stall=1 quiet loglevel=4" \
     -virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap" \
     -virtfs "local,path=$results,mount_tag=results,security_model=none,multidevs=remap" \
     -virtfs "local,path=$build/vm-scratch,mount_tag=scratch,security_model=none,multidevs=remap" \

@@ -24,7 +24,7 @@
 #include "gtest/gtest.h"
 #include "unit/metric_values.h"
 #include "sampler/memory_sampler.h"
-#include "signals/placement/placement_memory_series.h"
+#include "exporters/metrics/placement_memory_series.h"
 #include "stages/stage_resolver.h"
 #include "test_support.h"
 
@@ -259,10 +259,10 @@ TEST(PlacementReadersTest, SamplerPutsEachStagesNodesAndCpusetInTheSnapshotAndIt
   seconds[node] =
       std::stod(ReadFile("/proc/" + std::to_string(toucher) + "/schedstat")) * 1e-9;
   ASSERT_GT(seconds[node], 0);
-  const StageNodeCpuSeconds cpu = {{id, seconds}};
+  const exporters::StageNodeCpuSeconds cpu = {{id, seconds}};
   const Stage named = stages.Resolve(stage.path());
   std::vector<prometheus::MetricFamily> families;
-  AppendPlacementMemorySeries(*s, {named}, &cpu, &families);
+  exporters::AppendPlacementMemorySeries(*s, {named}, &cpu, &families);
   const testing::SeriesLabels labels = {{"pipeline_stage", named.name}};
   auto with = [&](testing::SeriesLabels extra) {
     extra.insert(labels.begin(), labels.end());

@@ -1,12 +1,12 @@
-#include "signals/placement/placement_memory_series.h"
+#include "exporters/metrics/placement_memory_series.h"
 
 #include "gtest/gtest.h"
 #include "metric_values.h"
 
-namespace stagewatch {
+namespace stagewatch::exporters {
 namespace {
 
-using testing::ValueOf;
+using ::stagewatch::testing::ValueOf;
 
 constexpr uint64_t kMiB = 1 << 20;
 
@@ -108,4 +108,4 @@ TEST_F(PlacementMemorySeriesTest, SharedCpusAreBoundedPerStage) {
 }
 
 }  // namespace
-}  // namespace stagewatch
+}  // namespace stagewatch::exporters

@@ -1,4 +1,4 @@
-#include "signals/placement/placement_memory_series.h"
+#include "exporters/metrics/placement_memory_series.h"
 
 #include <algorithm>
 #include <iterator>
@@ -9,13 +9,8 @@
 #include "exporters/metrics/metric_builders.h"
 #include "exporters/metrics/stage_labels.h"
 
-namespace stagewatch {
+namespace stagewatch::exporters {
 namespace {
-
-using exporters::AddGauge;
-using exporters::GaugeFamily;
-using exporters::Labels;
-using exporters::StageLabels;
 
 size_t SharedCount(const std::vector<int>& a, const std::vector<int>& b) {
   std::vector<int> both;
@@ -108,4 +103,4 @@ void AppendPlacementMemorySeries(const Snapshot& snapshot, const std::vector<Sta
   for (auto* f : {&numa, &remote, &cpus, &info, &shared}) out->push_back(std::move(*f));
 }
 
-}  // namespace stagewatch
+}  // namespace stagewatch::exporters

@@ -1,6 +1,7 @@
 // The placement signal's memory and cpuset families, built from the sampler's Snapshot (its
 // placement part, kPlacementPart): where each stage's memory lives, its remote share, and the
-// CPUs and nodes it may use, with the CPUs pinned stages share. Reads no file itself.
+// CPUs and nodes it may use, with the CPUs pinned stages share. Reads no file itself; the
+// placement collector appends them beside its kernel-side families.
 #pragma once
 
 #include <map>
@@ -10,7 +11,7 @@
 #include "sampler/sample_snapshot.h"
 #include "stages/stage_resolver.h"
 
-namespace stagewatch {
+namespace stagewatch::exporters {
 
 // CPU seconds of each stage on each NUMA node (indexed by node id) over a recent interval,
 // from the sched probe's on-CPU time per node: what the remote share weighs memory by.
@@ -32,4 +33,4 @@ void AppendPlacementMemorySeries(const Snapshot& snapshot, const std::vector<Sta
                                  const StageNodeCpuSeconds* cpu_seconds,
                                  std::vector<prometheus::MetricFamily>* out);
 
-}  // namespace stagewatch
+}  // namespace stagewatch::exporters

@@ -203,9 +203,16 @@ TEST(PlacementReadersTest, PinnedCpusetReadsAsWritten) {
   ASSERT_TRUE(host.ok()) << host.status();
   absl::StatusOr<CgroupLayout> layout = DetectHostCgroupLayout();
   ASSERT_TRUE(layout.ok()) << layout.status();
-  // The last CPU and the first node with memory: not the whole host where it has two CPUs.
-  const int cpu = host->online_cpus.back();
-  const int node = host->memory_nodes.front();
+  // Of what this process's own cpuset allows, the last CPU and the first node: not the whole
+  // host where it has two CPUs.
+  absl::StatusOr<std::vector<int>> cpus =
+      ParseCpuList(StatusField(getpid(), "Cpus_allowed_list"), "/proc/self/status");
+  absl::StatusOr<std::vector<int>> mems =
+      ParseCpuList(StatusField(getpid(), "Mems_allowed_list"), "/proc/self/status");
+  ASSERT_TRUE(cpus.ok() && !cpus->empty()) << cpus.status();
+  ASSERT_TRUE(mems.ok() && !mems->empty()) << mems.status();
+  const int cpu = cpus->back();
+  const int node = mems->front();
   PinnedCpuset pinned(*layout, cpu, node);
   if (!pinned.why().empty()) GTEST_SKIP() << pinned.why();
   const pid_t pid = pinned.Spawn();

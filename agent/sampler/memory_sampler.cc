@@ -9,9 +9,18 @@ namespace stagewatch {
 
 namespace {
 
-// The fields `reader` leaves empty read cgroupfs, the tops' files through `files`.
+absl::StatusOr<std::shared_ptr<const NumaTopology>> TopologyFor(unsigned parts) {
+  if (!(parts & kPlacementPart)) return nullptr;
+  absl::StatusOr<NumaTopology> topology = ReadNumaTopology();
+  if (!topology.ok()) return topology.status();
+  return std::make_shared<const NumaTopology>(*std::move(topology));
+}
+
+// The fields `reader` leaves empty read cgroupfs, the tops' files through `files`; a cpuset
+// read where no cgroup has one is `topology`'s whole host.
 SampleReader WithCgroupfs(SampleReader reader, const CgroupLayout& layout,
-                          OpenCgroupFiles* files) {
+                          OpenCgroupFiles* files,
+                          const absl::StatusOr<std::shared_ptr<const NumaTopology>>& topology) {
   if (!reader.stats) {
     reader.stats = [layout, files](const NamedCgroup& c) {
       return ReadMemoryStats(layout, c.path,
@@ -44,6 +53,21 @@ SampleReader WithCgroupfs(SampleReader reader, const CgroupLayout& layout,
       return ReadOomKillCount(layout.key_root + c.path, layout.key);
     };
   }
+  if (!reader.numa) {
+    reader.numa = [layout, files](const NamedCgroup& top) {
+      return ReadNumaStat(layout, top.path,
+                          [&](const std::string& file) { return files->Read(top.id, file); });
+    };
+  }
+  if (!reader.cpuset) {
+    std::shared_ptr<const NumaTopology> host =
+        topology.ok() && *topology ? *topology : std::make_shared<const NumaTopology>();
+    reader.cpuset = [layout, files, host](const NamedCgroup& top) {
+      return ReadEffectiveCpuset(layout, top.path, *host, [&](const std::string& file) {
+        return files->Read(top.id, file);
+      });
+    };
+  }
   return reader;
 }
 
@@ -55,7 +79,8 @@ MemorySampler::MemorySampler(CgroupNamer* namer, CgroupLayout layout, MemoryConf
       layout_(std::move(layout)),
       config_(config),
       parts_(parts | kMemoryPart),
-      reader_(WithCgroupfs(std::move(reader), layout_, &files_)),
+      topology_(TopologyFor(parts_)),
+      reader_(WithCgroupfs(std::move(reader), layout_, &files_, topology_)),
       events_(kMemoryEvents.size()),
       pressure_(4),
       cpu_(6),
@@ -288,6 +313,7 @@ void MemorySampler::SampleOnce(absl::Time now) {
   for (const Domain& d : domains) read_ids.insert(d.cgroup.id);
   for (const NamedCgroup& top : tops) read_ids.insert(top.id);
   files_.Retain(read_ids);  // the files of a removed top or a domain no more close
+  if (parts_ & kPlacementPart) ReadPlacement(tops, next.get());  // before the full reads go
   absl::erase_if(full_reads_, [&read_ids](const auto& e) { return !read_ids.contains(e.first); });
   if (parts_ & kOomPart) {
     ReadOomKills(now, *live);
@@ -315,6 +341,48 @@ void MemorySampler::SampleOnce(absl::Time now) {
   next->memory = stages_;
   absl::MutexLock lock(&mu_);
   latest_ = std::move(next);
+}
+
+void MemorySampler::ReadPlacement(const std::vector<NamedCgroup>& tops, Snapshot* next) {
+  if (topology_.ok()) {
+    next->numa_topology = *topology_;
+  } else {
+    next->placement_error = topology_.status();
+  }
+  absl::flat_hash_map<uint64_t, TopPlacement> kept;
+  for (const NamedCgroup& top : tops) {
+    TopPlacement p = std::move(placements_[top.id]);
+    // With its memory.stat, which ReadDomains read in full this sample or kept.
+    auto full = full_reads_.find(top.id);
+    if (!p.numa || (full != full_reads_.end() && full->second.sample == samples_)) {
+      p.numa = reader_.numa(top);
+    }
+    if (!p.cpuset || (top.id + samples_) % kFullReadEvery == 0) p.cpuset = reader_.cpuset(top);
+    StagePlacement& stage = next->placement[top.stage.id];
+    if (p.numa->ok()) {
+      if (!stage.numa) stage.numa.emplace();
+      for (const auto& [node, m] : **p.numa) {
+        (*stage.numa)[node].anon_bytes += m.anon_bytes;
+        (*stage.numa)[node].file_bytes += m.file_bytes;
+      }
+    } else if (next->placement_error.ok()) {
+      next->placement_error = p.numa->status();
+    }
+    if (p.cpuset->ok()) {
+      auto join = [](std::optional<std::vector<int>>& into, const std::vector<int>& ids) {
+        if (!into) into.emplace();
+        into->insert(into->end(), ids.begin(), ids.end());
+        std::sort(into->begin(), into->end());
+        into->erase(std::unique(into->begin(), into->end()), into->end());
+      };
+      join(stage.cpus, (*p.cpuset)->cpus);
+      join(stage.mems, (*p.cpuset)->mems);
+    } else if (next->placement_error.ok()) {
+      next->placement_error = p.cpuset->status();
+    }
+    kept[top.id] = std::move(p);
+  }
+  placements_ = std::move(kept);  // a removed top's readings go with it
 }
 
 struct MemorySampler::StageSum {

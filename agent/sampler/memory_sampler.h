@@ -36,6 +36,7 @@
 #include "cgroup/cgroup_namer.h"
 #include "cgroup/layout.h"
 #include "cgroup/cpu_stats.h"
+#include "cgroup/cpuset.h"
 #include "cgroup/memory_stats.h"
 #include "cgroup/open_cgroup_files.h"
 #include "cgroup/psi.h"
@@ -63,6 +64,10 @@ struct SampleReader {
   std::function<absl::StatusOr<CpuCgroupStats>(const NamedCgroup&)> cpu;
   // A cgroup's own oom_kill count (ReadOomKillCount), with kOomPart, on the clock below.
   std::function<absl::StatusOr<uint64_t>(const NamedCgroup&)> oom_kills;
+  // With kPlacementPart, a stage top's memory.numa_stat and effective cpuset, from files kept
+  // open between samples, on the clock below (kFullReadEvery).
+  std::function<absl::StatusOr<NumaMemory>(const NamedCgroup&)> numa;
+  std::function<absl::StatusOr<EffectiveCpuset>(const NamedCgroup&)> cpuset;
 };
 
 // Launchers (systemd, Slurm, runc, `stagewatch run`) write a cgroup's limit just after its
@@ -78,6 +83,8 @@ inline constexpr uint64_t kLimitRecheckSamples = 60;
 // peak, the event counts) only when the usage moved since they were last read, or after this
 // many samples: memory that did not move is an idle stage's, and what else it may have changed
 // (a limit written, an event counted, a peak of the same height) waits at most as long.
+// A top's memory.numa_stat is read with its memory.stat; its cpuset, which only an
+// administrator changes, once every kFullReadEvery samples (a tenth of the tops each sample).
 inline constexpr uint64_t kFullReadEvery = 10;
 // The oom_kill counts are a file per live cgroup, and they move only with kills: every
 // cgroup's is read first as the agent starts (ReadOomBaseline, else the first sample), then in
@@ -152,6 +159,9 @@ class MemorySampler {
   std::map<StageId, std::optional<double>> ReadTops(const std::vector<NamedCgroup>& tops,
                                                     Snapshot* next);
   void Fold(absl::Time now, const std::vector<Domain>& domains);
+  // With kPlacementPart: each top's memory.numa_stat (when its memory.stat was read in full
+  // this sample) and cpuset (when due), folded per stage into `next`.
+  void ReadPlacement(const std::vector<NamedCgroup>& tops, Snapshot* next);
   // One stage's domains of a sample, summed (the .cc's StageSum), into its StageMemory.
   struct StageSum;
   void FoldStage(absl::Time now, StageSum& sum, StageMemory& m) const;
@@ -167,6 +177,8 @@ class MemorySampler {
   const MemoryConfig config_;
   const unsigned parts_;
   OpenCgroupFiles files_;  // before reader_, whose cgroupfs fields use it
+  // The host's NUMA nodes (kPlacementPart), before reader_, whose cpuset field uses it.
+  const absl::StatusOr<std::shared_ptr<const NumaTopology>> topology_;
   const SampleReader reader_;
   std::atomic<uint64_t> overflows_{0}, skips_{0};
   // Only SampleOnce touches these.
@@ -186,6 +198,11 @@ class MemorySampler {
     uint64_t sample = 0;  // samples_ when read
   };
   absl::flat_hash_map<uint64_t, FullRead> full_reads_;  // by domain, the last of each
+  struct TopPlacement {  // the last reading of each, and when the cpuset was
+    std::optional<absl::StatusOr<NumaMemory>> numa;
+    std::optional<absl::StatusOr<EffectiveCpuset>> cpuset;
+  };
+  absl::flat_hash_map<uint64_t, TopPlacement> placements_;  // by top
   std::map<StageId, StageMemory> stages_;
   StageCounters events_;    // kMemoryEvents per domain
   StageCounters pressure_;  // memory some, memory full, io some, io full (µs) per top

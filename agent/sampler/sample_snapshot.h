@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -13,6 +14,8 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "cgroup/numa_stat.h"
+#include "cgroup/numa_topology.h"
 #include "stages/stage_resolver.h"
 
 namespace stagewatch {
@@ -22,6 +25,7 @@ enum SnapshotPart : unsigned {
   kMemoryPart = 1 << 0,  // Snapshot::memory and Snapshot::pressure: signal "memory"
   kCpuPart = 1 << 1,     // Snapshot::cpu: signal "sched"
   kOomPart = 1 << 2,     // Snapshot::oom_kills: signal "oom"
+  kPlacementPart = 1 << 3,  // Snapshot::placement and numa_topology: signal "placement"
 };
 
 // memory.events keys on v2; on v1, failcnt and oom_kill stand in.
@@ -80,6 +84,18 @@ struct StageFaults {
   uint64_t minor = 0, major = 0;
 };
 
+// Where a stage's memory lives and where its tasks may run, from its tops' files. Like
+// StageMemory's usage, the sum of its tops' hierarchical figures.
+struct StagePlacement {
+  // memory.numa_stat, summed: bytes per node. Read with memory.stat (kFullReadEvery), so it
+  // may be that many samples old; absent where no top's could be read (a kernel without
+  // CONFIG_NUMA has none).
+  std::optional<NumaMemory> numa;
+  // The union of its tops' effective cpusets (cgroup/cpuset.h), read once every
+  // kFullReadEvery samples; absent where none could be read.
+  std::optional<std::vector<int>> cpus, mems;
+};
+
 struct Snapshot {
   absl::Time taken = absl::InfinitePast();  // InfinitePast: nothing sampled yet
   std::map<StageId, StageMemory> memory;
@@ -99,6 +115,13 @@ struct Snapshot {
   std::map<StageId, StageFaults> faults;
   // Stages with a top that has no memory controller: no memcg figures (BPF counts those).
   std::set<StageId> faults_uncovered;
+  // Every stage that had a top; empty without kPlacementPart.
+  std::map<StageId, StagePlacement> placement;
+  // The first memory.numa_stat or cpuset of a top that could not be read (NotFound for
+  // memory.numa_stat: the kernel has no CONFIG_NUMA), or the host's NUMA topology's error.
+  absl::Status placement_error;
+  // The host's nodes and CPUs, read as the sampler started; null without kPlacementPart.
+  std::shared_ptr<const NumaTopology> numa_topology;
 };
 
 }  // namespace stagewatch

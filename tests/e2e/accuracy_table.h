@@ -89,6 +89,20 @@ inline constexpr AccuracyRow kAccuracyTable[] = {
      "0 after a traced kill in a cgroup removed at once (the victim's count is read at the kill); the sign: unit:CollectorFieldsTest.OomKillsByKindAndTheMismatchSign"},
     {"stagewatch_oom_last_kill_timestamp_seconds", "e2e:AccuracyE2E.OomKillsByKindCgroupCountsAnomalyAndMismatchSign",
      "the wall clock around the kernel kill"},
+    // ---- placement (collector placement): memory and cpusets, from the sampler's snapshot
+    // through AppendPlacementMemorySeries (the collector adds nothing to them) ----
+    {"stagewatch_memory_numa_bytes", "privileged:PlacementReadersTest.SamplerPutsEachStagesNodesAndCpusetInTheSnapshotAndItsSeries",
+     "memory.stat anon (v1 total_rss) of a stage whose task touched 64 MiB, summed over the "
+     "nodes, within 3%; at least 90% of it on the node of the CPU the task ran on"},
+    {"stagewatch_memory_remote_ratio", "privileged:PlacementReadersTest.SamplerPutsEachStagesNodesAndCpusetInTheSnapshotAndItsSeries",
+     "at most 0.1 for that task, its CPU time (/proc/<pid>/schedstat) all on the node the "
+     "kernel put its memory on; the two-node cases run in the VM stage"},
+    {"stagewatch_cpuset_cpus", "privileged:PlacementReadersTest.SamplerPutsEachStagesNodesAndCpusetInTheSnapshotAndItsSeries",
+     "the number of CPUs in /proc/<pid>/status Cpus_allowed_list of a task of the stage"},
+    {"stagewatch_cpuset_info", "privileged:PlacementReadersTest.SamplerPutsEachStagesNodesAndCpusetInTheSnapshotAndItsSeries",
+     "/proc/<pid>/status Cpus_allowed_list and Mems_allowed_list of a task of the stage"},
+    {"stagewatch_cpuset_shared_cpus", "unit:PlacementMemorySeriesTest.SharedCpusOnlyBetweenPinnedStagesThatOverlap",
+     "the CPUs in both stages' cpusets, only for pinned stages that share some"},
     // ---- anomalies ----
     {"stagewatch_anomalies_total", "e2e:AccuracyE2E.OomKillsByKindCgroupCountsAnomalyAndMismatchSign",
      "rule=oom_kill: the kills the test made, both kinds; rule=limit_eta: one climb"},

@@ -8,13 +8,10 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
-#include <fstream>
 #include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
+#include "cgroup/cpu_list.h"
 #include "memory.skel.h"
 #include "probes/cgroup_map.h"
 #include "probes/histogram_sum.h"
@@ -37,23 +34,12 @@ namespace {
 constexpr const char* kFaultProbe = "page_faults";
 constexpr const char* kReclaimProbe = "reclaim_stall";
 
-// CPU numbers from a kernel cpu list such as "0-3,8,10-11".
+// The online CPUs' numbers (sysfs's "0-3,8,10-11").
 absl::StatusOr<std::vector<int>> OnlineCpus() {
   constexpr const char* kPath = "/sys/devices/system/cpu/online";
-  std::ifstream in(kPath);
-  std::string text;
-  if (!std::getline(in, text)) {
+  absl::StatusOr<std::vector<int>> cpus = ReadCpuListFile(kPath);
+  if (absl::IsNotFound(cpus.status())) {
     return absl::UnavailableError(absl::StrCat("cannot read ", kPath, "; is sysfs mounted?"));
-  }
-  std::vector<int> cpus;
-  for (absl::string_view range : absl::StrSplit(absl::StripAsciiWhitespace(text), ',')) {
-    std::vector<absl::string_view> ends = absl::StrSplit(range, '-');
-    int first = 0, last = 0;
-    if (ends.size() > 2 || !absl::SimpleAtoi(ends.front(), &first) ||
-        !absl::SimpleAtoi(ends.back(), &last) || first < 0 || last < first) {
-      return absl::InternalError(absl::StrCat("cannot parse ", kPath, ": \"", text, "\""));
-    }
-    for (int cpu = first; cpu <= last; cpu++) cpus.push_back(cpu);
   }
   return cpus;
 }

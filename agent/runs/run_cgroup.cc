@@ -193,6 +193,7 @@ std::string CpusetHint(const std::string& file) {
   if (!cpus && !mems) return "";
   const CpusetKind kind = cpus ? CpusetKind::kCpus : CpusetKind::kMems;
   std::string hint = absl::StrCat("; ", HostHasText(kind));
+  std::string within = "those";
   // The parent's effective list: the same file name beneath either version's naming.
   const std::string dir = file.substr(0, file.rfind('/'));
   const std::string parent = dir.substr(0, dir.rfind('/'));
@@ -201,16 +202,18 @@ std::string CpusetHint(const std::string& file) {
                                        kV1LimitFiles.cpuset_cpus_effective}
             : std::vector<const char*>{kV2LimitFiles.cpuset_mems_effective,
                                        kV1LimitFiles.cpuset_mems_effective}) {
-    absl::StatusOr<std::string> offered = ReadCpusetListFile(absl::StrCat(parent, "/", effective));
+    absl::StatusOr<std::string> offered =
+        ReadCpusetListFile(absl::StrCat(parent, "/", effective));
     if (!offered.ok()) continue;
-    const std::string& list = *offered;
-    if (list != HostOnlineList(kind)) {
+    if (*offered != HostOnlineList(kind)) {
+      const std::string what = offered->empty() ? "none" : "only " + *offered;
       absl::StrAppend(&hint, absl::StrFormat(", and the cgroup above the run's (%s) offers %s",
-                                             parent, list.empty() ? "none" : "only " + list));
+                                             parent, what));
+      within = "what it offers";
     }
     break;
   }
-  return hint;
+  return absl::StrCat(hint, ": ask for ", cpus ? "CPUs" : "nodes", " among ", within);
 }
 
 std::string Refusal(const CgroupWrite& w, const absl::Status& error) {

@@ -139,6 +139,20 @@ TEST_F(LauncherCpusetTest, ANodeTheHostDoesNotHaveIsRefusedBeforeTheCommandStart
   EXPECT_THAT(log, HasSubstr("this host's online NUMA nodes are " + HostNodes()));
 }
 
+// A parent cgroup pinned to its first CPU: v1 refuses a child's other CPU outright, cgroup2
+// takes it and silently gives the parent's instead; either way the run is refused.
+TEST_F(LauncherCpusetTest, ACpuTheParentCgroupDoesNotOfferIsRefusedSayingWhatItOffers) {
+  if (CpusetDir().empty()) GTEST_SKIP() << "no cpuset controller for the test's cgroup";
+  const std::vector<int> cpus = Expand(OfferedCpus());
+  if (cpus.size() < 2) GTEST_SKIP() << "one CPU: no other to leave out";
+  const std::string first = std::to_string(cpus.front()), last = std::to_string(cpus.back());
+  WriteFile(CpusetDir() + "/cpuset.cpus", first);
+  ASSERT_EQ(OfferedCpus(), first);
+  const std::string log = Refused("outside-parent", {"--cpuset-cpus", last});
+  EXPECT_THAT(log, HasSubstr("--cpuset-cpus " + last));
+  EXPECT_THAT(log, HasSubstr("offers only " + first + ": ask for CPUs among what it offers"));
+}
+
 TEST_F(LauncherCpusetTest, AListThatDoesNotParseIsRefusedWithWhatIsWrongInIt) {
   const std::string log = Refused("bad-list", {"--cpuset-cpus", "1-"});
   EXPECT_THAT(log, HasSubstr("--cpuset-cpus \"1-\" is not a list of CPUs: the range \"1-\" has "

@@ -140,10 +140,9 @@ void PlanLimits(const RunCgroupSpec& spec, const CgroupLayout& layout,
   const RunHierarchy* cpu = v2 ? &key : Find(hs, "cpu");
   const LimitFiles& files = LimitFilesOf(v2);
   const std::string mem_dir = key.dir() + "/";
-  if (WantsCpuset(l)) {
-    const RunHierarchy* cpuset = v2 ? &key : FindV1(hs, layout, "cpuset");
-    if (cpuset != nullptr) PlanCpuset(spec, *cpuset, plan);
-  }
+  // On v1 whenever the run joins the cpuset hierarchy: asked for, or mounted with cpu.
+  const RunHierarchy* cpuset = v2 ? &key : FindV1(hs, layout, "cpuset");
+  if (cpuset != nullptr && (WantsCpuset(l) || !v2)) PlanCpuset(spec, *cpuset, plan);
   if (l.memory_max_bytes) {
     plan.limits.push_back({mem_dir + files.memory_max,
                            std::to_string(*l.memory_max_bytes),

@@ -212,6 +212,16 @@ TEST(HybridPlanTest, ACpusetRunJoinsTheV1CpusetHierarchyWhoseNewCgroupsTakeTheir
   layout.v1_roots.erase("cpuset");
   EXPECT_THAT(PlanRunCgroup(layout, self, spec).status().message(),
               HasSubstr("need the cpuset controller"));
+
+  // Mounted with cpu, the cpuset hierarchy is joined by every run: its new cgroups inherit even
+  // when no cpuset is asked for, or the command could not join them.
+  layout.v1_roots["cpuset"] = dir.file("cpu");
+  spec.limits.cpuset_cpus.reset();
+  absl::StatusOr<RunCgroupPlan> comounted = PlanRunCgroup(layout, self, spec);
+  ASSERT_TRUE(comounted.ok()) << comounted.status();
+  ASSERT_EQ(comounted->cpuset_inherit.size(), 3u);
+  EXPECT_EQ(comounted->cpuset_inherit.back().substr(dir.path().size()), "/cpu/stagewatch/train/r1");
+  EXPECT_TRUE(comounted->limits.empty());
 }
 
 }  // namespace

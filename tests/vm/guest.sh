@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs inside the VM stage's guest (from tests/vm/init.sh, chrooted into the host's read-only
-# root): delegates the memory, cpu and pids controllers down a cgroup v2 tree, prints what
+# root): delegates the memory, cpu, pids and cpuset controllers down a cgroup v2 tree, prints what
 # `stagewatch features` finds on this kernel, and runs each line of tests/vm/plan.txt with
 # gtest XML results written to the shared results directory.
 set -u
@@ -14,7 +14,7 @@ echo "vm: kernel $(uname -r), $(nproc) CPUs, clocksource" \
   "cgroup2 controllers: $(cat $cg/cgroup.controllers)"
 # The root may hold processes and still delegate; every cgroup beneath it holds either
 # processes or children with controllers, never both (the no-internal-processes rule).
-delegate="+memory +cpu +pids"
+delegate="+memory +cpu +pids +cpuset"
 echo "$delegate" > $cg/cgroup.subtree_control
 mkdir -p $cg/vm-tests
 echo "$delegate" > $cg/vm-tests/cgroup.subtree_control

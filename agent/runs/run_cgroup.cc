@@ -33,8 +33,9 @@ bool Lists(const std::vector<std::string>& controllers, std::string_view control
 
 bool WantsCpuset(const RunLimits& l) { return l.cpuset_cpus || l.cpuset_mems; }
 
-// With `cpuset`, the v1 cpuset hierarchy too: only a run that asks for a cpuset joins it, so
-// the others never meet a v1 cpuset cgroup's empty start (see RunCgroupPlan::cpuset_inherit).
+// With `cpuset`, the v1 cpuset hierarchy too: only a run that asks for a cpuset joins it (or
+// one mounted with cpu), so the others never meet a v1 cpuset cgroup's empty start
+// (RunCgroupPlan::cpuset_inherit).
 std::vector<RunHierarchy> Hierarchies(const CgroupLayout& layout, bool cpuset) {
   std::vector<RunHierarchy> out;
   if (layout.key == CGROUP_KEY_DEFAULT) {
@@ -258,7 +259,8 @@ absl::StatusOr<RunCgroupPlan> PlanRunCgroup(const CgroupLayout& layout,
       FindV1(plan.hierarchies, layout, "cpuset") == nullptr) {
     return absl::FailedPreconditionError(
         "--cpuset-cpus and --cpuset-mems need the cpuset controller, which this host mounts "
-        "neither as a v1 hierarchy nor in the cgroup2 hierarchy the runs are keyed on");
+        "neither as a v1 hierarchy nor in the cgroup2 hierarchy the runs are keyed on; mount "
+        "the v1 cpuset hierarchy, or leave the cpuset out");
   }
   std::string given = spec.parent;
   const std::string key_prefix = plan.hierarchies.front().root + "/";

@@ -26,6 +26,7 @@
 #include <sstream>
 #include <thread>
 
+#include "cgroup/cgroup_control.h"
 #include "cgroup/memcg_counters.h"
 #include "cgroup/path_cache.h"
 #include "cgroup/proc_cgroup.h"
@@ -88,8 +89,8 @@ std::string WriteTempConfig(const std::string& yaml) {
 namespace {
 
 // What a test cgroup on pure v2 needs from its parent: memory limits and events, CPU quotas,
-// CPU and memory-node pinning.
-constexpr const char* kDelegated[] = {"memory", "cpu", "cpuset", "pids"};
+// cpusets (launcher runs pinned with --cpuset-cpus).
+constexpr const char* kDelegated[] = {"memory", "cpu", "pids", "cpuset"};
 
 bool WriteQuietly(const std::string& path, const std::string& text) {
   int fd = open(path.c_str(), O_WRONLY);
@@ -122,7 +123,7 @@ pid_t g_self_pid = 0;     // (by that process only, not by a child that calls ex
 void MoveBackAtExit() {
   if (getpid() != g_self_pid) return;
   const std::string own = g_self_leaf.substr(0, g_self_leaf.rfind('/'));
-  WriteQuietly(own + "/cgroup.subtree_control", "-memory -cpu -cpuset -pids");
+  WriteQuietly(own + "/cgroup.subtree_control", "-memory -cpu -pids -cpuset");
   if (MoveSelf(own)) rmdir(g_self_leaf.c_str());
 }
 
@@ -208,11 +209,18 @@ std::string TestCgroup::dir(const std::string& controller) const {
 }
 
 void TestCgroup::MakeDirs(const std::string& root, const std::string& path) {
+  const auto cpuset = layout_.v1_roots.find("cpuset");
+  const bool cpuset_v1 = cpuset != layout_.v1_roots.end() && cpuset->second == root &&
+                         layout_.key != CGROUP_KEY_DEFAULT;
   std::string dir = root;
   for (absl::string_view part : absl::StrSplit(path, '/', absl::SkipEmpty())) {
     dir += "/" + std::string(part);
     if (mkdir(dir.c_str(), 0755) == 0) {
       created_.push_back(dir);
+      // A v1 cpuset cgroup starts with no CPUs and nodes: no task could join it.
+      if (absl::Status s = cpuset_v1 ? InheritV1Cpuset(dir) : absl::OkStatus(); !s.ok()) {
+        ADD_FAILURE() << s;
+      }
     } else if (errno != EEXIST) {
       ADD_FAILURE() << "cannot create cgroup " << dir << ": " << strerror(errno);
       return;

@@ -9,6 +9,7 @@
 #include "runs/advise_format.h"
 #include "runs/advisor.h"
 #include "runs/baseline_comparison.h"
+#include "runs/cpuset_request.h"
 #include "json_text.h"
 #include "runs/launcher.h"
 #include "runs/ledger.h"
@@ -47,6 +48,10 @@ RunsCli::RunsCli(CLI::App& app) {
   run_->add_option("--cpu-max", cpu_max_, "CPU limit in CPUs, e.g. 0.5 or 2");
   run_->add_option("--cpu-weight", cpu_weight_, "CPU weight 1-10000 (100 is the default share)")
       ->check(CLI::Range(1, 10000));
+  run_->add_option("--cpuset-cpus", cpuset_cpus_,
+                   "The CPUs the command may run on, e.g. 0-3,8 (cpuset controller)");
+  run_->add_option("--cpuset-mems", cpuset_mems_,
+                   "The NUMA nodes its memory may come from, e.g. 0 (cpuset controller)");
   run_->add_option("--cgroup.parent", cgroup_parent_,
                    "Make the run's cgroup beneath this one (default: your own cgroup)");
   AddLedgerFlag(run_, ledger_path_);
@@ -141,6 +146,19 @@ int RunsCli::Run(const Config& config) {
     bad = cores.status();
   }
   o.limits.cpu_weight = cpu_weight_;
+  auto cpuset = [&](const std::optional<std::string>& text, const char* flag,
+                    CpusetKind kind) -> std::optional<std::string> {
+    if (!text || !bad.ok()) return std::nullopt;
+    absl::StatusOr<std::string> list = CanonicalCpuList(*text, flag);
+    if (!list.ok()) {
+      bad = absl::InvalidArgumentError(
+          absl::StrCat(list.status().message(), "; ", HostHasText(kind)));
+      return std::nullopt;
+    }
+    return *list;
+  };
+  o.limits.cpuset_cpus = cpuset(cpuset_cpus_, "--cpuset-cpus", CpusetKind::kCpus);
+  o.limits.cpuset_mems = cpuset(cpuset_mems_, "--cpuset-mems", CpusetKind::kMems);
   if (!bad.ok()) {
     std::cerr << "stagewatch run: " << bad.message() << "\n";
     return kExitLauncherRefused;

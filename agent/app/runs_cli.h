@@ -43,6 +43,7 @@ class RunsCli {
   bool all_ = false;
   std::string memory_max_, memory_high_, cpu_max_;
   std::optional<uint32_t> cpu_weight_;
+  std::optional<std::string> cpuset_cpus_, cpuset_mems_;
   std::vector<std::string> command_;
   bool json_ = false;
   bool follow_ = false;  // runs show --follow

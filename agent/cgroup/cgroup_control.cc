@@ -7,9 +7,12 @@
 #include <cstring>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "cgroup/cgroup_tree.h"
+#include "cgroup/limit_files.h"
 
 namespace stagewatch {
 namespace {
@@ -62,6 +65,32 @@ absl::Status WriteCgroupFile(const std::string& file, const std::string& value, 
   if (error == 0) return absl::OkStatus();
   return absl::FailedPreconditionError(
       absl::StrFormat("writing \"%s\" to %s failed: %s", value, file, std::strerror(error)));
+}
+
+absl::StatusOr<std::string> ReadCpusetListFile(const std::string& file) {
+  absl::StatusOr<std::string> text = ReadCgroupFile(file);
+  if (!text.ok()) return text.status();
+  return std::string(absl::StripAsciiWhitespace(*text));
+}
+
+absl::Status InheritV1Cpuset(const std::string& dir) {
+  const std::string parent = dir.substr(0, dir.rfind('/'));
+  for (const char* file : {kV1LimitFiles.cpuset_cpus, kV1LimitFiles.cpuset_mems}) {
+    absl::StatusOr<std::string> own = ReadCpusetListFile(absl::StrCat(dir, "/", file));
+    if (!own.ok()) return own.status();
+    if (!own->empty()) continue;
+    absl::StatusOr<std::string> given = ReadCpusetListFile(absl::StrCat(parent, "/", file));
+    if (!given.ok()) return given.status();
+    if (given->empty()) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "the cpuset cgroup %s has no %s to give its child; pass --cgroup.parent a cpuset "
+          "cgroup that has some", parent, file));
+    }
+    if (absl::Status s = WriteCgroupFile(absl::StrCat(dir, "/", file), *given); !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
 }
 
 int JoinCgroupsAfterFork(const std::vector<std::string>& procs_files) {

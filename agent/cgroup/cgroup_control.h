@@ -32,6 +32,14 @@ std::vector<std::string> EnabledControllers(const std::string& dir);
 absl::Status WriteCgroupFile(const std::string& file, const std::string& value,
                              int* error = nullptr);
 
+// The list a cpuset file holds ("0-1,4", its newline gone; "" when empty): cpuset.cpus,
+// cpuset.mems, and their effective files.
+absl::StatusOr<std::string> ReadCpusetListFile(const std::string& file);
+
+// Gives the v1 cpuset cgroup directory `dir` its parent's cpuset.cpus and cpuset.mems where it
+// has none: a v1 cpuset cgroup starts empty, and no task may join it so.
+absl::Status InheritV1Cpuset(const std::string& dir);
+
 // Moves the calling process into each cgroup of `procs_files` (their cgroup.procs), in order:
 // 0, or the errno of the first that refused. Async-signal-safe (no allocation, no lock), for a
 // child between fork and exec.

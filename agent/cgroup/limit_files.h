@@ -11,12 +11,19 @@ struct LimitFiles {
   const char* cpu_max;      // cgroup2 "QUOTA PERIOD"; v1 the quota alone
   const char* cpu_period;   // v1 only: cgroup2's cpu_max holds the period
   const char* cpu_weight;   // v1 cpu.shares
+  const char* cpuset_cpus;  // the CPUs asked for (cgroup2: "" takes the parent's)
+  const char* cpuset_mems;  // the memory nodes asked for
+  const char* cpuset_cpus_effective;  // what the kernel gives: asked ∩ the parent's
+  const char* cpuset_mems_effective;
 };
 
 inline constexpr LimitFiles kV1LimitFiles{"memory.limit_in_bytes", "memory.soft_limit_in_bytes",
-                                          "cpu.cfs_quota_us", "cpu.cfs_period_us", "cpu.shares"};
+                                          "cpu.cfs_quota_us", "cpu.cfs_period_us", "cpu.shares",
+                                          "cpuset.cpus", "cpuset.mems", "cpuset.effective_cpus",
+                                          "cpuset.effective_mems"};
 inline constexpr LimitFiles kV2LimitFiles{"memory.max", "memory.high", "cpu.max", "",
-                                          "cpu.weight"};
+                                          "cpu.weight", "cpuset.cpus", "cpuset.mems",
+                                          "cpuset.cpus.effective", "cpuset.mems.effective"};
 
 inline const LimitFiles& LimitFilesOf(bool v2) { return v2 ? kV2LimitFiles : kV1LimitFiles; }
 

@@ -31,6 +31,7 @@ namespace ledger_row {
 
 using ledger_sqlite::OptInt;
 using ledger_sqlite::OptReal;
+using ledger_sqlite::OptText;
 using ledger_sqlite::OptUint;
 
 absl::Time TimeOr(const std::string& text, absl::Time fallback) {
@@ -138,6 +139,8 @@ RunRecord DecodeRow(const SQLite::Statement& s) {
   st.user = text();
   st.uid = OptInt(next());
   st.host = text();
+  st.limits.cpuset_cpus = OptText(next());
+  st.limits.cpuset_mems = OptText(next());
   return r;
 }
 

@@ -109,6 +109,12 @@ CREATE INDEX runs_by_stage_verdict ON runs (stage, verdict_judged_with, verdict,
 CREATE INDEX runs_by_pipeline_run ON runs (pipeline, pipeline_run, start_time)
   WHERE pipeline_run != '';
 )sql",
+      // 8: the cpuset a launched run asked for (--cpuset-cpus, --cpuset-mems), as canonical
+      // lists ("0-1,4"); NULL when it asked for none, as for every run before.
+      R"sql(
+ALTER TABLE runs ADD COLUMN limit_cpuset_cpus TEXT;
+ALTER TABLE runs ADD COLUMN limit_cpuset_mems TEXT;
+)sql",
   };
   return kMigrations;
 }

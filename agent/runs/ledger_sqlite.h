@@ -54,6 +54,9 @@ inline std::optional<uint64_t> OptUint(const SQLite::Column& c) {
 inline std::optional<double> OptReal(const SQLite::Column& c) {
   return c.isNull() ? std::nullopt : std::optional<double>(c.getDouble());
 }
+inline std::optional<std::string> OptText(const SQLite::Column& c) {
+  return c.isNull() ? std::nullopt : std::optional<std::string>(c.getText());
+}
 
 // One write, all or nothing. Outside a batch, BEGIN IMMEDIATE takes the write lock at once, so a
 // busy ledger waits in busy_timeout rather than failing half-way. Within a batch

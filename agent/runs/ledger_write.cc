@@ -67,13 +67,14 @@ absl::Status Ledger::BeginRun(const RunStart& st) {
         *db_,
         "INSERT INTO runs (id, stage, pipeline, pipeline_run, command, source, cgroup_path, "
         "launcher_pid, start_time, limit_memory_max_bytes, limit_memory_high_bytes, "
-        "limit_cpu_max_cores, limit_cpu_weight, user, uid, host, verdict, verdict_judged_with) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)");
+        "limit_cpu_max_cores, limit_cpu_weight, limit_cpuset_cpus, limit_cpuset_mems, user, "
+        "uid, host, verdict, verdict_judged_with) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)");
     BindAll(s, st.id, st.stage, st.pipeline, st.pipeline_run, JsonText(command),
             std::string(RunSourceName(st.source)), st.cgroup_path, st.launcher_pid,
             FormatRfc3339(st.start), st.limits.memory_max_bytes, st.limits.memory_high_bytes,
-            st.limits.cpu_max_cores, st.limits.cpu_weight, st.user, st.uid, st.host,
-            judged_with_);
+            st.limits.cpu_max_cores, st.limits.cpu_weight, st.limits.cpuset_cpus,
+            st.limits.cpuset_mems, st.user, st.uid, st.host, judged_with_);
     s.exec();
     return absl::OkStatus();
   } catch (const SQLite::Exception& e) {

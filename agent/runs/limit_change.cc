@@ -51,6 +51,18 @@ const std::vector<LimitField>& LimitFields() {
   return fields;
 }
 
+// The cpuset, a limit that is a list rather than a figure.
+struct ListLimitField {
+  const char* flag;
+  const char* json_key;
+  std::optional<std::string> RunLimits::*member;
+};
+
+constexpr ListLimitField kListLimitFields[] = {
+    {"cpuset-cpus", "cpuset_cpus", &RunLimits::cpuset_cpus},
+    {"cpuset-mems", "cpuset_mems", &RunLimits::cpuset_mems},
+};
+
 // "+4.0%"; both medians when the one before is 0 (no percentage of it).
 std::string ChangeText(const MedianChange& c, const std::function<std::string(double)>& text) {
   if (!c.percent) return absl::StrCat(text(c.before), " → ", text(c.after));
@@ -114,6 +126,13 @@ std::string LimitChangeLine(const LimitChange& c) {
     changed.push_back(absl::StrCat(f.flag, " ", before ? f.text(*before) : "none", " → ",
                                    after ? f.text(*after) : "none"));
   }
+  for (const ListLimitField& f : kListLimitFields) {
+    const std::optional<std::string>& before = c.before.*f.member;
+    const std::optional<std::string>& after = c.after.*f.member;
+    if (before == after) continue;
+    changed.push_back(absl::StrCat(f.flag, " ", before.value_or("none"), " → ",
+                                   after.value_or("none")));
+  }
   if (c.wall) {
     figures.push_back(absl::StrFormat("wall %s (p %.2g over %d+%d runs)",
                                       ChangeText(*c.wall, FormatSeconds), c.wall_p, c.runs_before,
@@ -138,6 +157,14 @@ json LimitChangeToJson(const LimitChange& c) {
   json changed = json::array();
   for (const LimitField& f : LimitFields()) {
     const std::optional<double> before = f.get(c.before), after = f.get(c.after);
+    if (before == after) continue;
+    changed.push_back({{"limit", f.json_key},
+                       {"before", before ? json(*before) : json(nullptr)},
+                       {"after", after ? json(*after) : json(nullptr)}});
+  }
+  for (const ListLimitField& f : kListLimitFields) {
+    const std::optional<std::string>& before = c.before.*f.member;
+    const std::optional<std::string>& after = c.after.*f.member;
     if (before == after) continue;
     changed.push_back({{"limit", f.json_key},
                        {"before", before ? json(*before) : json(nullptr)},

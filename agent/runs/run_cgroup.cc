@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -16,6 +17,7 @@
 #include "cgroup/limit_files.h"
 #include "cgroup/memory_stats.h"
 #include "cgroup/proc_cgroup.h"
+#include "runs/cpuset_request.h"
 #include "string_util.h"
 #include "units.h"
 
@@ -29,14 +31,21 @@ bool Lists(const std::vector<std::string>& controllers, std::string_view control
   return std::find(controllers.begin(), controllers.end(), controller) != controllers.end();
 }
 
-std::vector<RunHierarchy> Hierarchies(const CgroupLayout& layout) {
+bool WantsCpuset(const RunLimits& l) { return l.cpuset_cpus || l.cpuset_mems; }
+
+// With `cpuset`, the v1 cpuset hierarchy too: only a run that asks for a cpuset joins it (or
+// one mounted with cpu), so the others never meet a v1 cpuset cgroup's empty start
+// (RunCgroupPlan::cpuset_inherit).
+std::vector<RunHierarchy> Hierarchies(const CgroupLayout& layout, bool cpuset) {
   std::vector<RunHierarchy> out;
   if (layout.key == CGROUP_KEY_DEFAULT) {
     out.push_back({"unified", layout.v2_root, true, "", ""});
     return out;
   }
   out.push_back({"memory", layout.v1_memory_root, false, "", ""});
-  for (const char* controller : {"cpu", "cpuacct"}) {
+  std::vector<const char*> controllers = {"cpu", "cpuacct"};
+  if (cpuset) controllers.push_back("cpuset");
+  for (const char* controller : controllers) {
     auto it = layout.v1_roots.find(controller);
     if (it == layout.v1_roots.end()) continue;
     bool seen = false;  // cpu and cpuacct are often mounted together
@@ -45,6 +54,17 @@ std::vector<RunHierarchy> Hierarchies(const CgroupLayout& layout) {
   }
   if (!layout.v2_root.empty()) out.push_back({"unified", layout.v2_root, true, "", ""});
   return out;
+}
+
+// The v1 hierarchy holding `controller`, wherever it is mounted (alone, or with others).
+const RunHierarchy* FindV1(const std::vector<RunHierarchy>& hs, const CgroupLayout& layout,
+                           const std::string& controller) {
+  auto it = layout.v1_roots.find(controller);
+  if (it == layout.v1_roots.end()) return nullptr;
+  for (const RunHierarchy& h : hs) {
+    if (!h.v2 && h.root == it->second) return &h;
+  }
+  return nullptr;
 }
 
 const RunHierarchy* Find(const std::vector<RunHierarchy>& hs, std::string_view name) {
@@ -64,13 +84,17 @@ absl::Status PlanControllers(const RunCgroupSpec& spec, const RunHierarchy& h,
                              RunCgroupPlan& plan) {
   const bool memory_needed = spec.limits.memory_max_bytes || spec.limits.memory_high_bytes;
   const bool cpu_needed = spec.limits.cpu_max_cores || spec.limits.cpu_weight;
+  const bool cpuset_needed = WantsCpuset(spec.limits);
   const std::string parent_dir = h.root + h.parent;
   const std::vector<std::string> available = AvailableControllers(parent_dir);
   const std::vector<std::string> enabled = EnabledControllers(parent_dir);
   std::vector<std::string> dirs = {parent_dir, parent_dir + "/" + spec.directory,
                                    parent_dir + "/" + spec.directory + "/" + spec.stage};
-  for (const auto& [controller, needed] : {std::pair{"memory", memory_needed},
-                                           std::pair{"cpu", cpu_needed}}) {
+  // cpuset only for a run that asks: its CPUs and nodes are the parent's otherwise anyway.
+  for (const auto& [controller, needed, optional] :
+       {std::tuple{"memory", memory_needed, true}, std::tuple{"cpu", cpu_needed, true},
+        std::tuple{"cpuset", cpuset_needed, false}}) {
+    if (!needed && !optional) continue;
     if (!Lists(available, controller)) {
       if (!needed) continue;
       return absl::FailedPreconditionError(absl::StrFormat(
@@ -86,14 +110,40 @@ absl::Status PlanControllers(const RunCgroupSpec& spec, const RunHierarchy& h,
   return absl::OkStatus();
 }
 
-void PlanLimits(const RunCgroupSpec& spec, const std::vector<RunHierarchy>& hs,
-                RunCgroupPlan& plan) {
+// The cpuset asked for, in the keyed cgroup2 directory or the v1 cpuset hierarchy; and on v1
+// each directory made there takes its parent's CPUs and nodes first (the ones not asked for
+// stay the parent's on v1 too).
+void PlanCpuset(const RunCgroupSpec& spec, const RunHierarchy& h, RunCgroupPlan& plan) {
+  const RunLimits& l = spec.limits;
+  const LimitFiles& files = LimitFilesOf(h.v2);
+  const std::string dir = h.dir() + "/";
+  if (!h.v2) {
+    const std::string directory = absl::StrCat(h.root, h.parent, "/", spec.directory);
+    plan.cpuset_inherit = {directory, absl::StrCat(directory, "/", spec.stage), h.dir()};
+  }
+  for (const auto& [wanted, flag, file, effective] :
+       {std::tuple{l.cpuset_cpus, "--cpuset-cpus", files.cpuset_cpus,
+                   files.cpuset_cpus_effective},
+        std::tuple{l.cpuset_mems, "--cpuset-mems", files.cpuset_mems,
+                   files.cpuset_mems_effective}}) {
+    if (!wanted) continue;
+    const std::string flag_text = absl::StrCat(flag, " ", *wanted);
+    plan.limits.push_back({dir + file, *wanted, flag_text});
+    plan.cpuset_checks.push_back({dir + effective, *wanted, flag_text});
+  }
+}
+
+void PlanLimits(const RunCgroupSpec& spec, const CgroupLayout& layout,
+                const std::vector<RunHierarchy>& hs, RunCgroupPlan& plan) {
   const RunLimits& l = spec.limits;
   const RunHierarchy& key = hs.front();
   const bool v2 = key.v2;
   const RunHierarchy* cpu = v2 ? &key : Find(hs, "cpu");
   const LimitFiles& files = LimitFilesOf(v2);
   const std::string mem_dir = key.dir() + "/";
+  // On v1 whenever the run joins the cpuset hierarchy: asked for, or mounted with cpu.
+  const RunHierarchy* cpuset = v2 ? &key : FindV1(hs, layout, "cpuset");
+  if (cpuset != nullptr && (WantsCpuset(l) || !v2)) PlanCpuset(spec, *cpuset, plan);
   if (l.memory_max_bytes) {
     plan.limits.push_back({mem_dir + files.memory_max,
                            std::to_string(*l.memory_max_bytes),
@@ -131,8 +181,43 @@ void PlanLimits(const RunCgroupSpec& spec, const std::vector<RunHierarchy>& hs,
   }
 }
 
+// "; this host's online CPUs are 0-1" for a cpuset file, with what the cgroup above offers
+// when it offers less (a cpuset must lie within its parent's); "" for other files.
+std::string CpusetHint(const std::string& file) {
+  const bool cpus = file.ends_with(kV1LimitFiles.cpuset_cpus) ||
+                    file.ends_with(kV1LimitFiles.cpuset_cpus_effective) ||
+                    file.ends_with(kV2LimitFiles.cpuset_cpus_effective);
+  const bool mems = file.ends_with(kV1LimitFiles.cpuset_mems) ||
+                    file.ends_with(kV1LimitFiles.cpuset_mems_effective) ||
+                    file.ends_with(kV2LimitFiles.cpuset_mems_effective);
+  if (!cpus && !mems) return "";
+  const CpusetKind kind = cpus ? CpusetKind::kCpus : CpusetKind::kMems;
+  std::string hint = absl::StrCat("; ", HostHasText(kind));
+  std::string within = "those";
+  // The parent's effective list: the same file name beneath either version's naming.
+  const std::string dir = file.substr(0, file.rfind('/'));
+  const std::string parent = dir.substr(0, dir.rfind('/'));
+  for (const char* effective :
+       cpus ? std::vector<const char*>{kV2LimitFiles.cpuset_cpus_effective,
+                                       kV1LimitFiles.cpuset_cpus_effective}
+            : std::vector<const char*>{kV2LimitFiles.cpuset_mems_effective,
+                                       kV1LimitFiles.cpuset_mems_effective}) {
+    absl::StatusOr<std::string> offered =
+        ReadCpusetListFile(absl::StrCat(parent, "/", effective));
+    if (!offered.ok()) continue;
+    if (*offered != HostOnlineList(kind)) {
+      const std::string what = offered->empty() ? "none" : "only " + *offered;
+      absl::StrAppend(&hint, absl::StrFormat(", and the cgroup above the run's (%s) offers %s",
+                                             parent, what));
+      within = "what it offers";
+    }
+    break;
+  }
+  return absl::StrCat(hint, ": ask for ", cpus ? "CPUs" : "nodes", " among ", within);
+}
+
 std::string Refusal(const CgroupWrite& w, const absl::Status& error) {
-  std::string hint;
+  std::string hint = CpusetHint(w.file);
   if (w.file.ends_with(kV1LimitFiles.cpu_max) || w.file.ends_with(kV2LimitFiles.cpu_max)) {
     hint = absl::StrFormat(" (the kernel needs at least %d µs of CPU per %d µs period: "
                            "--cpu-max %.2f or more)", kMinCfsQuotaUs, kCfsPeriodUs,
@@ -141,13 +226,26 @@ std::string Refusal(const CgroupWrite& w, const absl::Status& error) {
   return absl::StrFormat("the kernel refused %s: %s%s", w.flag, error.message(), hint);
 }
 
+// Whether the kernel gave the run what it asked for: cgroup2 takes any CPUs in cpuset.cpus and
+// silently keeps only those its parent has (all of the parent's when none are left).
+absl::Status CheckEffective(const CpusetCheck& c) {
+  absl::StatusOr<std::string> held = ReadCpusetListFile(c.file);
+  if (!held.ok()) return held.status();
+  const std::string& list = *held;
+  absl::StatusOr<std::string> canonical = CanonicalCpuList(list, c.flag);
+  if (canonical.ok() && *canonical == c.wanted) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "the kernel did not give the run %s: its %s holds \"%s\"%s", c.flag, c.file, list,
+      CpusetHint(c.file)));
+}
+
 }  // namespace
 
 absl::StatusOr<RunCgroupPlan> PlanRunCgroup(const CgroupLayout& layout,
                                             std::string_view proc_self_cgroup,
                                             const RunCgroupSpec& spec) {
   RunCgroupPlan plan;
-  plan.hierarchies = Hierarchies(layout);
+  plan.hierarchies = Hierarchies(layout, WantsCpuset(spec.limits));
   if (plan.hierarchies.front().root.empty()) {
     return absl::FailedPreconditionError("no cgroup hierarchy to make the run's cgroup in");
   }
@@ -156,6 +254,13 @@ absl::StatusOr<RunCgroupPlan> PlanRunCgroup(const CgroupLayout& layout,
       return absl::FailedPreconditionError(
           "--cpu-max and --cpu-weight need the v1 cpu controller, which this host does not mount");
     }
+  }
+  if (WantsCpuset(spec.limits) && !plan.hierarchies.front().v2 &&
+      FindV1(plan.hierarchies, layout, "cpuset") == nullptr) {
+    return absl::FailedPreconditionError(
+        "--cpuset-cpus and --cpuset-mems need the cpuset controller, which this host mounts "
+        "neither as a v1 hierarchy nor in the cgroup2 hierarchy the runs are keyed on; mount "
+        "the v1 cpuset hierarchy, or leave the cpuset out");
   }
   std::string given = spec.parent;
   const std::string key_prefix = plan.hierarchies.front().root + "/";
@@ -191,7 +296,7 @@ absl::StatusOr<RunCgroupPlan> PlanRunCgroup(const CgroupLayout& layout,
   if (plan.hierarchies.front().v2) {
     if (absl::Status s = PlanControllers(spec, plan.hierarchies.front(), plan); !s.ok()) return s;
   }
-  PlanLimits(spec, plan.hierarchies, plan);
+  PlanLimits(spec, layout, plan.hierarchies, plan);
   return plan;
 }
 
@@ -233,7 +338,7 @@ absl::StatusOr<std::unique_ptr<RunCgroup>> RunCgroup::Adopt(const CgroupLayout& 
   std::unique_ptr<RunCgroup> cgroup(new RunCgroup());
   cgroup->reap_ = false;  // the dead launcher's leftovers have another reaper
   cgroup->remove_when_destroyed_ = false;
-  for (RunHierarchy& h : Hierarchies(layout)) {
+  for (RunHierarchy& h : Hierarchies(layout, /*cpuset=*/true)) {
     const bool key = cgroup->plan_.hierarchies.empty();
     for (auto it = ancestors.rbegin(); it != ancestors.rend(); ++it) {
       if (IsCgroupDirectory(h.root + *it + relative)) {
@@ -321,6 +426,12 @@ absl::Status RunCgroup::MakeAndWrite() {
       if (!vanished) break;
     }
   }
+  for (const std::string& dir : plan_.cpuset_inherit) {
+    if (absl::Status s = InheritV1Cpuset(dir); !s.ok()) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "cannot give the cpuset cgroup %s its parent's CPUs and nodes: %s", dir, s.message()));
+    }
+  }
   for (const CgroupWrite& w : plan_.enable) {
     int error = 0;
     if (absl::Status s = WriteCgroupFile(w.file, w.value, &error); !s.ok()) {
@@ -348,6 +459,9 @@ absl::Status RunCgroup::MakeAndWrite() {
             "ask for at least %d bytes", w.flag, w.file, getpagesize()));
       }
     }
+  }
+  for (const CpusetCheck& c : plan_.cpuset_checks) {
+    if (absl::Status s = CheckEffective(c); !s.ok()) return s;
   }
   return absl::OkStatus();
 }

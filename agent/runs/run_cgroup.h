@@ -1,6 +1,7 @@
 // The cgroup a launched run lives in: `<parent>/<directory>/<stage>/<run-id>` in each
-// hierarchy that matters (v1 memory, cpu, cpuacct and the cgroup2 mirror for PSI on hybrid
-// hosts; the one cgroup2 hierarchy on v2), with the run's limits written into it.
+// hierarchy that matters (v1 memory, cpu, cpuacct, cpuset when the run asks for a cpuset, and
+// the cgroup2 mirror for PSI on hybrid hosts; the one cgroup2 hierarchy on v2), with the run's
+// limits written into it.
 #pragma once
 
 #include <sys/types.h>
@@ -29,7 +30,7 @@ struct RunCgroupSpec {
 
 // One hierarchy the run's cgroup is made in.
 struct RunHierarchy {
-  std::string name;    // "memory", "cpu", "cpuacct" (v1), "unified" (cgroup2)
+  std::string name;    // "memory", "cpu", "cpuacct", "cpuset" (v1), "unified" (cgroup2)
   std::string root;    // its mount point
   bool v2 = false;
   std::string parent;  // path of the parent cgroup within the hierarchy
@@ -44,10 +45,21 @@ struct CgroupWrite {
   std::string flag;  // "--memory-max 200M"; "" for controller enabling
 };
 
+// What the kernel made of an asked-for cpuset: its effective file must list `wanted`.
+struct CpusetCheck {
+  std::string file;    // absolute: cpuset.cpus.effective (v1 cpuset.effective_cpus), or mems
+  std::string wanted;  // the canonical list asked for
+  std::string flag;    // "--cpuset-cpus 1"
+};
+
 struct RunCgroupPlan {
   std::vector<RunHierarchy> hierarchies;  // the keyed hierarchy first
   std::vector<CgroupWrite> enable;  // cgroup2 subtree_control writes, top down (v2 only)
+  // v1 cpuset directories made for the run, top down: a v1 cpuset cgroup starts with no CPUs
+  // and no nodes (no task may join it), so each takes its parent's where it has none.
+  std::vector<std::string> cpuset_inherit;
   std::vector<CgroupWrite> limits;
+  std::vector<CpusetCheck> cpuset_checks;
 };
 
 // Decides where the run's cgroup goes and what is written, reading only cgroup.controllers and

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_format.h"
+#include "runs/cpuset_request.h"
 #include "units.h"
 
 namespace stagewatch {
@@ -13,12 +14,19 @@ int OnlineCpuCount() { return std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)); }
 
 RunEfficiency EfficiencyOf(const RunRecord& run, int online_cpus) {
   RunEfficiency e;
-  if (run.start.limits.cpu_max_cores && *run.start.limits.cpu_max_cores > 0) {
-    e.cpus = std::min(*run.start.limits.cpu_max_cores, double(std::max(online_cpus, 1)));
+  const RunLimits& l = run.start.limits;
+  e.cpus = std::max(online_cpus, 1);
+  e.cpus_from = "online CPUs";
+  // The tightest of the host, the cpuset and the quota.
+  if (const int pinned = l.cpuset_cpus ? CpuListCount(*l.cpuset_cpus) : 0;
+      pinned > 0 && pinned < e.cpus) {
+    e.cpus = pinned;
+    e.cpus_from = "cpuset-cpus";
+  }
+  if (l.cpu_max_cores && *l.cpu_max_cores > 0 &&
+      (!l.cpuset_cpus || *l.cpu_max_cores <= e.cpus)) {
+    e.cpus = std::min(*l.cpu_max_cores, e.cpus);
     e.cpus_from = "cpu-max";
-  } else {
-    e.cpus = std::max(online_cpus, 1);
-    e.cpus_from = "online CPUs";
   }
   if (!run.end) return e;
   const CgroupFacts& f = run.end->facts;

@@ -13,13 +13,13 @@ namespace stagewatch {
 struct RunEfficiency {
   std::optional<double> cpu;  // in [0, 1] but for rounding; none: CPU time or wall unknown
   double cpus = 0;            // the CPUs it could use
-  std::string cpus_from;      // "cpu-max" (its quota) or "online CPUs" (of this host)
+  std::string cpus_from;      // "cpu-max" (its quota), "cpuset-cpus", "online CPUs" (the host)
   std::optional<double> memory;  // peak / limit; none: no peak, or no limit
   std::optional<uint64_t> peak_bytes, limit_bytes;
 };
 
-// `online_cpus`: the CPUs of the host when the run had no CPU quota. The ledger does not keep
-// the run's cpuset, so the host's online CPUs stand in for it (OnlineCpuCount()).
+// `online_cpus`: the CPUs of the host (OnlineCpuCount()), for a run with neither a CPU quota
+// nor a cpuset below them. A discovered run's cpuset is not kept: the host's CPUs stand in.
 RunEfficiency EfficiencyOf(const RunRecord& run, int online_cpus);
 int OnlineCpuCount();  // sysconf(_SC_NPROCESSORS_ONLN), at least 1
 

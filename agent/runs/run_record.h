@@ -24,6 +24,10 @@ struct RunLimits {
   std::optional<uint64_t> memory_high_bytes;
   std::optional<double> cpu_max_cores;
   std::optional<uint32_t> cpu_weight;
+  // --cpuset-cpus and --cpuset-mems as canonical lists ("0-1,4"; runs/cpuset_request.h). A
+  // discovered run's are not read: none.
+  std::optional<std::string> cpuset_cpus;
+  std::optional<std::string> cpuset_mems;
   bool operator==(const RunLimits&) const = default;
 };
 

@@ -104,7 +104,18 @@ std::string LimitsText(const RunLimits& l) {
   if (l.memory_high_bytes) parts.push_back("memory-high " + FormatBytes(*l.memory_high_bytes));
   if (l.cpu_max_cores) parts.push_back(absl::StrFormat("cpu-max %g", *l.cpu_max_cores));
   if (l.cpu_weight) parts.push_back(absl::StrFormat("cpu-weight %d", *l.cpu_weight));
+  if (l.cpuset_cpus) parts.push_back("cpuset-cpus " + *l.cpuset_cpus);
+  if (l.cpuset_mems) parts.push_back("cpuset-mems " + *l.cpuset_mems);
   return parts.empty() ? "none" : absl::StrJoin(parts, ", ");
+}
+
+json LimitsJson(const RunLimits& l) {
+  return {{"memory_max_bytes", Opt(l.memory_max_bytes)},
+          {"memory_high_bytes", Opt(l.memory_high_bytes)},
+          {"cpu_max_cores", Opt(l.cpu_max_cores)},
+          {"cpu_weight", Opt(l.cpu_weight)},
+          {"cpuset_cpus", Opt(l.cpuset_cpus)},
+          {"cpuset_mems", Opt(l.cpuset_mems)}};
 }
 
 json RunToJson(const RunRecord& r, const RunsConfig& config) {
@@ -147,11 +158,7 @@ json RunToJson(const RunRecord& r, const RunsConfig& config) {
       {"signal_requested", r.end && r.end->signal_requested},
       {"closed_by", r.end ? json(r.end->closed_by == RunCloser::kAgent ? "agent" : "launcher")
                           : json(nullptr)},
-      {"limits",
-       {{"memory_max_bytes", Opt(s.limits.memory_max_bytes)},
-        {"memory_high_bytes", Opt(s.limits.memory_high_bytes)},
-        {"cpu_max_cores", Opt(s.limits.cpu_max_cores)},
-        {"cpu_weight", Opt(s.limits.cpu_weight)}}},
+      {"limits", LimitsJson(s.limits)},
       {"verdict", VerdictName(v.kind)},
       {"summary", v.Summary()},
       {"reasons", VerdictJson(v)},
@@ -290,11 +297,7 @@ std::string RunDetails(const RunRecord& r, const RunsConfig& config) {
 json AdviceToJson(const Advice& a) {
   json periods = json::array();
   for (const LimitPeriod& p : a.periods) {
-    periods.push_back({{"limits",
-                        {{"memory_max_bytes", Opt(p.limits.memory_max_bytes)},
-                         {"memory_high_bytes", Opt(p.limits.memory_high_bytes)},
-                         {"cpu_max_cores", Opt(p.limits.cpu_max_cores)},
-                         {"cpu_weight", Opt(p.limits.cpu_weight)}}},
+    periods.push_back({{"limits", LimitsJson(p.limits)},
                        {"runs", p.runs},
                        {"first_start", FormatRfc3339(p.first_start)},
                        {"last_start", FormatRfc3339(p.last_start)},

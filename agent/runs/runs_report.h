@@ -40,6 +40,7 @@ nlohmann::json AdviceToJson(const Advice& advice);
 std::string AdviceText(const Advice& advice);
 
 std::string LimitsText(const RunLimits& limits);  // "memory-max 200.0 MiB, cpu-max 0.2"; "none"
+nlohmann::json LimitsJson(const RunLimits& limits);  // every limit, null when none
 
 // Rows of cells in columns as wide as their widest cell, each cell shown with TerminalText.
 std::string TextTable(const std::vector<std::vector<std::string>>& cells);

@@ -34,6 +34,7 @@ TEST(ExitCodes, RefusalsExitOneOrTheLaunchersOwn125) {
       {{"run", "--stage", "s", "--bogus", "--", "true"}, 125, "--bogus"},
       {{"run", "--", "true"}, 125, "--stage"},
       {{"run", "--stage", "s", "--memory-max", "lots", "--", "true"}, 125, "is not a size"},
+      {{"run", "--stage", "s", "--cpuset-cpus", "1-", "--", "true"}, 125, "is not a list of CPUs"},
       {{"--config.file", missing, "run", "--stage", "s", "--", "true"}, 125, missing},
   };
   for (const Refusal& r : refusals) {

@@ -21,7 +21,8 @@ class LauncherFixture : public ::testing::Test {
  protected:
   void SetUp() override {
     STAGEWATCH_REQUIRE_PRIVILEGES();
-    cgroup_ = std::make_unique<TestCgroup>("launcher", std::vector<std::string>{"cpu", "cpuacct", "pressure"});
+    cgroup_ = std::make_unique<TestCgroup>("launcher",
+        std::vector<std::string>{"cpu", "cpuacct", "cpuset", "pressure"});
     char tmpl[] = "/tmp/stagewatch-launcher-XXXXXX";
     dir_ = mkdtemp(tmpl);
     ledger_ = dir_ + "/ledger.db";
@@ -53,7 +54,7 @@ class LauncherFixture : public ::testing::Test {
   // The test cgroup in every hierarchy a run is made in (the keyed one first), each once.
   std::vector<std::string> Bases() {
     std::vector<std::string> bases = {cgroup_->dir()};
-    for (const char* controller : {"cpu", "cpuacct", "pressure"}) {
+    for (const char* controller : {"cpu", "cpuacct", "cpuset", "pressure"}) {
       const std::string dir = cgroup_->dir(controller);
       if (!dir.empty() && std::find(bases.begin(), bases.end(), dir) == bases.end()) {
         bases.push_back(dir);

@@ -65,6 +65,28 @@ TEST_F(LedgerBaselineTest, OnlyCleanRunsOfTheStageWithTheSameLimitsBeforeIt) {
   EXPECT_THAT(Ids(limited, 10), ElementsAre("other-limits"));
 }
 
+// A cpuset is a limit: runs pinned elsewhere, or to fewer CPUs, are no baseline for each other.
+TEST_F(LedgerBaselineTest, RunsWithAnotherCpusetAreNotInTheBaseline) {
+  Record(WatchedRun("free", "validate", At(0), 40));
+  RunRecord pinned = WatchedRun("pinned", "validate", At(100), 40);
+  pinned.start.limits.cpuset_cpus = "1";
+  pinned.start.limits.cpuset_mems = "0";
+  Record(pinned);
+  RunRecord other_node = WatchedRun("other-node", "validate", At(200), 40);
+  other_node.start.limits.cpuset_cpus = "1";
+  other_node.start.limits.cpuset_mems = "1";
+  Record(other_node);
+  EXPECT_EQ(ledger_->Get("pinned")->value().start.limits, pinned.start.limits);
+
+  RunStart now = testing::Started("now", "validate", At(1000));
+  EXPECT_THAT(Ids(now, 10), ElementsAre("free"));
+  now.limits.cpuset_cpus = "1";
+  now.limits.cpuset_mems = "0";
+  EXPECT_THAT(Ids(now, 10), ElementsAre("pinned"));
+  now.limits.cpuset_mems.reset();
+  EXPECT_TRUE(Ids(now, 10).empty());
+}
+
 TEST_F(LedgerBaselineTest, RunsJudgedWithOtherThresholdsAreJudgedAgain) {
   RunRecord r = WatchedRun("borderline", "validate", At(0), 100);
   // 12 s of wait, 5 s of it normal (5% of its CPU time): 7% lost, degraded at 5%, clean at 10%.

@@ -207,5 +207,25 @@ TEST(LimitChangeTest, AdviseThroughTheCliShowsTheChangeInTextAndJson) {
   EXPECT_EQ(j[0]["results"]["accuracy"]["median_after"], 0.9547);
 }
 
+// A run pinned to other CPUs is a limit change too, and says which cpuset changed.
+TEST(LimitChangeTest, ACpusetChangeIsALimitChange) {
+  TempDir dir;
+  {
+    auto ledger = *Ledger::Open(dir.file("ledger.db"));
+    RunLimits pinned = k2GiB;
+    pinned.cpuset_cpus = "0-1";
+    Record(*ledger, "free", k2GiB, {0, 10, 1800, {}});
+    Record(*ledger, "pinned", pinned, {1000, 10, 1800, {}});
+  }
+  const Advice a = AdviseFromLedger(dir.file("ledger.db"));
+  ASSERT_EQ(a.limit_changes.size(), 1u);
+  EXPECT_THAT(AdviceText(a), HasSubstr("  cpuset-cpus none → 0-1: too few runs to compare"));
+  const nlohmann::json j = AdviceToJson(a);
+  EXPECT_EQ(j["limit_changes"][0]["changed"], nlohmann::json::parse(
+                                                  R"([{"limit": "cpuset_cpus", "before": null,
+                                                       "after": "0-1"}])"));
+  EXPECT_EQ(j["limit_periods"][1]["limits"]["cpuset_cpus"], "0-1");
+}
+
 }  // namespace
 }  // namespace stagewatch

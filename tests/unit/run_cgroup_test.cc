@@ -145,5 +145,84 @@ TEST(HybridPlanTest, MakesTheCgroupBeneathItsOwnInEachV1HierarchyAndTheCgroup2Mi
   for (const RunHierarchy& h : given->hierarchies) EXPECT_EQ(h.path, "/p/stagewatch/train/r1");
 }
 
+TEST_F(V2PlanTest, ACpusetIsWrittenInTheRunsCgroupWithTheControllerEnabledAbove) {
+  RunCgroupSpec spec = Spec();
+  EXPECT_TRUE(PlanRunCgroup(layout_, self_, spec)->cpuset_checks.empty());
+  for (const CgroupWrite& w : PlanRunCgroup(layout_, self_, spec)->enable) {
+    EXPECT_NE(w.value, "+cpuset") << "only a run that asks for a cpuset enables the controller";
+  }
+  spec.limits.cpuset_cpus = "1";
+  spec.limits.cpuset_mems = "0";
+  absl::StatusOr<RunCgroupPlan> plan = PlanRunCgroup(layout_, self_, spec);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  std::vector<std::string> enabled;
+  for (const CgroupWrite& w : plan->enable) {
+    if (w.value == "+cpuset") enabled.push_back(w.file.substr(root_.size()));
+  }
+  EXPECT_THAT(enabled, ElementsAre("/jobs/cgroup.subtree_control",
+                                   "/jobs/stagewatch/cgroup.subtree_control",
+                                   "/jobs/stagewatch/train/cgroup.subtree_control"));
+  EXPECT_THAT(Writes(plan->limits, root_),
+              ElementsAre("/jobs/stagewatch/train/r1/cpuset.cpus = 1",
+                          "/jobs/stagewatch/train/r1/cpuset.mems = 0"));
+  EXPECT_TRUE(plan->cpuset_inherit.empty()) << "cgroup2 children take the parent's by default";
+  ASSERT_EQ(plan->cpuset_checks.size(), 2u);
+  EXPECT_EQ(plan->cpuset_checks[0].file.substr(root_.size()),
+            "/jobs/stagewatch/train/r1/cpuset.cpus.effective");
+
+  Put(root_ + "/jobs/cgroup.controllers", "cpu io memory pids\n");
+  absl::StatusOr<RunCgroupPlan> undelegated = PlanRunCgroup(layout_, self_, spec);
+  EXPECT_THAT(undelegated.status().message(),
+              HasSubstr("the cgroup2 cpuset controller is not available in"));
+}
+
+TEST(HybridPlanTest, ACpusetRunJoinsTheV1CpusetHierarchyWhoseNewCgroupsTakeTheirParentsCpus) {
+  TempDir dir;
+  CgroupLayout layout;
+  layout.mode = CgroupMode::kHybrid;
+  layout.key = CGROUP_KEY_V1_MEMORY;
+  layout.key_root = layout.v1_memory_root = dir.file("memory");
+  layout.v1_roots = {{"memory", dir.file("memory")}, {"cpu", dir.file("cpu")},
+                     {"cpuset", dir.file("cpuset")}};
+  for (const char* d : {"memory/svc", "cpu", "cpuset"}) {
+    std::filesystem::create_directories(dir.file(d));
+  }
+  const std::string self = "4:memory:/svc\n3:cpuset:/\n1:cpu:/\n";
+  RunCgroupSpec spec = Spec();
+  absl::StatusOr<RunCgroupPlan> plain = PlanRunCgroup(layout, self, spec);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  for (const RunHierarchy& h : plain->hierarchies) EXPECT_NE(h.name, "cpuset");
+  spec.limits.cpuset_cpus = "0-1";
+  absl::StatusOr<RunCgroupPlan> plan = PlanRunCgroup(layout, self, spec);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  std::vector<std::string> dirs;
+  for (const RunHierarchy& h : plan->hierarchies) dirs.push_back(h.dir().substr(dir.path().size()));
+  EXPECT_THAT(dirs, ElementsAre("/memory/svc/stagewatch/train/r1", "/cpu/stagewatch/train/r1",
+                                "/cpuset/stagewatch/train/r1"));
+  std::vector<std::string> inherit;
+  for (const std::string& d : plan->cpuset_inherit) inherit.push_back(d.substr(dir.path().size()));
+  EXPECT_THAT(inherit, ElementsAre("/cpuset/stagewatch", "/cpuset/stagewatch/train",
+                                   "/cpuset/stagewatch/train/r1"));
+  EXPECT_THAT(Writes(plan->limits, dir.path()),
+              ElementsAre("/cpuset/stagewatch/train/r1/cpuset.cpus = 0-1"));
+  ASSERT_EQ(plan->cpuset_checks.size(), 1u);
+  EXPECT_EQ(plan->cpuset_checks[0].file.substr(dir.path().size()),
+            "/cpuset/stagewatch/train/r1/cpuset.effective_cpus");
+
+  layout.v1_roots.erase("cpuset");
+  EXPECT_THAT(PlanRunCgroup(layout, self, spec).status().message(),
+              HasSubstr("need the cpuset controller"));
+
+  // Mounted with cpu, the cpuset hierarchy is joined by every run: its new cgroups inherit even
+  // when no cpuset is asked for, or the command could not join them.
+  layout.v1_roots["cpuset"] = dir.file("cpu");
+  spec.limits.cpuset_cpus.reset();
+  absl::StatusOr<RunCgroupPlan> comounted = PlanRunCgroup(layout, self, spec);
+  ASSERT_TRUE(comounted.ok()) << comounted.status();
+  ASSERT_EQ(comounted->cpuset_inherit.size(), 3u);
+  EXPECT_EQ(comounted->cpuset_inherit.back().substr(dir.path().size()), "/cpu/stagewatch/train/r1");
+  EXPECT_TRUE(comounted->limits.empty());
+}
+
 }  // namespace
 }  // namespace stagewatch

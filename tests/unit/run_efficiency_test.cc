@@ -27,6 +27,25 @@ TEST(RunEfficiencyTest, CpuOverWallTimesItsQuotaAndPeakOverLimit) {
   EXPECT_EQ(MemoryEfficiencyText(e), "75.0% of a 1.00 GiB limit (peak 768.0 MiB)");
 }
 
+TEST(RunEfficiencyTest, APinnedRunCouldUseItsCpusetsCpusUnlessItsQuotaIsLower) {
+  RunRecord r = Ended(10);
+  r.start.limits.cpuset_cpus = "0-1,4";
+  r.end->facts.cpu_seconds = 15;
+  RunEfficiency e = EfficiencyOf(r, 8);
+  EXPECT_EQ(e.cpus, 3);
+  EXPECT_EQ(e.cpus_from, "cpuset-cpus");
+  EXPECT_DOUBLE_EQ(*e.cpu, 0.5);
+  r.start.limits.cpu_max_cores = 2;
+  e = EfficiencyOf(r, 8);
+  EXPECT_EQ(e.cpus, 2);
+  EXPECT_EQ(e.cpus_from, "cpu-max");
+  r.start.limits.cpuset_cpus = "0-15";  // more than the host has online
+  r.start.limits.cpu_max_cores.reset();
+  e = EfficiencyOf(r, 8);
+  EXPECT_EQ(e.cpus, 8);
+  EXPECT_EQ(e.cpus_from, "online CPUs");
+}
+
 TEST(RunEfficiencyTest, WithoutAQuotaTheHostsCpusAndTheStartLimit) {
   RunRecord r = Ended(10);
   r.start.limits.memory_max_bytes = 100 << 20;

@@ -32,6 +32,7 @@ const std::set<std::string> kMayOpen = {
     "agent_presence.cc",  // the ledger's lock file
     "pending_ends.cc",    // the ledger's directory of pending run ends
     "orphan_runs.cc",     // /proc/<pid>/stat of a launcher, to tell whether it is the same
+    "cpuset_request.cc",  // /sys/devices/system/{cpu,node}/online: the host's CPUs and nodes
     "ledger.cc",          // SQLite's files
     "ledger_path.cc",     "ledger_reopen.cc", "ledger_schema.cc", "ledger_list.cc",
 };

@@ -3,51 +3,62 @@
 #include <algorithm>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "cgroup/cgroup_tree.h"
 #include "string_util.h"
 
 namespace stagewatch {
 namespace {
 
-bool ParseId(std::string_view text, int& id) {
+absl::Status Bad(std::string why) { return absl::InvalidArgumentError(std::move(why)); }
+
+absl::Status ParseId(absl::string_view text, int& id) {
   uint64_t v = 0;
-  if (!ParseDigits(text, v) || v > uint64_t(kMaxCpuListId)) return false;
+  if (!ParseDigits(std::string_view(text.data(), text.size()), v) ||
+      v > uint64_t(kMaxCpuListId)) {
+    return Bad(absl::StrCat("\"", text, "\" is not a number from 0 to ", kMaxCpuListId));
+  }
   id = int(v);
-  return true;
+  return absl::OkStatus();
 }
 
 }  // namespace
 
-absl::StatusOr<std::vector<int>> ParseCpuList(std::string_view text, std::string_view file) {
+absl::StatusOr<std::vector<int>> ParseCpuListIds(std::string_view text) {
   const absl::string_view trimmed = absl::StripAsciiWhitespace(ToAbsl(text));
   std::vector<int> ids;
   if (trimmed.empty()) return ids;
-  auto bad = [&] {
-    return absl::InvalidArgumentError(
-        absl::StrCat(ToAbsl(file), ": \"", absl::CEscape(ToAbsl(text)),
-                     "\" is not a list of CPUs or nodes such as \"0-3,8,10-11\""));
-  };
-  // Split by hand: SplitNonEmpty would let ",," and a trailing comma through.
-  std::string_view rest(trimmed.data(), trimmed.size());
-  while (true) {
-    const size_t comma = rest.find(',');
-    const std::string_view range = rest.substr(0, comma);
-    const size_t dash = range.find('-');
+  // absl::StrSplit keeps empty items, so ",," and a trailing comma are told, not skipped.
+  for (absl::string_view item : absl::StrSplit(trimmed, ',')) {
+    item = absl::StripAsciiWhitespace(item);
+    if (item.empty()) return Bad("it has an empty item");
+    const size_t dash = item.find('-');
     int first = 0, last = 0;
-    if (!ParseId(range.substr(0, dash), first) ||
-        !ParseId(dash == std::string_view::npos ? range : range.substr(dash + 1), last) ||
-        last < first) {
-      return bad();
+    if (absl::Status s = ParseId(item.substr(0, dash), first); !s.ok()) return s;
+    last = first;
+    if (dash != absl::string_view::npos) {
+      const absl::string_view end = item.substr(dash + 1);
+      if (end.empty()) return Bad(absl::StrCat("the range \"", item, "\" has no end"));
+      if (absl::Status s = ParseId(end, last); !s.ok()) return s;
+      if (last < first) return Bad(absl::StrCat("the range \"", item, "\" runs backwards"));
     }
     for (int id = first; id <= last; id++) ids.push_back(id);
-    if (comma == std::string_view::npos) break;
-    rest.remove_prefix(comma + 1);
   }
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   return ids;
+}
+
+absl::StatusOr<std::vector<int>> ParseCpuList(std::string_view text, std::string_view file) {
+  absl::StatusOr<std::vector<int>> ids = ParseCpuListIds(text);
+  if (ids.ok()) return ids;
+  return absl::InvalidArgumentError(
+      absl::StrCat(ToAbsl(file), ": \"", absl::CEscape(ToAbsl(text)),
+                   "\" is not a list of CPUs or nodes such as \"0-3,8,10-11\": ",
+                   ids.status().message()));
 }
 
 std::string FormatCpuList(std::vector<int> ids) {

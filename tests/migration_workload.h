@@ -120,24 +120,29 @@ class Bouncers {
           (void)!write(ready_[1], &b, 1);
           (void)!read(go_[0], &b, 1);
         });
-        const uint64_t figures[3] = {k.node_migrations, k.cross_node_migrations, 0};
-        (void)!write(report_[1], figures, sizeof(figures));
+        // One write, so that two children's reports never interleave (PIPE_BUF is more).
+        Report report{.node_migrations = k.node_migrations,
+                      .cross_node_migrations = k.cross_node_migrations};
         for (const auto& [node, ns] : k.oncpu_ns_by_node) {
-          const uint64_t pair[2] = {node, ns};
-          (void)!write(report_[1], pair, sizeof(pair));
+          if (report.nodes < kMaxReportNodes) report.oncpu[report.nodes++] = {node, ns};
         }
-        const uint64_t end[2] = {UINT64_MAX, 0};
-        (void)!write(report_[1], end, sizeof(end));
+        (void)!write(report_[1], &report, sizeof(report));
         char b = 0;
         (void)!read(done_[0], &b, 1);
       }));
+    }
+    // Only the children write these: a child that dies ends the reads (EOF), never hangs them.
+    for (int* fds : {ready_, report_}) {
+      close(fds[1]);
+      fds[1] = -1;
     }
   }
   ~Bouncers() {
     Finish();
     for (int* fds : {ready_, go_, report_, done_}) {
-      close(fds[0]);
-      close(fds[1]);
+      for (int fd : {fds[0], fds[1]}) {
+        if (fd >= 0) close(fd);
+      }
     }
   }
 
@@ -164,15 +169,12 @@ class Bouncers {
   KernelPlacement Collect() {
     KernelPlacement sum;
     for (int i = 0; i < children_; i++) {
-      uint64_t figures[3];
-      EXPECT_EQ(read(report_[0], figures, sizeof(figures)), static_cast<ssize_t>(sizeof(figures)));
-      sum.node_migrations += figures[0];
-      sum.cross_node_migrations += figures[1];
-      for (;;) {
-        uint64_t pair[2];
-        EXPECT_EQ(read(report_[0], pair, sizeof(pair)), static_cast<ssize_t>(sizeof(pair)));
-        if (pair[0] == UINT64_MAX) break;
-        sum.oncpu_ns_by_node[static_cast<uint32_t>(pair[0])] += pair[1];
+      Report report;
+      EXPECT_EQ(read(report_[0], &report, sizeof(report)), static_cast<ssize_t>(sizeof(report)));
+      sum.node_migrations += report.node_migrations;
+      sum.cross_node_migrations += report.cross_node_migrations;
+      for (uint64_t n = 0; n < report.nodes && n < kMaxReportNodes; n++) {
+        sum.oncpu_ns_by_node[static_cast<uint32_t>(report.oncpu[n].node)] += report.oncpu[n].ns;
       }
     }
     return sum;
@@ -187,6 +189,15 @@ class Bouncers {
   }
 
  private:
+  // What one child counted (Bounce moves among at most three CPUs: three nodes).
+  static constexpr uint64_t kMaxReportNodes = 3;
+  struct Report {
+    uint64_t node_migrations = 0, cross_node_migrations = 0, nodes = 0;
+    struct {
+      uint64_t node = 0, ns = 0;
+    } oncpu[kMaxReportNodes];
+  };
+
   const int children_;
   int ready_[2], go_[2], report_[2], done_[2];
   std::vector<pid_t> pids_;

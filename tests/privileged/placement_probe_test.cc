@@ -22,6 +22,7 @@
 #include "migration_workload.h"
 #include "signals/placement/cpu_nodes.h"
 #include "signals/placement/placement_probe.h"
+#include "signals/placement/placement_tracker.h"
 #include "signals/sched/sched_probe.h"
 #include "signals/sched/sched_tracker.h"
 #include "stages/stage_resolver.h"
@@ -175,6 +176,58 @@ TEST_P(PlacementSplitTest, OnCpuTimeByNodeMatchesSchedstat) {
   }
   // With more than one node the time is on two of them.
   EXPECT_EQ(kernel.oncpu_ns_by_node.size(), std::min<size_t>(nodes.nodes.size(), 2));
+}
+
+// The tracker folds a cgroup only when its counts moved (or names changed): a cgroup whose
+// tasks stopped moving is read, not folded again; once it is gone, its stage keeps its counts.
+TEST(PlacementTrackerTest, StillCgroupsAreNotFoldedAgainAndGoneOnesKeepTheirCounts) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();
+  const CpuNodes nodes = HostNodes();
+  const std::vector<int> cpus = testing::BounceCpus(nodes);
+  ASSERT_GE(cpus.size(), 2u) << "needs two CPUs to move a task between";
+  auto cgroup = std::make_unique<TestCgroup>("stagewatch/placement-fold");
+  auto probe = PlacementProbe::Start({.key = cgroup->layout().key,
+                                      .features = testing::ProbeFeaturesForTests(),
+                                      .cpu_nodes = nodes});
+  ASSERT_TRUE(probe.ok()) << probe.status();
+  CgroupPathCache paths(cgroup->layout().key_root);
+  DiscoveryConfig discovery;
+  discovery.max_stages = 4096;  // the host's own stages must not push this one out
+  StageResolver stages({}, discovery);
+  CgroupNamer namer(&paths, &stages, absl::ZeroDuration());
+  PlacementTracker tracker(probe->get(), &namer);
+  const std::string path = cgroup->path();
+  const uint64_t id = cgroup->id();
+  {
+    Bouncers bouncers(*cgroup, cpus, nodes, 1, 50, std::chrono::microseconds(100));
+    bouncers.AwaitReady();
+    bouncers.Release();
+    bouncers.Collect();
+  }  // exited
+  namer.Refresh();
+  const StageId stage = stages.Resolve(path).id;
+  auto total = [&] {
+    const PlacementStageTotals t = tracker.Totals()[stage];
+    return t.node_migrations + t.cross_node_migrations;
+  };
+  tracker.Collect();
+  const uint64_t counted = total();
+  EXPECT_GE(counted, 50u);
+  tracker.Collect();
+  EXPECT_EQ(total(), counted);
+  const PlacementTracker::Folded still = tracker.last_folded();
+  std::printf("still: %zu cgroups read, %zu folded\n", still.read, still.folded);
+  EXPECT_GE(still.read, 1u);
+  EXPECT_LT(still.folded, still.read) << "the cgroup that stopped moving was folded again";
+
+  cgroup.reset();  // removed
+  namer.Refresh();
+  tracker.Collect();  // folds its last counts and deletes its entry
+  tracker.Collect();  // finds it gone: retired
+  EXPECT_EQ(total(), counted);
+  for (const PlacementCgroupCounts& c : (*probe)->Read()) {
+    EXPECT_NE(c.cgroup_id, id) << "the removed cgroup's entry is still in the map";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Topologies, PlacementSplitTest,

@@ -30,7 +30,8 @@ TEST(AccuracyE2E, MigrationsAndCpuTimeByNodeMatchTheKernel) {
   Agent agent(StageConfig(stage));
   ASSERT_TRUE(agent.Ready()) << agent.log();
 
-  const std::string node_series = Series("stagewatch_cpu_migrations_total", stage, "scope=\"node\"");
+  const std::string node_series =
+      Series("stagewatch_cpu_migrations_total", stage, "scope=\"node\"");
   const std::string cross_series =
       Series("stagewatch_cpu_migrations_total", stage, "scope=\"cross_node\"");
   auto seconds_series = [&](uint32_t node) {

@@ -6,7 +6,10 @@
 #     the tool's programs on the scheduler path / the context switches /proc/stat counted
 #     meanwhile;
 #   page faults: a pinned bench/fault_storm; ns per fault = BPF run time of its programs on
-#     the fault path / the faults /proc/vmstat counted meanwhile (pgfault).
+#     the fault path / the faults /proc/vmstat counted meanwhile (pgfault);
+#   CPU migrations: bench/migrate_storm (a task moving itself between CPUs 0 and 1); ns per
+#     run of the programs on sched_migrate_task = their run time / their runs (no counter
+#     outside counts migrations host-wide).
 # Only the agent has programs on both paths: its sched_* programs are counted for switches and
 # its memory_* ones for faults (the other work on the machine faults during a switch storm
 # too). The references and runqlat are counted whole.
@@ -21,6 +24,7 @@
 #   sudo bench/bpf_cost.sh [rounds]          (default 5)
 # Environment: BUILD (build dir, default build), AGENT_BIN (default $BUILD/stagewatch),
 # RUNQLAT (default /usr/sbin/runqlat, from Debian libbpf-tools), LOOPS (pipe round trips, 100000),
+# MOVES (migrations of the migration storm, 20000),
 # BEFORE_BIN (another build's stagewatch, e.g. the landed main's: measured in the same rounds,
 # its own rows).
 set -euo pipefail
@@ -33,10 +37,12 @@ LOOPS=${LOOPS:-100000}
 REF=$BUILD/bench/load_reference
 STORM=$BUILD/bench/fault_storm
 MEMPROBE=$BUILD/bench/load_memory_probe
+MIGRATE=$BUILD/bench/migrate_storm
+MOVES=${MOVES:-20000}
 
 [[ $(id -u) == 0 ]] || { echo "run as root: it loads BPF programs and sets a sysctl" >&2; exit 1; }
 BEFORE_BIN=${BEFORE_BIN:-}
-for bin in "$AGENT_BIN" "$REF" "$STORM" "$MEMPROBE" "$RUNQLAT" ${BEFORE_BIN:+"$BEFORE_BIN"}; do
+for bin in "$AGENT_BIN" "$REF" "$STORM" "$MEMPROBE" "$MIGRATE" "$RUNQLAT" ${BEFORE_BIN:+"$BEFORE_BIN"}; do
   [[ -x $bin ]] || { echo "missing $bin: build it (cmake --build $BUILD), or apt-get install libbpf-tools linux-perf" >&2; exit 1; }
 done
 source bench/lib.sh
@@ -70,6 +76,9 @@ faults() { awk '/^pgfault / {print $2}' /proc/vmstat; }
 
 pipe_storm() { taskset -c 0 perf bench sched pipe -l "$LOOPS" >/dev/null 2>&1; }
 fault_storm() { taskset -c 0 "$STORM" 4 64 >/dev/null; }
+migrate_storm() { "$MIGRATE" "$MOVES" 0 1; }
+# The programs' own runs, for an event no host-wide counter counts.
+runs() { echo runs; }
 
 # measure EVENTS STORM NAMES: ns of BPF per event for the running tool ($AGENT_PID) over one
 # storm, of its programs whose names match NAMES.
@@ -80,6 +89,7 @@ measure() {
   $storm
   read -r t1 n1 < <(prog_totals "$AGENT_PID" "$names")
   e1=$($events)
+  [[ $e0 == runs ]] && e0=$n0 && e1=$n1
   awk -v t=$((t1 - t0)) -v e=$((e1 - e0)) 'BEGIN {printf "%.1f\n", t / e}'
 }
 
@@ -97,6 +107,7 @@ run() {
 
 switch_tools=(floor hash runqlat agent)
 fault_tools=(fault_floor memory_probe agent_faults agent_faults_bpf)
+migrate_tools=(migrate_floor agent_migrate)
 [[ -n $BEFORE_BIN ]] && switch_tools+=(before) && fault_tools+=(before_faults)
 BPF_FAULTS_CONFIG=$BUILD/bench/fault_source_bpf.yaml
 printf 'memory:\n  fault_source: bpf\n' >"$BPF_FAULTS_CONFIG"
@@ -116,8 +127,10 @@ for r in $(seq "$rounds"); do
   if [[ -n $BEFORE_BIN ]]; then
     run before_faults faults fault_storm '^memory_' 'msg="listening"' "$BEFORE_BIN" --web.listen-address=127.0.0.1:0
   fi
+  run migrate_floor runs migrate_storm . '^ready' "$REF" empty_migrate
+  run agent_migrate runs migrate_storm '^placement_' 'msg="listening"' "$AGENT_BIN" --web.listen-address=127.0.0.1:0
   line="round $r:"
-  for t in "${switch_tools[@]}" "${fault_tools[@]}"; do line+=" $t $(echo ${results[$t]} | awk '{print $NF}')"; done
+  for t in "${switch_tools[@]}" "${fault_tools[@]}" "${migrate_tools[@]}"; do line+=" $t $(echo ${results[$t]} | awk '{print $NF}')"; done
   echo "$line" >&2
 done
 
@@ -154,4 +167,11 @@ row "stagewatch memory probe alone" memory_probe "$fault_floor"
 row "stagewatch (all probes on, default: memory.stat counts; its memory_* programs)" agent_faults "$fault_floor"
 row "stagewatch (all probes on, memory.fault_source: bpf; its memory_* programs)" agent_faults_bpf "$fault_floor"
 [[ -n $BEFORE_BIN ]] && row "$BEFORE_BIN (its memory_* programs)" before_faults "$fault_floor"
+echo
+echo "CPU migrations: migrate_storm $MOVES 0 1; ns per run of the programs on sched_migrate_task; median of $rounds rounds"
+echo "| what runs | ns of BPF per run | range | × floor |"
+echo "|---|---|---|---|"
+migrate_floor=$(med migrate_floor)
+row "empty raw_tp on sched_migrate_task (the floor)" migrate_floor "$migrate_floor"
+row "stagewatch (all probes on; its placement_* program)" agent_migrate "$migrate_floor"
 exit 0

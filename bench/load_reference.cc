@@ -1,6 +1,6 @@
 // Attaches one program of bench/reference.bpf.c until SIGINT or SIGTERM, for bench/bpf_cost.sh.
 //
-//   load_reference empty_switch|hash_switch|empty_fault
+//   load_reference empty_switch|hash_switch|empty_fault|empty_migrate
 //
 // Prints "ready" once attached.
 #include <bpf/libbpf.h>
@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
     if (match) chosen = prog;
   }
   if (!chosen) {
-    fprintf(stderr, "usage: %s empty_switch|hash_switch|empty_fault\n", argv[0]);
+    fprintf(stderr, "usage: %s empty_switch|hash_switch|empty_fault|empty_migrate\n", argv[0]);
     reference_bpf__destroy(skel);
     return 2;
   }

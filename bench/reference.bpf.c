@@ -43,3 +43,10 @@ int BPF_PROG(ref_empty_fault)
 {
 	return 0;
 }
+
+/* The floor on the migration hook. */
+SEC("raw_tp/sched_migrate_task")
+int BPF_PROG(ref_empty_migrate)
+{
+	return 0;
+}

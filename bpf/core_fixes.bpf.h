@@ -44,4 +44,26 @@ static __always_inline __u32 task_state_word(struct task_struct *task)
 	return BPF_CORE_READ((struct task_struct___pre514 *)task, state);
 }
 
+/* The CPU a task is on (the kernel's task_cpu()). Since 5.16 it is thread_info.cpu where the
+ * thread_info lives in the task (commit bcf9033e5449, "sched: move CPU field back into
+ * thread_info if THREAD_INFO_IN_TASK=y"); before, task_struct.cpu. */
+struct task_struct___pre516 {
+	unsigned int cpu;
+};
+
+static __always_inline __u32 task_cpu_of(struct task_struct *task)
+{
+	if (bpf_core_field_exists(task->thread_info.cpu))
+		return BPF_CORE_READ(task, thread_info.cpu);
+	return BPF_CORE_READ((struct task_struct___pre516 *)task, cpu);
+}
+
+/* task_cpu_of() for a BTF-typed task the verifier trusts: a plain load where it can. */
+static __always_inline __u32 btf_task_cpu(struct task_struct *task)
+{
+	if (bpf_core_field_exists(task->thread_info.cpu))
+		return task->thread_info.cpu;
+	return BPF_CORE_READ((struct task_struct___pre516 *)task, cpu);
+}
+
 #endif

@@ -136,7 +136,7 @@ PerCpuEntries<Key, Value> ReadPerCpuHash(int map_fd, const Add& add) {
   return ReadPerCpuHashPerEntry<Key, Value>(map_fd, add);
 }
 
-// Calls `fn(index, one_cpu_value)` for each CPU's copy of the first `count` entries of a
+// Calls `fn(index, cpu, one_cpu_value)` for each CPU's copy of the first `count` entries of a
 // BPF_MAP_TYPE_PERCPU_ARRAY: batched, or one entry at a time where batch reads fail.
 template <typename Value, typename Fn>
 void ForEachPerCpuArrayCopy(int map_fd, uint32_t count, const Fn& fn) {
@@ -148,7 +148,7 @@ void ForEachPerCpuArrayCopy(int map_fd, uint32_t count, const Fn& fn) {
     for (int cpu = 0; cpu < cpus; cpu++) {
       Value one;
       std::memcpy(&one, slots + Stride<Value>() * cpu, sizeof(Value));
-      fn(index, one);
+      fn(index, cpu, one);
     }
   };
   const uint32_t capacity = DefaultBatchEntries<uint32_t, Value>();

@@ -177,6 +177,7 @@ TEST(AccuracyE2E, AgentSelfMetricsMatchTheKernel) {
   EXPECT_GE(ValueOr(m, "stagewatch_unknown_cgroup_events_total", -1), 0);
   EXPECT_EQ(SumOf(m, "stagewatch_sched_map_overflows_total"), 0);
   EXPECT_EQ(SumOf(m, "stagewatch_memory_map_overflows_total"), 0);
+  EXPECT_EQ(ValueOr(m, "stagewatch_placement_map_overflows_total", -1), 0);
   EXPECT_EQ(ValueOr(m, "stagewatch_cgroup_cache_truncated", -1), 0);
   EXPECT_GE(ValueOr(m, "stagewatch_cgroup_cache_rescans_total", -1), 1);
   EXPECT_EQ(ValueOr(m, "stagewatch_stage_discovery_overflows_total", -1), 0);

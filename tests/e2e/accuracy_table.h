@@ -48,6 +48,15 @@ inline constexpr AccuracyRow kAccuracyTable[] = {
      "preempted by the stage sharing its CPU (> 10 times in 2 s)"},
     {"stagewatch_sched_map_overflows_total", "e2e:AccuracyE2E.AgentSelfMetricsMatchTheKernel",
      "0: the host holds fewer cgroups than the maps' entries"},
+    // ---- placement (collector placement) ----
+    {"stagewatch_cpu_migrations_total", "e2e:AccuracyE2E.MigrationsAndCpuTimeByNodeMatchTheKernel",
+     "per scope, se.nr_migrations (/proc/<pid>/sched) of tasks moving themselves between CPUs, "
+     "each move split by the nodes of its two CPUs, within 2% (cross_node 0 on a one-node host)"},
+    {"stagewatch_cpu_node_seconds_total", "e2e:AccuracyE2E.MigrationsAndCpuTimeByNodeMatchTheKernel",
+     "per numa_node, the tasks' /proc/<pid>/schedstat CPU time split by the node each was pinned "
+     "to, within 5%"},
+    {"stagewatch_placement_map_overflows_total", "e2e:AccuracyE2E.AgentSelfMetricsMatchTheKernel",
+     "0: the host holds fewer cgroups than the map's entries"},
     // ---- memory (collector memory) ----
     {"stagewatch_tasks", "e2e:AccuracyE2E.TaskStatesMatchProc",
      "per state, the letters in /proc/<tid>/stat of the tasks the cgroup lists"},

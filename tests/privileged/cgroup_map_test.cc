@@ -127,8 +127,9 @@ TEST(CgroupMapTest, PerCpuArrayCopiesAreReadUpToTheCountAcrossBatches) {
   const uint32_t count = 65536 / (16 * kCpus) * 3 / 2 + 7;
   ASSERT_LT(count, kEntries);
   std::map<uint32_t, int> copies;
-  ForEachPerCpuArrayCopy<Wide>(fd, count, [&](uint32_t index, const Wide& copy) {
+  ForEachPerCpuArrayCopy<Wide>(fd, count, [&](uint32_t index, int cpu, const Wide& copy) {
     EXPECT_EQ(copy.b, index);
+    EXPECT_EQ(cpu, copies[index]) << "index " << index;
     EXPECT_EQ(copy.a, index * 1000ull + copies[index]) << "copy of CPU " << copies[index];
     copies[index]++;
   });

@@ -61,7 +61,8 @@ TEST(ConfigDefaultTest, EmbeddedDefaultParsesWithExpectedValues) {
   EXPECT_EQ(config->discovery.forget_after, absl::Minutes(15));
   EXPECT_TRUE(config->cgroup.lifecycle_events);
   EXPECT_TRUE(config->stages.empty());
-  EXPECT_THAT(config->collectors, ElementsAre(Pair("memory", true), Pair("oom", true), Pair("sched", true)));
+  EXPECT_THAT(config->collectors, ElementsAre(Pair("memory", true), Pair("oom", true),
+                                              Pair("placement", true), Pair("sched", true)));
   EXPECT_THAT(config->oom.userspace_killers, ElementsAre("systemd-oomd", "earlyoom", "oomd"));
 }
 
@@ -82,7 +83,8 @@ TEST(ConfigParseTest, EmptyDocumentsGiveDefaults) {
     EXPECT_EQ(config->web.listen_address, ":9617");
     EXPECT_EQ(config->cgroup.cache_max_entries, 65536);
     EXPECT_EQ(config->discovery.max_stages, 32);
-    EXPECT_THAT(config->collectors, ElementsAre(Pair("memory", true), Pair("oom", true), Pair("sched", true)));
+    EXPECT_THAT(config->collectors, ElementsAre(Pair("memory", true), Pair("oom", true),
+                                                Pair("placement", true), Pair("sched", true)));
     EXPECT_EQ(config->oom.userspace_killers.size(), 3u);
   }
 }
@@ -139,7 +141,8 @@ oom:
   EXPECT_TRUE(etl.cgroup_paths.empty());
   EXPECT_THAT(etl.systemd_units, ElementsAre("etl.service"));
   EXPECT_EQ(etl.line, 19);
-  EXPECT_THAT(config->collectors, ElementsAre(Pair("memory", true), Pair("oom", false), Pair("sched", true)));
+  EXPECT_THAT(config->collectors, ElementsAre(Pair("memory", true), Pair("oom", false),
+                                              Pair("placement", true), Pair("sched", true)));
   EXPECT_THAT(config->oom.userspace_killers, ElementsAre("my-oom-killer", "abcdefghijklmno"));
 }
 
@@ -149,7 +152,8 @@ TEST(ConfigParseTest, PartialSectionsKeepOtherDefaults) {
   EXPECT_EQ(config->web.listen_address, ":9617");
   EXPECT_EQ(config->web.telemetry_path, "/m");
   EXPECT_THAT(config->oom.userspace_killers, ElementsAre("systemd-oomd", "earlyoom", "oomd"));
-  EXPECT_THAT(config->collectors, ElementsAre(Pair("memory", true), Pair("oom", true), Pair("sched", true)));
+  EXPECT_THAT(config->collectors, ElementsAre(Pair("memory", true), Pair("oom", true),
+                                              Pair("placement", true), Pair("sched", true)));
 }
 
 TEST(ConfigParseTest, ListenAddressForms) {
@@ -234,7 +238,8 @@ TEST(ConfigErrorTest, BooleansMustBeBooleans) {
 
 TEST(ConfigErrorTest, UnknownCollectorListsKnownOnes) {
   EXPECT_THAT(ErrorOf("collectors:\n  oom: true\n  gpu: false\n"),
-              HasSubstr("cfg.yaml:3:3: unknown collector \"gpu\" (known collectors: oom, sched, memory)"));
+              HasSubstr("cfg.yaml:3:3: unknown collector \"gpu\" (known collectors: oom, sched, "
+                        "placement, memory)"));
   EXPECT_THAT(ErrorOf("collectors:\n  om: true\n"),
               HasSubstr("unknown collector \"om\"; did you mean \"oom\"?"));
 }

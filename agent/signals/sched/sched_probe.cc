@@ -163,20 +163,21 @@ std::string SchedProbe::runq_source() const {
 std::map<uint64_t, sched_cgroup_stats> SchedProbe::ReadCgroups() const {
   std::map<uint64_t, sched_cgroup_stats> out;
   ForEachCgroupCopy(
-      [&out](const sched_cgroup_stats& copy) { AddSchedCopy(out[copy.cgroup], copy); });
+      [&out](int, const sched_cgroup_stats& copy) { AddSchedCopy(out[copy.cgroup], copy); });
   return out;
 }
 
 void SchedProbe::ForEachCgroupCopy(
-    absl::FunctionRef<void(const sched_cgroup_stats&)> fn) const {
+    absl::FunctionRef<void(int cpu, const sched_cgroup_stats&)> fn) const {
   // Slots are taken from the bottom: read up to the highest any CPU has counted in.
   uint32_t slots = 0;
-  ForEachPerCpuArrayCopy<uint32_t>(bpf_map__fd(skel_->maps.sched_slots_seen), 1,
-                                   [&slots](uint32_t, uint32_t n) { slots = std::max(slots, n); });
+  ForEachPerCpuArrayCopy<uint32_t>(
+      bpf_map__fd(skel_->maps.sched_slots_seen), 1,
+      [&slots](uint32_t, int, uint32_t n) { slots = std::max(slots, n); });
   ForEachPerCpuArrayCopy<sched_cgroup_stats>(
       bpf_map__fd(skel_->maps.sched_stats), std::min<uint32_t>(slots, SCHED_MAX_CGROUPS),
-      [&fn](uint32_t, const sched_cgroup_stats& copy) {
-        if (copy.cgroup) fn(copy);  // else counting for no one
+      [&fn](uint32_t, int cpu, const sched_cgroup_stats& copy) {
+        if (copy.cgroup) fn(cpu, copy);  // else counting for no one
       });
 }
 

@@ -55,9 +55,9 @@ class SchedProbe {
 
   // Per cgroup id, summed over CPUs.
   std::map<uint64_t, sched_cgroup_stats> ReadCgroups() const;
-  // What ReadCgroups sums: `fn(copy)` for each CPU's copy of each slot that counts for a
-  // cgroup, for a caller that keeps its sums from read to read.
-  void ForEachCgroupCopy(absl::FunctionRef<void(const sched_cgroup_stats&)> fn) const;
+  // What ReadCgroups sums: `fn(cpu, copy)` for each CPU's copy of each slot that counts for a
+  // cgroup, for a caller that keeps its sums from read to read (or splits them by CPU).
+  void ForEachCgroupCopy(absl::FunctionRef<void(int cpu, const sched_cgroup_stats&)> fn) const;
   // One cgroup's, summed over CPUs; nullopt if the probe has no entry for it.
   std::optional<sched_cgroup_stats> ReadCgroup(uint64_t cgroup_id) const;
   // (preempted cgroup, preempting cgroup) → count.

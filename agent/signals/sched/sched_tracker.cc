@@ -1,17 +1,23 @@
 #include "signals/sched/sched_tracker.h"
 
 #include "sparse_maps.h"
+
+#include <algorithm>
 #include <set>
+
+#include "absl/strings/str_cat.h"
 
 namespace stagewatch {
 namespace {
 
 // The order of values in a cgroup's StageCounters sample.
+// The on-CPU time by CPU group follows the histogram, a column a group.
 enum : size_t { kVoluntary, kNonvoluntary, kOncpu, kExited, kRunqAbove, kRunqSum, kRunqSlot0 };
-constexpr size_t kWidth = kRunqSlot0 + HIST_SLOTS;
+constexpr size_t kOncpuGroup0 = kRunqSlot0 + HIST_SLOTS;
 
-std::vector<uint64_t> Flatten(const sched_cgroup_stats& s) {
-  std::vector<uint64_t> v(kWidth);
+template <typename ByGroup>
+std::vector<uint64_t> Flatten(const sched_cgroup_stats& s, const ByGroup& oncpu_by_group) {
+  std::vector<uint64_t> v(kOncpuGroup0 + oncpu_by_group.size());
   v[kVoluntary] = s.voluntary_switches;
   v[kNonvoluntary] = s.nonvoluntary_switches;
   v[kOncpu] = s.oncpu_ns;
@@ -19,6 +25,7 @@ std::vector<uint64_t> Flatten(const sched_cgroup_stats& s) {
   v[kRunqAbove] = s.runq_latency.above;
   v[kRunqSum] = s.runq_latency.sum;
   for (int i = 0; i < HIST_SLOTS; i++) v[kRunqSlot0 + i] = s.runq_latency.slots[i];
+  std::copy(oncpu_by_group.begin(), oncpu_by_group.end(), v.begin() + kOncpuGroup0);
   return v;
 }
 
@@ -30,7 +37,24 @@ uint64_t Events(const sched_cgroup_stats& s) {
 }  // namespace
 
 SchedTracker::SchedTracker(SchedProbe* probe, CgroupNamer* namer)
-    : probe_(probe), namer_(namer), naming_(namer), cgroups_(kWidth) {}
+    : probe_(probe), namer_(namer), naming_(namer) {
+  cgroups_.emplace(kOncpuGroup0 + cpu_groups_);
+}
+
+absl::Status SchedTracker::SplitOncpuByCpuGroup(std::vector<uint32_t> group_of_cpu) {
+  absl::MutexLock lock(&mu_);
+  if (reads_done_ > 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the sched tracker has folded ", reads_done_,
+        " collections unsplit; split its on-CPU time before the first"));
+  }
+  cpu_groups_ = 1 + (group_of_cpu.empty()
+                         ? 0
+                         : *std::max_element(group_of_cpu.begin(), group_of_cpu.end()));
+  group_of_cpu_ = std::move(group_of_cpu);
+  cgroups_.emplace(kOncpuGroup0 + cpu_groups_);
+  return absl::OkStatus();
+}
 
 void SchedTracker::Collect() {
   absl::MutexLock lock(&mu_);  // one reader of the maps and per-CPU slots at a time
@@ -53,7 +77,7 @@ void SchedTracker::CollectCounters() {
   FoldCgroups(ReadCgroups(), renamed);
   FoldPairs(renamed);
   const absl::flat_hash_set<StageId> known = naming_.stages()->KnownStageIds();
-  cgroups_.KeepStages(known);
+  cgroups_->KeepStages(known);
   pairs_.KeepStages([&known](const StagePair& pair) {
     return known.contains(pair.first) && known.contains(pair.second);
   });
@@ -74,8 +98,13 @@ bool SchedTracker::TakeNames() {
 // would hold 10 MB after a churn beside 10,000 cgroups (bench/README.md, RSS after a churn).
 SchedTracker::CgroupSums SchedTracker::ReadCgroups() {
   CgroupSums sums;
-  probe_->ForEachCgroupCopy(
-      [&sums](const sched_cgroup_stats& copy) { AddSchedCopy(sums[copy.cgroup], copy); });
+  probe_->ForEachCgroupCopy([&](int cpu, const sched_cgroup_stats& copy) {
+    CgroupSum& sum = sums[copy.cgroup];
+    AddSchedCopy(sum.stats, copy);
+    sum.oncpu_by_group.resize(cpu_groups_);
+    const size_t at = static_cast<size_t>(cpu);
+    sum.oncpu_by_group[at < group_of_cpu_.size() ? group_of_cpu_[at] : 0] += copy.oncpu_ns;
+  });
   for (const auto& [id, sum] : sums) cgroup_reads_[id].read = reads_done_;
   return sums;
 }
@@ -99,8 +128,8 @@ void SchedTracker::FoldCgroups(const CgroupSums& sums, bool renamed) {
     ++it;
     // A read can catch a switch half counted (its count bumped, its time not yet): what moved
     // at one read is taken in full at the next one too.
-    const sched_cgroup_stats& sum = sums.at(id);
-    const uint64_t events = Events(sum);
+    const CgroupSum& sum = sums.at(id);
+    const uint64_t events = Events(sum.stats);
     const bool moved = events != r.events;
     const bool settled = !moved && !r.moved && r.named && !renamed;
     r.events = events;
@@ -110,12 +139,12 @@ void SchedTracker::FoldCgroups(const CgroupSums& sums, bool renamed) {
     const std::optional<StageId> stage = naming_.StageFor(id);
     r.named = NamedAlive(id, stage);
     if (stage) {
-      changed.push_back({id, *stage, Flatten(sum)});
+      changed.push_back({id, *stage, Flatten(sum.stats, sum.oncpu_by_group)});
     } else {
       gone.push_back(id);  // not named this time: out of the sample, as if gone
     }
   }
-  cgroups_.UpdateChanged(changed, gone);
+  cgroups_->UpdateChanged(changed, gone);
   ShrinkIfSparse(cgroup_reads_);
   last_folded_ = {cgroup_reads_.size(), folded};
 }
@@ -168,7 +197,7 @@ void SchedTracker::ForgetDead() {
 std::map<StageId, SchedStageTotals> SchedTracker::Totals() const {
   absl::MutexLock lock(&mu_);
   std::map<StageId, SchedStageTotals> out;
-  for (const auto& [stage, v] : cgroups_.Totals()) {
+  for (const auto& [stage, v] : cgroups_->Totals()) {
     SchedStageTotals& t = out[stage];
     t.voluntary_switches = v[kVoluntary];
     t.nonvoluntary_switches = v[kNonvoluntary];
@@ -177,6 +206,7 @@ std::map<StageId, SchedStageTotals> SchedTracker::Totals() const {
     t.runq_above = v[kRunqAbove];
     t.runq_sum_ns = v[kRunqSum];
     for (int i = 0; i < HIST_SLOTS; i++) t.runq_slots[i] = v[kRunqSlot0 + i];
+    t.oncpu_ns_by_cpu_group.assign(v.begin() + kOncpuGroup0, v.end());
   }
   for (const auto& [stage, cpus] : running_) out[stage].running_now = cpus;
   return out;

@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
+#include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "cgroup/cgroup_namer.h"
 #include "cgroup/collection_naming.h"
@@ -30,11 +32,19 @@ struct SchedStageTotals {
   uint64_t runq_above = 0;
   uint64_t runq_sum_ns = 0;
   uint64_t running_now = 0;  // CPUs running one of the stage's tasks at collect time
+  // oncpu_ns by the group of the CPU it ran on (SplitOncpuByCpuGroup; else one group).
+  std::vector<uint64_t> oncpu_ns_by_cpu_group;
 };
 
 class SchedTracker {
  public:
   SchedTracker(SchedProbe* probe, CgroupNamer* namer);
+
+  // Splits each stage's on-CPU time by the group of the CPU it ran on (`group_of_cpu[cpu]`; a
+  // CPU beyond it is in group 0), for a signal that groups CPUs: placement, by NUMA node. The
+  // probe counts per CPU, so this costs no BPF. Only before the first Collect(): what was
+  // folded unsplit cannot be split after.
+  absl::Status SplitOncpuByCpuGroup(std::vector<uint32_t> group_of_cpu);
 
   // Reads the maps, folds them, drops the entries of cgroups that died, and counts who is on a
   // CPU now (a test run of a BPF program on every CPU, each an interrupt of that CPU).
@@ -73,8 +83,13 @@ class SchedTracker {
 
   void CollectCounters() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool TakeNames() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Each cgroup's counts summed over its CPUs' copies, at this collection.
-  using CgroupSums = absl::flat_hash_map<uint64_t, sched_cgroup_stats>;
+  // Each cgroup's counts summed over its CPUs' copies, and its on-CPU time by CPU group, at
+  // this collection (inline: a few groups cost no allocation a cgroup).
+  struct CgroupSum {
+    sched_cgroup_stats stats{};
+    absl::InlinedVector<uint64_t, 4> oncpu_by_group;
+  };
+  using CgroupSums = absl::flat_hash_map<uint64_t, CgroupSum>;
   CgroupSums ReadCgroups() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FoldCgroups(const CgroupSums& sums, bool renamed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FoldPairs(bool renamed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -90,7 +105,10 @@ class SchedTracker {
   std::shared_ptr<const std::vector<NamedCgroup>> names_ ABSL_GUARDED_BY(mu_);
   uint64_t reads_done_ ABSL_GUARDED_BY(mu_) = 0;
   absl::flat_hash_map<uint64_t, CgroupRead> cgroup_reads_ ABSL_GUARDED_BY(mu_);
-  StageCounters cgroups_ ABSL_GUARDED_BY(mu_);
+  std::vector<uint32_t> group_of_cpu_ ABSL_GUARDED_BY(mu_);
+  size_t cpu_groups_ ABSL_GUARDED_BY(mu_) = 1;
+  // Made again, wider, by SplitOncpuByCpuGroup (StageCounters' width is fixed).
+  std::optional<StageCounters> cgroups_ ABSL_GUARDED_BY(mu_);
   // Pairs are folded like stages, each under a key of its own (PairRead::key).
   StageCountersOf<StagePair> pairs_ ABSL_GUARDED_BY(mu_){1};
   absl::flat_hash_map<std::pair<uint64_t, uint64_t>, PairRead> pair_reads_ ABSL_GUARDED_BY(mu_);

@@ -1,0 +1,73 @@
+// placement: where each stage runs. CPU migrations within and across NUMA nodes from the
+// placement probe; on-CPU time by node from the sched probe's per-CPU counts (no second
+// program on sched_switch), so that family needs the sched signal on.
+#include <bpf/libbpf.h>
+
+#include "cgroup/layout.h"
+#include "config/config.h"
+#include "exporters/metrics/collector.h"
+#include "exporters/metrics/placement_collector.h"
+#include "log.h"
+#include "signals/placement/cpu_nodes.h"
+#include "signals/placement/placement_probe.h"
+#include "signals/placement/placement_tracker.h"
+#include "signals/sched/sched_tracker.h"
+#include "signals/signal.h"
+
+namespace stagewatch {
+namespace {
+
+absl::StatusOr<std::unique_ptr<PlacementProbe>> StartProbe(
+    cgroup_key_hierarchy key, const KernelFeatures& features,
+    const absl::StatusOr<CpuNodes>& nodes) {
+  if (!nodes.ok()) return nodes.status();
+  return PlacementProbe::Start({.key = key, .features = features, .cpu_nodes = *nodes});
+}
+
+std::vector<ProbeStatus> TryProbes(const ProbeTrial& t) {
+  return StatusesOf(StartProbe(t.key, t.features, ReadCpuNodes(libbpf_num_possible_cpus())));
+}
+
+// The sched tracker's on-CPU time, split by the node of each CPU; the nodes' numbers, or none
+// where it cannot be (the sched probe is off or did not start, or the nodes are unknown).
+std::vector<uint32_t> SplitOncpuByNode(SchedTracker* sched, const absl::StatusOr<CpuNodes>& nodes) {
+  if (sched == nullptr || !nodes.ok()) return {};
+  if (absl::Status split = sched->SplitOncpuByCpuGroup(nodes->column_of_cpu); !split.ok()) {
+    Log::Warn("on-CPU time is not split by NUMA node", {{"error", split.message()}});
+    return {};
+  }
+  return nodes->nodes;
+}
+
+std::unique_ptr<exporters::Collector> Start(const SignalContext& ctx) {
+  RunningSignals& r = *ctx.running;
+  const absl::StatusOr<CpuNodes> nodes = ReadCpuNodes(libbpf_num_possible_cpus());
+  PlacementProbe* probe =
+      r.Keep(Adopt(StartProbe(ctx.layout.key, ctx.features, nodes), &r.probe_reports));
+  PlacementTracker* tracker = nullptr;
+  if (probe != nullptr) {
+    tracker = r.Keep(std::make_unique<PlacementTracker>(probe, ctx.namer));
+    r.unknown_cgroup_counts.push_back([tracker] { return tracker->unknown_cgroups(); });
+    r.sample_hooks.push_back([tracker, due = Cadence(kCollectInterval)](
+                                 absl::Time now, const StageDirectory&) mutable {
+      if (due.Due(now)) tracker->Collect();
+    });
+  }
+  SchedTracker* sched = r.Find<SchedTracker>();
+  const std::vector<uint32_t> split = SplitOncpuByNode(sched, nodes);
+  return std::make_unique<exporters::PlacementCollector>(tracker, split.empty() ? nullptr : sched,
+                                                         split, ctx.stages);
+}
+
+// After sched (20), whose tracker splits the on-CPU time by node.
+[[maybe_unused]] const bool kRegistered =
+    RegisterSignal({.name = "placement",
+                    .order = 25,
+                    .collector_flag = true,
+                    .try_probes = TryProbes,
+                    .not_started = PlacementProbe::NotStarted,
+                    .start = Start,
+                    .adds_collector = true});
+
+}  // namespace
+}  // namespace stagewatch

@@ -1,20 +1,15 @@
-// Which NUMA node each CPU belongs to, from /sys/devices/system/node/node<N>/cpulist. The
-// placement probe splits migrations by it, and the sched tracker the on-CPU time (its CPU
-// groups are the nodes' columns).
-// (A minimal reader of its own; agent/cgroup/numa_topology.* reads the same files for memory.)
+// The columns the placement probe and the sched tracker count by: the host's NUMA nodes in
+// order (cgroup/numa_topology.h reads them), and the column of each possible CPU's node.
 #pragma once
 
 #include <cstdint>
 #include <string>
-#include <string_view>
-#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "cgroup/numa_topology.h"
 
 namespace stagewatch {
-
-inline constexpr char kNodeSysDir[] = "/sys/devices/system/node";
 
 struct CpuNodes {
   // The nodes' numbers, ascending; a node's column is its index here.
@@ -27,11 +22,11 @@ struct CpuNodes {
   }
 };
 
-// "0-3,8,10-11" (the kernel's CPU list format) as inclusive ranges; an error names the list.
-absl::StatusOr<std::vector<std::pair<uint32_t, uint32_t>>> ParseCpuList(std::string_view text);
+// The columns of `topology` for `cpus` possible CPUs.
+CpuNodes CpuNodesOf(const NumaTopology& topology, int cpus);
 
-// The nodes under `node_dir` for `cpus` possible CPUs. A host without the directory (a kernel
-// without CONFIG_NUMA) has every CPU on node 0.
-absl::StatusOr<CpuNodes> ReadCpuNodes(int cpus, const std::string& node_dir = kNodeSysDir);
+// CpuNodesOf the host's topology (under `sys_root`, as ReadNumaTopology).
+absl::StatusOr<CpuNodes> ReadCpuNodes(int cpus,
+                                      const std::string& sys_root = "/sys/devices/system");
 
 }  // namespace stagewatch

@@ -4,6 +4,7 @@
 #include <bpf/libbpf.h>
 
 #include "cgroup/layout.h"
+#include "cgroup/numa_stat.h"
 #include "config/config.h"
 #include "exporters/metrics/collector.h"
 #include "exporters/metrics/placement_collector.h"
@@ -24,8 +25,15 @@ absl::StatusOr<std::unique_ptr<PlacementProbe>> StartProbe(
   return PlacementProbe::Start({.key = key, .features = features, .cpu_nodes = *nodes});
 }
 
+// The probe, and whether the cgroups have memory.numa_stat (memory by node, remote share).
 std::vector<ProbeStatus> TryProbes(const ProbeTrial& t) {
-  return StatusesOf(StartProbe(t.key, t.features, ReadCpuNodes(libbpf_num_possible_cpus())));
+  std::vector<ProbeStatus> statuses =
+      StatusesOf(StartProbe(t.key, t.features, ReadCpuNodes(libbpf_num_possible_cpus())));
+  absl::StatusOr<CgroupLayout> layout = DetectHostCgroupLayout();
+  const absl::Status numa = layout.ok() ? CheckNumaStatAvailable(*layout) : layout.status();
+  statuses.push_back({.name = "memory_numa_stat", .attach_type = "cgroupfs",
+                      .attached = numa.ok(), .error = std::string(numa.message())});
+  return statuses;
 }
 
 // The sched tracker's on-CPU time, split by the node of each CPU; the nodes' numbers, or none
@@ -56,7 +64,7 @@ std::unique_ptr<exporters::Collector> Start(const SignalContext& ctx) {
   SchedTracker* sched = r.Find<SchedTracker>();
   const std::vector<uint32_t> split = SplitOncpuByNode(sched, nodes);
   return std::make_unique<exporters::PlacementCollector>(tracker, split.empty() ? nullptr : sched,
-                                                         split, ctx.stages);
+                                                         split, ctx.stages, ctx.sampler);
 }
 
 // After sched (20), whose tracker splits the on-CPU time by node.
@@ -67,7 +75,8 @@ std::unique_ptr<exporters::Collector> Start(const SignalContext& ctx) {
                     .try_probes = TryProbes,
                     .not_started = PlacementProbe::NotStarted,
                     .start = Start,
-                    .adds_collector = true});
+                    .adds_collector = true,
+                    .snapshot_parts = kPlacementPart});
 
 }  // namespace
 }  // namespace stagewatch

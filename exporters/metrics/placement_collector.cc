@@ -40,7 +40,9 @@ StageNodeCpuSeconds PlacementCollector::RecentCpuByNode(
   for (const auto& [stage, t] : totals) {
     const std::vector<uint64_t>& ns = t.oncpu_ns_by_cpu_group;
     auto found = windows_.find(stage);
-    CpuWindow w = found == windows_.end() ? CpuWindow{now, ns, {}} : std::move(found->second);
+    // A stage first seen starts its window at zero: the tracker counts it from the agent's
+    // start, so its first window is all its CPU time so far.
+    CpuWindow w = found == windows_.end() ? CpuWindow{now, {}, {}} : std::move(found->second);
     std::vector<double> since;  // by node number
     double since_total = 0;
     for (size_t group = 0; group < ns.size() && group < nodes_.size(); group++) {

@@ -5,10 +5,18 @@
 //
 // On this one-node host every move stays on node 0 (cross_node must stay 0); moves across
 // nodes, and CPU time on a second node, are made only on a two-node machine (the VM stage).
+// So is a stage's memory on a node other than its CPUs' (the remote share's remote case).
 #include <bpf/libbpf.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+
+#include "cgroup/numa_stat.h"
 
 #include "accuracy_support.h"
 #include "migration_workload.h"
@@ -81,6 +89,101 @@ TEST(AccuracyE2E, MigrationsAndCpuTimeByNodeMatchTheKernel) {
     const double seconds = counted(m, seconds_series(node));
     std::printf("node %u: /metrics %.4f s schedstat %.4f s\n", node, seconds, truth);
     EXPECT_NEAR(seconds, truth, 0.05 * truth) << seconds_series(node);
+  }
+}
+
+// A task pinned to a CPU of `cpu_node` with its memory bound to `memory_node` (set_mempolicy,
+// as numactl --membind does): it touches kTouched of anonymous memory, runs ~0.3 s on its CPU,
+// says so, and waits to be killed.
+constexpr size_t kTouched = 48 << 20;
+pid_t SpawnPlaced(TestCgroup& cgroup, int cpu, int memory_node, int ready_fd) {
+  return cgroup.Spawn("sw-placed", [=] {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    unsigned long nodes = 1UL << memory_node;
+    constexpr int kMpolBind = 2;
+    if (sched_setaffinity(0, sizeof(one), &one) != 0 ||
+        syscall(SYS_set_mempolicy, kMpolBind, &nodes, sizeof(nodes) * 8) != 0) {
+      std::perror("sw-placed");
+      _exit(1);
+    }
+    char* memory = static_cast<char*>(
+        mmap(nullptr, kTouched, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    if (memory == MAP_FAILED) _exit(1);
+    std::memset(memory, 1, kTouched);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    (void)!write(ready_fd, "r", 1);
+    pause();
+  });
+}
+
+// A stage's remote share on /metrics against its memory.numa_stat: its CPU time all ran on
+// one node, so the share is the part of its memory on the others. Local memory: at most 0.1;
+// memory bound to another node (only where the host has two): at least 0.9.
+TEST(AccuracyE2E, RemoteShareIsTheMemoryOffTheNodeItsCpuTimeRanOn) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();
+  absl::StatusOr<NumaTopology> host = ReadNumaTopology();
+  ASSERT_TRUE(host.ok()) << host.status();
+  const int cpu_node = host->node_cpus.begin()->first;
+  const int cpu = host->node_cpus.begin()->second.front();
+  std::vector<int> memory_nodes = {cpu_node};  // local
+  for (int node : host->memory_nodes) {
+    if (node != cpu_node) {
+      memory_nodes.push_back(node);  // remote
+      break;
+    }
+  }
+  if (memory_nodes.size() == 1) {
+    std::printf("one NUMA node with memory: the remote case runs on a two-node machine (the VM "
+                "stage)\n");
+  }
+  for (int memory_node : memory_nodes) {
+    SCOPED_TRACE("CPU " + std::to_string(cpu) + " on node " + std::to_string(cpu_node) +
+                 ", memory on node " + std::to_string(memory_node));
+    const std::string stage = StageName("remote-" + std::to_string(memory_node));
+    TestCgroup stage_cgroup(stage);
+    TestCgroup run(stage_cgroup, "run");  // on cgroup v2 processes live in leaves
+    Agent agent(StageConfig(stage));
+    ASSERT_TRUE(agent.Ready()) << agent.log();
+    int ready[2];
+    ASSERT_EQ(pipe(ready), 0);
+    const pid_t pid = SpawnPlaced(run, cpu, memory_node, ready[1]);
+    char b = 0;
+    const bool placed = read(ready[0], &b, 1) == 1;
+    close(ready[0]);
+    close(ready[1]);
+    ASSERT_TRUE(placed) << "the placed task did not start";
+
+    const std::string series = Series("stagewatch_memory_remote_ratio", stage);
+    testing::Scrape m;
+    ASSERT_TRUE(testing::WaitUntil([&] {
+      m = agent.Scrape();
+      return ValueOr(m, series, -1) >= 0 &&
+             ValueOr(m, Series("stagewatch_memory_numa_bytes", stage,
+                               "numa_node=\"" + std::to_string(memory_node) + "\",type=\"anon\""),
+                     0) >= 0.9 * kTouched;
+    }, 10000)) << agent.log();
+    absl::StatusOr<NumaMemory> numa = ReadNumaStat(stage_cgroup.layout(), stage_cgroup.path());
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    ASSERT_TRUE(numa.ok()) << numa.status();
+    double total = 0, local = 0;
+    for (const auto& [node, bytes] : *numa) {
+      total += bytes.anon_bytes + bytes.file_bytes;
+      if (node == cpu_node) local += bytes.anon_bytes + bytes.file_bytes;
+    }
+    const double truth = 1 - local / total;
+    std::printf("memory on node %d: remote share /metrics %.3f, memory.numa_stat %.3f\n",
+                memory_node, ValueOr(m, series, -1), truth);
+    EXPECT_NEAR(ValueOr(m, series, -1), truth, 0.05);
+    if (memory_node == cpu_node) {
+      EXPECT_LE(ValueOr(m, series, -1), 0.1);
+    } else {
+      EXPECT_GE(ValueOr(m, series, -1), 0.9);
+    }
   }
 }
 

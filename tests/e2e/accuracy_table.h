@@ -103,9 +103,10 @@ inline constexpr AccuracyRow kAccuracyTable[] = {
     {"stagewatch_memory_numa_bytes", "privileged:PlacementReadersTest.SamplerPutsEachStagesNodesAndCpusetInTheSnapshotAndItsSeries",
      "memory.stat anon (v1 total_rss) of a stage whose task touched 64 MiB, summed over the "
      "nodes, within 3%; at least 90% of it on the node of the CPU the task ran on"},
-    {"stagewatch_memory_remote_ratio", "privileged:PlacementReadersTest.SamplerPutsEachStagesNodesAndCpusetInTheSnapshotAndItsSeries",
-     "at most 0.1 for that task, its CPU time (/proc/<pid>/schedstat) all on the node the "
-     "kernel put its memory on; the two-node cases run in the VM stage"},
+    {"stagewatch_memory_remote_ratio", "e2e:AccuracyE2E.RemoteShareIsTheMemoryOffTheNodeItsCpuTimeRanOn",
+     "1 - the part of memory.numa_stat on the node of the one CPU the stage ran on, within "
+     "0.05: at most 0.1 with its memory bound there, at least 0.9 bound to another node (that "
+     "case on a two-node machine: the VM stage)"},
     {"stagewatch_cpuset_cpus", "privileged:PlacementReadersTest.SamplerPutsEachStagesNodesAndCpusetInTheSnapshotAndItsSeries",
      "the number of CPUs in /proc/<pid>/status Cpus_allowed_list of a task of the stage"},
     {"stagewatch_cpuset_info", "privileged:PlacementReadersTest.SamplerPutsEachStagesNodesAndCpusetInTheSnapshotAndItsSeries",

@@ -87,8 +87,10 @@ TEST(AccuracyE2E, MigrationsAndCpuTimeByNodeMatchTheKernel) {
   for (uint32_t node : nodes->nodes) {
     const double truth = truth_seconds(node);
     const double seconds = counted(m, seconds_series(node));
-    std::printf("node %u: /metrics %.4f s schedstat %.4f s\n", node, seconds, truth);
-    EXPECT_NEAR(seconds, truth, 0.05 * truth) << seconds_series(node);
+    const double moving = kernel.moving_ns * 1e-9;  // on either node: it widens both bounds
+    std::printf("node %u: /metrics %.4f s kernel %.4f s (+ up to %.4f s moving)\n", node,
+                seconds, truth, moving);
+    EXPECT_NEAR(seconds, truth + moving / 2, 0.05 * truth + moving / 2) << seconds_series(node);
   }
 }
 

@@ -171,8 +171,10 @@ TEST_P(PlacementSplitTest, OnCpuTimeByNodeMatchesSchedstat) {
     const double bpf = after[column] - before[column];
     const double truth = kernel.oncpu_ns_by_node.contains(node) ? kernel.oncpu_ns_by_node.at(node)
                                                                 : 0;
-    std::printf("node %u: bpf %.3f ms schedstat %.3f ms\n", node, bpf / 1e6, truth / 1e6);
-    EXPECT_NEAR(bpf, truth, 0.05 * truth) << "node " << node;
+    const double moving = kernel.moving_ns;  // on either node: it widens both bounds
+    std::printf("node %u: bpf %.3f ms kernel %.3f ms (+ up to %.3f ms moving)\n", node,
+                bpf / 1e6, truth / 1e6, moving / 1e6);
+    EXPECT_NEAR(bpf, truth + moving / 2, 0.05 * truth + moving / 2) << "node " << node;
   }
   // With more than one node the time is on two of them.
   EXPECT_EQ(kernel.oncpu_ns_by_node.size(), std::min<size_t>(nodes.nodes.size(), 2));

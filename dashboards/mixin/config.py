@@ -25,6 +25,7 @@ ALERT_KEYS = {
     "cpu_throttling": {"ratio": "ratio", "window": "duration", "for": "duration"},
     "cross_stage_preemption": {"per_second": "positive", "window": "duration",
                                "for": "duration"},
+    "remote_memory": {"ratio": "ratio", "for": "duration"},
     "agent_down": {"for": "duration"},
     "probe_not_attached": {"for": "duration"},
     "events_lost": {"window": "duration"},

@@ -197,6 +197,51 @@ def stage_drilldown(cfg):
                    f"full {L}"),
         ], w=8))
 
+    p.append(row("Placement"))
+    p.append(timeseries(
+        "CPU migrations",
+        "Times per second the stage's tasks moved to another CPU: within their NUMA node, or "
+        "across nodes (each cross-node move leaves the caches and, often, the memory behind).",
+        "ops", [target(by("instance, scope", "sum", q.rate("stagewatch_cpu_migrations_total")),
+                       "{{scope}} " + L)], w=8))
+    p.append(timeseries(
+        "CPU time by NUMA node",
+        "CPUs' worth of the stage's on-CPU time, by the NUMA node of the CPU it ran on "
+        "(stacked: the total is the traced CPU usage).",
+        "short", [target(by("instance, numa_node", "sum",
+                            q.rate("stagewatch_cpu_node_seconds_total")),
+                         "node {{numa_node}} " + L)], w=8, stack=True))
+    p.append(timeseries(
+        "Memory by NUMA node",
+        "The stage's memory on each NUMA node (memory.numa_stat), anonymous and file cache "
+        "(stacked). Compare with the nodes its CPU time runs on.",
+        "bytes", [target(by("instance, numa_node, type", "sum",
+                            f"stagewatch_memory_numa_bytes{{{q.stage}}}"),
+                         "node {{numa_node}} {{type}} " + L)], w=8, stack=True))
+    p.append(timeseries(
+        "Remote memory share",
+        "The part of the stage's memory on nodes other than those its CPU time ran on, weighted "
+        "by that CPU time: 0 when the memory sits where the stage runs, 1 when none does; 0 on "
+        "a one-node host.",
+        "percentunit", [target(by(I, "max", f"stagewatch_memory_remote_ratio{{{q.stage}}}"),
+                               L)], w=8, max_=1))
+    p.append(table(
+        "Cpuset",
+        "The stage's effective cpuset as the kernel lists it: the CPUs and memory nodes its "
+        "tasks may use, and how many CPUs that is.",
+        "none", [instant_target(
+            f"max by (instance, cpus, mems) (stagewatch_cpuset_info{{{q.stage}}}\n"
+            f"* on (instance, job, pipeline, pipeline_stage) group_left\n"
+            f"stagewatch_cpuset_cpus{{{q.stage}}})", fmt="table")],
+        [hide_columns("Time", rename={"Value": "CPU count"})], w=8, decimals=0))
+    p.append(timeseries(
+        "Shared CPUs",
+        "CPUs of the stage's cpuset that another pinned stage's cpuset also holds. Empty when "
+        "the stage runs on every CPU or shares none: \"pinned apart\" is an empty panel.",
+        "short", [target(by("instance, other_stage", "max",
+                            f"stagewatch_cpuset_shared_cpus{{{q.stage}}}"),
+                         "with {{other_stage}} " + L)], w=8, step=True, decimals=0))
+
     p.append(row("Tasks"))
     p.append(timeseries(
         "Tasks by state",

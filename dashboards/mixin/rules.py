@@ -400,6 +400,32 @@ def cross_stage_preemption(cfg):
                 "preempter is. Informational: it explains a slow stage, it is not an outage.")
 
 
+# ---- placement alerts --------------------------------------------------------------------
+
+
+def remote_memory(cfg):
+    c = cfg.alerts["remote_memory"]
+    return alert(
+        cfg, "StagewatchRemoteMemoryHigh",
+        f"stagewatch_memory_remote_ratio{{{cfg.selector}}} > {number(c['ratio'])}",
+        c["for"], "info",
+        "{{ $value | humanizePercentage }} of the memory of stage {{ $labels.pipeline_stage }} "
+        "on {{ $labels.instance }} is on another NUMA node",
+        fold(f"""
+        {{{{ $value | humanizePercentage }}}} of the memory of {STAGE_ON} sits on NUMA nodes
+        other than those its CPU time ran on (weighted by that CPU time), above
+        {percent(c['ratio'])} for {duration_text(c['for'])}. Each access to it crosses the
+        interconnect: the stage runs slower than it would with its memory local. Its cpuset
+        and memory by node are on the stage drill-down's Placement row."""),
+        comment="The remote share weighs the memory off each node by the stage's CPU time on "
+                f"that node. {percent(c['ratio'])} is what an unpinned stage with interleaved "
+                "memory reads on two nodes: above it, the memory is mostly where the stage does "
+                "not run. The long for: rides out a start-up or a phase that allocates on one "
+                "node and runs on another until the kernel's NUMA balancing moves one of them. "
+                "Informational: it explains a slow stage. 0 on a one-node host; absent where "
+                "the kernel has no memory.numa_stat.")
+
+
 # ---- agent alerts ------------------------------------------------------------------------
 
 
@@ -468,6 +494,7 @@ def groups(cfg):
           *memory_pressure(cfg), fault_storm(cfg)]),
         ("stagewatch.cpu", None,
          [*cpu_starvation(cfg), cpu_throttling(cfg), cross_stage_preemption(cfg)]),
+        ("stagewatch.placement", None, [remote_memory(cfg)]),
         ("stagewatch.agent", None,
          [agent_down(cfg), probe_not_attached(cfg), events_lost(cfg)]),
     ]

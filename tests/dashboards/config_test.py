@@ -114,6 +114,7 @@ class SiteThresholds(unittest.TestCase):
         "cpu_starvation": "StagewatchCPUStarvation",
         "cpu_throttling": "StagewatchCPUThrottlingHigh",
         "cross_stage_preemption": "StagewatchCrossStagePreemption",
+        "remote_memory": "StagewatchRemoteMemoryHigh",
         "agent_down": "StagewatchAgentDown",
         "probe_not_attached": "StagewatchProbeNotAttached",
         "events_lost": "StagewatchEventsLost",

@@ -3,15 +3,16 @@
 
 Starts the stagewatch agent and a Prometheus server that scrapes it every second, makes two
 pipeline stages (`train` and `validate`) do real work in cgroups beneath this process's own
-cgroup -- CPU hogs sharing one CPU, a CPU-throttled stage, major page faults, and a memory climb
-that ends in an OOM kill -- and then evaluates every panel query and annotation query of every
-dashboard through Prometheus's HTTP API, with the template variables substituted. It fails if
-any query is rejected by Prometheus or returns no series with a value, if a panel about events
-(OOM kills, anomalies, pages: EVENT_FAMILIES) shows only zeros though the scenario caused them,
-if a rules file does not load, if Prometheus never scrapes the kill and its anomaly, if the
-OOM kill's StagewatchOOMKill alert does not fire with the severity each configuration gives it,
-or if the fleet's Recent runs data link, filled from its query's fields, does not open the page
-of the `stagewatch run` (of pipeline run night-1) it names on the agent.
+cgroup -- both stages pinned by their cpusets to one CPU (CPU hogs sharing it), a CPU-throttled
+stage, major page faults, and a memory climb that ends in an OOM kill -- and then evaluates every
+panel query and annotation query of every dashboard through Prometheus's HTTP API, with the
+template variables substituted. It fails if any query is rejected by Prometheus or returns no
+series with a value, if a panel about events (OOM kills, anomalies, pages: EVENT_FAMILIES) shows
+only zeros though the scenario caused them, if a rules file does not load, if Prometheus never
+scrapes the kill and its anomaly, if the OOM kill's StagewatchOOMKill alert does not fire with
+the severity each configuration gives it, or if the fleet's Recent runs data link, filled from
+its query's fields, does not open the page of the `stagewatch run` (of pipeline run night-1) it
+names on the agent.
 
 Prometheus scrapes the agent under two job names: `stagewatch`, for the committed dashboards
 and rules (the defaults of alerts/config.yaml), and `research-nodes`, for the dashboards and
@@ -65,6 +66,9 @@ CLIMB_PERIOD_S = 0.25
 # CPU limits per 100 ms period: both hogs get throttled (the drill-down test looks at train).
 CPU_QUOTA_US = {"train": 50000, "validate": 20000}
 FAULT_FILE_BYTES = 48 * MIB
+# Both stages' cpusets hold only this CPU: pinned, and sharing it (the placement row's shared
+# CPUs). Each workload starts on the other CPUs and its cpuset moves it here: a migration.
+PINNED_CPU = 0
 
 # Panels about events: in this scenario (an OOM kill, the anomalies it and the climb raise, the
 # pages they send) each query that reads one of these families must show a non-zero value at
@@ -196,13 +200,15 @@ def die_with_parent():
 
 class Cgroups:
     """Stage cgroups beneath this process's own cgroup, in the hierarchy the agent keys on,
-    mirrored under the cpu, cpuacct and cgroup2 hierarchies. Removes what it created."""
+    mirrored under the cpu, cpuacct, cgroup2 and cpuset hierarchies, each stage's cpuset
+    PINNED_CPU. Removes what it created."""
 
     def __init__(self):
         self.created = []  # every directory made, in creation order
         self.roots = []    # hierarchy mount points mirrored (keyed one first)
         self.relative = None
         self.v2_only = False
+        self.v1_cpuset = None
 
     @staticmethod
     def _mounts():
@@ -226,12 +232,16 @@ class Cgroups:
                     own[c] = path
         mounts = self._mounts()
         v1 = {c: mp for mp, (t, opts) in mounts.items() if t == "cgroup"
-              for c in opts if c in ("memory", "cpu", "cpuacct")}
+              for c in opts if c in ("memory", "cpu", "cpuacct", "cpuset")}
         v2 = [mp for mp, (t, _) in mounts.items() if t == "cgroup2"]
         if "memory" in v1 and "memory" in own:
             # Hybrid or v1 host: the agent keys on the v1 memory hierarchy.
             key_path = own["memory"]
             self.roots = [v1["memory"]] + [v1[c] for c in ("cpu", "cpuacct") if c in v1] + v2
+            # Last: a task joins its cpuset (and moves to PINNED_CPU) once in all the others.
+            self.v1_cpuset = v1.get("cpuset")
+            if self.v1_cpuset:
+                self.roots.append(self.v1_cpuset)
         elif v2 and "" in own:
             self.v2_only = True
             key_path = own[""]
@@ -249,11 +259,22 @@ class Cgroups:
             parts = [p for p in base.split("/") if p]
             dirs = [self.roots[0] + "/" + "/".join(parts[:i]) for i in range(len(parts) + 1)]
             for d in dirs:
-                try:
-                    write(d + "/cgroup.subtree_control", "+memory +cpu")
-                except OSError as e:
-                    if d in self.created:
-                        raise RuntimeError(f"cannot enable controllers in {d}: {e}")
+                for controllers in ("+memory +cpu", "+cpuset"):
+                    try:
+                        write(d + "/cgroup.subtree_control", controllers)
+                    except OSError as e:
+                        if d in self.created:
+                            raise RuntimeError(f"cannot enable {controllers} in {d}: {e}")
+        for stage in STAGES:
+            self.pin(stage)
+
+    def pin(self, stage):
+        for d in self.dirs(stage):
+            if os.path.exists(d + "/cpuset.cpus"):
+                write(d + "/cpuset.cpus", str(PINNED_CPU))
+                return
+        raise RuntimeError(f"no cpuset for stage {stage}: neither a v1 cpuset hierarchy nor "
+                           "the cgroup2 cpuset controller")
 
     def _makedirs(self, root, path):
         d = root
@@ -263,7 +284,13 @@ class Cgroups:
                 os.mkdir(d, 0o755)
                 self.created.append(d)
             except FileExistsError:
-                pass
+                continue
+            if root == self.v1_cpuset:
+                # A new v1 cpuset starts empty and takes no task: give it its parent's.
+                parent = os.path.dirname(d)
+                for f in ("cpuset.cpus", "cpuset.mems"):
+                    with open(f"{parent}/{f}") as src:
+                        write(f"{d}/{f}", src.read().strip())
 
     def dirs(self, stage):
         return [f"{root}{self.relative}/{stage}" for root in self.roots]
@@ -319,6 +346,9 @@ class Workloads:
         def join():
             die_with_parent()
             pid = str(os.getpid())
+            elsewhere = os.sched_getaffinity(0) - {PINNED_CPU}
+            if elsewhere:  # the stage's cpuset then moves it to PINNED_CPU
+                os.sched_setaffinity(0, elsewhere)
             for d in dirs:
                 with open(d + "/cgroup.procs", "w") as f:
                     f.write(pid)
@@ -770,13 +800,13 @@ def main():
 
         # The workloads start before the agent: the detectors' baselines then start flat.
         start = time.time()
-        # Both stages' hogs on CPU 0: they preempt each other and wait in the run queue.
-        workloads.start("train-hog", "train", HOG, cpu=0)
-        workloads.start("validate-hog", "validate", HOG, cpu=0)
+        # Both stages' hogs on PINNED_CPU: they preempt each other and wait in the run queue.
+        workloads.start("train-hog", "train", HOG, cpu=PINNED_CPU)
+        workloads.start("validate-hog", "validate", HOG, cpu=PINNED_CPU)
         workloads.start("validate-faults", "validate", FAULTS, [fault_file])
         climb = workloads.start("train-climb", "train", CLIMB,
                                 [IDLE_S, CLIMB_STEP, CLIMB_PERIOD_S])
-        log("workloads started: hogs on CPU 0 (train, validate), CPU limits "
+        log(f"workloads started, pinned to CPU {PINNED_CPU}: hogs (train, validate), CPU limits "
             f"{CPU_QUOTA_US}, major faults in validate, memory climb "
             f"in train to its {TRAIN_LIMIT // MIB} MiB limit after {IDLE_S} s")
         alertmanager = FakeAlertmanager()

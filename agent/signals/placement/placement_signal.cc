@@ -25,14 +25,24 @@ absl::StatusOr<std::unique_ptr<PlacementProbe>> StartProbe(
   return PlacementProbe::Start({.key = key, .features = features, .cpu_nodes = *nodes});
 }
 
-// The probe, and whether the cgroups have memory.numa_stat (memory by node, remote share).
+// Whether the cgroups have memory.numa_stat (memory by node, remote share): listed as a probe,
+// so that `stagewatch features` and stagewatch_probe_attached say why those series are absent.
+ProbeStatus NumaStatStatus(const absl::StatusOr<CgroupLayout>& layout) {
+  const absl::Status numa = layout.ok() ? CheckNumaStatAvailable(*layout) : layout.status();
+  return {.name = "memory_numa_stat", .attach_type = "cgroupfs", .attached = numa.ok(),
+          .error = std::string(numa.message())};
+}
+
 std::vector<ProbeStatus> TryProbes(const ProbeTrial& t) {
   std::vector<ProbeStatus> statuses =
       StatusesOf(StartProbe(t.key, t.features, ReadCpuNodes(libbpf_num_possible_cpus())));
-  absl::StatusOr<CgroupLayout> layout = DetectHostCgroupLayout();
-  const absl::Status numa = layout.ok() ? CheckNumaStatAvailable(*layout) : layout.status();
-  statuses.push_back({.name = "memory_numa_stat", .attach_type = "cgroupfs",
-                      .attached = numa.ok(), .error = std::string(numa.message())});
+  statuses.push_back(NumaStatStatus(DetectHostCgroupLayout()));
+  return statuses;
+}
+
+std::vector<ProbeStatus> NotStarted(const std::string& why) {
+  std::vector<ProbeStatus> statuses = PlacementProbe::NotStarted(why);
+  statuses.push_back({.name = "memory_numa_stat", .attach_type = "cgroupfs", .error = why});
   return statuses;
 }
 
@@ -61,6 +71,8 @@ std::unique_ptr<exporters::Collector> Start(const SignalContext& ctx) {
       if (due.Due(now)) tracker->Collect();
     });
   }
+  r.probe_reports.push_back({[numa = NumaStatStatus(ctx.layout)] { return std::vector{numa}; },
+                             [] { return std::vector<ProgramStats>(); }});
   SchedTracker* sched = r.Find<SchedTracker>();
   const std::vector<uint32_t> split = SplitOncpuByNode(sched, nodes);
   return std::make_unique<exporters::PlacementCollector>(tracker, split.empty() ? nullptr : sched,
@@ -73,7 +85,7 @@ std::unique_ptr<exporters::Collector> Start(const SignalContext& ctx) {
                     .order = 25,
                     .collector_flag = true,
                     .try_probes = TryProbes,
-                    .not_started = PlacementProbe::NotStarted,
+                    .not_started = NotStarted,
                     .start = Start,
                     .adds_collector = true,
                     .snapshot_parts = kPlacementPart});

@@ -12,6 +12,7 @@
 #include "runs/ledger_schema.h"
 #include "runs/run_placement.h"
 #include "runs/runs_report.h"
+#include "runs/verdict.h"
 #include "runs_test_util.h"
 
 namespace stagewatch {
@@ -137,6 +138,32 @@ TEST(RunPlacementTest, ALedgerFromBeforeOpensWithItsRunsUnchanged) {
   // The new columns are there for the runs to come.
   const RunRecord now = TwoNodeRun(*ledger, "new");
   EXPECT_EQ(now.agent.cross_node_migrations, 4u);
+}
+
+// Remote share 0.58: above the default threshold (0.5) the run is degraded, naming it; with a
+// threshold of 0.6 it is not, and the ledger stores the verdict its writer judged.
+TEST(RunPlacementTest, ARunWithMostOfItsMemoryRemoteIsDegradedByRemoteMemory) {
+  TempDir dir;
+  const std::string path = dir.file("ledger.db");
+  auto ledger = OpenOrDie(path);
+  RunRecord r = TwoNodeRun(*ledger, "r1");
+  const Verdict v = JudgeRun(r, RunsConfig{});
+  EXPECT_EQ(v.kind, VerdictKind::kDegraded);
+  ASSERT_EQ(v.reasons.size(), 1u);
+  EXPECT_EQ(v.reasons[0].cause, "remote_memory");
+  EXPECT_NEAR(*v.reasons[0].share, 0.584, 1e-9);
+  EXPECT_EQ(v.reasons[0].text,
+            "remote memory: 58% of its memory on nodes other than where it ran");
+  absl::StatusOr<RunPage> degraded = ledger->ListPage({.verdict = VerdictKind::kDegraded});
+  ASSERT_TRUE(degraded.ok()) << degraded.status();
+  ASSERT_EQ(degraded->runs.size(), 1u);
+
+  RunsConfig lenient;
+  lenient.remote_memory_threshold = 0.6;
+  EXPECT_NE(JudgeRun(r, lenient).kind, VerdictKind::kDegraded);
+  // Its memory where it ran: 80% of it on node 0, where 80% of its CPU time ran.
+  r.end->facts.memory_by_node = {{0, {80 * kMiB, 0}}, {1, {20 * kMiB, 0}}};
+  EXPECT_NE(JudgeRun(r, RunsConfig{}).kind, VerdictKind::kDegraded);
 }
 
 }  // namespace

@@ -72,8 +72,9 @@ std::string CpuByNodeText(const std::map<int, double>& cpu_seconds_by_node) {
 }
 
 std::string MemoryByNodeText(const NumaMemory& memory) {
-  return ByNodeText(memory, MemoryOf,
-                    [](const NumaNodeMemory& m) { return FormatBytes(m.anon_bytes + m.file_bytes); });
+  return ByNodeText(memory, MemoryOf, [](const NumaNodeMemory& m) {
+    return FormatBytes(m.anon_bytes + m.file_bytes);
+  });
 }
 
 }  // namespace stagewatch

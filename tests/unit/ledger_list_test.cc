@@ -232,7 +232,8 @@ TEST(LedgerVerdictTest, EveryWriteStoresTheVerdictItLeaves) {
   kill.oom_victims.push_back({1234, "python3", "userspace", "earlyoom"});
   ASSERT_TRUE(ledger->AddAgentFacts("r1", kill).ok());
   EXPECT_EQ(stored(), "interrupted");
-  EXPECT_EQ(SqlValue(path, "SELECT verdict_judged_with FROM runs WHERE id = 'r1'"), "2:0.05/0.05/0.5");
+  EXPECT_EQ(SqlValue(path, "SELECT verdict_judged_with FROM runs WHERE id = 'r1'"),
+            "2:0.05/0.05/0.5");
 }
 
 // The ledger keeps times to the millisecond: a run whose share sits on the threshold only at

@@ -8,6 +8,7 @@
 #include "runs/advise_bounds.h"
 #include "runs/advise_format.h"
 #include "runs/advisor.h"
+#include "runs/pinning_advice.h"
 #include "runs/baseline_comparison.h"
 #include "runs/cpuset_request.h"
 #include "json_text.h"
@@ -276,6 +277,10 @@ int RunsCli::Advise(const Config& config) {
   filter.limit = config.runs.advise.max_runs + 1000;  // open runs are skipped
   absl::StatusOr<std::vector<RunRecord>> runs = (*ledger)->List(filter);
   if (!runs.ok()) return Fail("advise", runs.status());
+  // Where the runs ran: from the ledger, against this host's nodes (none readable: no advice).
+  absl::StatusOr<NumaTopology> topology = ReadNumaTopology();
+  const std::optional<PinningAdvice> pinning =
+      topology.ok() ? AdvisePinning(stage_, *runs, *topology) : std::nullopt;
   const Advice advice = AdviseLimits(stage_, *std::move(runs), config.runs);
   if (!advise_format_.empty()) {
     if (!advice.enough_runs) return Fail("advise", absl::FailedPreconditionError(
@@ -284,10 +289,19 @@ int RunsCli::Advise(const Config& config) {
   } else if (json_) {
     nlohmann::json j = AdviceToJson(advice);
     if (advice.enough_runs) j["bounds"] = BoundsToJson(BoundsOf(advice));
+    j["pinning"] = pinning ? nlohmann::json{{"cpu_node", pinning->cpu_node},
+                                            {"cpu_share", pinning->cpu_share},
+                                            {"memory_node", pinning->memory_node},
+                                            {"memory_share", pinning->memory_share},
+                                            {"cpuset_cpus", pinning->cpuset_cpus},
+                                            {"cpuset_mems", pinning->cpuset_mems},
+                                            {"text", pinning->text}}
+                           : nlohmann::json(nullptr);
     std::cout << JsonText(j, 2) << "\n";
   } else {
     std::cout << AdviceText(advice);
     if (advice.enough_runs) std::cout << BoundsText(BoundsOf(advice));
+    if (pinning) std::cout << pinning->text << "\n";
   }
   return 0;
 }

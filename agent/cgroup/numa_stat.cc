@@ -103,6 +103,12 @@ absl::StatusOr<NumaMemory> Collect(const std::vector<NumaLine>& lines, std::stri
 
 }  // namespace
 
+uint64_t NumaMemoryBytes(const NumaMemory& memory) {
+  uint64_t total = 0;
+  for (const auto& [node, m] : memory) total += m.anon_bytes + m.file_bytes;
+  return total;
+}
+
 absl::StatusOr<NumaMemory> ParseNumaStatV1(std::string_view contents, uint64_t page_size,
                                            std::string_view file) {
   absl::StatusOr<std::vector<NumaLine>> lines = ParseLines(contents, true, file);

@@ -20,6 +20,9 @@ struct NumaNodeMemory {
 };
 using NumaMemory = std::map<int, NumaNodeMemory>;  // by node id
 
+// Its anon and file bytes over all nodes.
+uint64_t NumaMemoryBytes(const NumaMemory& memory);
+
 // cgroup v1: "hierarchical_anon=N N0=P N1=P" lines and their kin, in pages (times
 // `page_size`); the cgroup's own "anon=" and "file=" lines where a kernel has no hierarchical
 // ones. cgroup2: "anon N0=B N1=B" lines, in bytes, among others this reader skips.

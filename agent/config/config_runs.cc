@@ -38,6 +38,8 @@ void ParseRuns(ConfigReader& r, const ConfigValue& section, RunsConfig& runs) {
       {"normal_run_queue_wait_fraction", [&](const ConfigValue& v) {
          r.ReadPositive(v, runs.normal_run_queue_wait_fraction);
        }},
+      {"remote_memory_threshold",
+       [&](const ConfigValue& v) { r.ReadFraction(v, runs.remote_memory_threshold); }},
       {"info_per_stage", [&](const ConfigValue& v) { r.ReadInt(v, 0, 100, runs.info_per_stage); }},
       {"sample_reads_per_second", [&](const ConfigValue& v) {
          r.ReadInt(v, 0, 100000, runs.sample_reads_per_second);

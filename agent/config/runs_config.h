@@ -25,6 +25,9 @@ struct RunsConfig {
   // Run-queue wait up to this share of the run's CPU time is normal on a shared host; only the
   // wait beyond it counts as lost.
   double normal_run_queue_wait_fraction = 0.05;
+  // A run with more than this share of its memory on NUMA nodes other than where its CPU time
+  // ran (its remote share) is degraded: its memory accesses cross the interconnect.
+  double remote_memory_threshold = 0.5;
   // The agent exports stagewatch_run_info for this many of each stage's newest ended runs.
   int info_per_stage = 5;
   // The agent samples the cgroup files of runs no launcher started (memory, CPU, PSI) with at

@@ -184,6 +184,22 @@ std::optional<Value> LookupPerCpu(int map_fd, const Key& key, const Add& add) {
   return SumCpus<Value>(buffer.data(), cpus, add);
 }
 
+// One entry of a per-CPU hash, `fn(cpu, one_cpu_value)` for each CPU's copy; false when the
+// key is absent. For a caller that splits one key's figures by CPU (by node).
+template <typename Key, typename Value, typename Fn>
+bool ForEachCpuCopyOf(int map_fd, const Key& key, const Fn& fn) {
+  using namespace cgroup_map_internal;
+  const int cpus = PossibleCpus();
+  std::vector<unsigned char> buffer(Stride<Value>() * cpus);
+  if (bpf_map_lookup_elem(map_fd, &key, buffer.data()) != 0) return false;
+  for (int cpu = 0; cpu < cpus; cpu++) {
+    Value one;
+    std::memcpy(&one, buffer.data() + Stride<Value>() * cpu, sizeof(Value));
+    fn(cpu, one);
+  }
+  return true;
+}
+
 // Calls `fn(cgroup_id, value)` for every entry of a per-CPU hash keyed by cgroup id.
 template <typename Value>
 void ForEachPerCpuEntry(int map_fd, const std::function<void(Value&, const Value&)>& add,

@@ -84,6 +84,9 @@ void DiscoveredSampler::Sample(absl::Time now) {
     }
     if (s.points.empty()) with_points_.insert(run->first);
     s.points.push_back(s.usage.Add(r->usage));
+    if (NumaMemoryBytes(r->memory_by_node) >= NumaMemoryBytes(s.memory_by_node_peak)) {
+      s.memory_by_node_peak = r->memory_by_node;
+    }
     s.last = std::move(r);
   }
 }
@@ -117,7 +120,9 @@ std::optional<CgroupFacts> DiscoveredSampler::Remove(const std::string& run_id,
   const std::optional<uint64_t>* psi = s.last->usage.psi_some_us;
   if (psi[0]) f.memory_pressure_seconds = double(*psi[0]) / 1e6;
   if (psi[1]) f.cpu_pressure_seconds = double(*psi[1]) / 1e6;
-  MergeUsage(s.usage.Summary(), f);
+  UsageSummary usage = s.usage.Summary();
+  usage.memory_by_node = std::move(s.memory_by_node_peak);
+  MergeUsage(usage, f);
   return f;
 }
 

@@ -78,6 +78,7 @@ class DiscoveredSampler {
     uint64_t cgroup_id = 0;
     RunUsage usage;
     std::optional<RunCgroupReading> last;
+    NumaMemory memory_by_node_peak;  // the reading's that held the most
     absl::Time next;  // due at
     std::vector<RunSample> points;
     std::list<Runs::iterator>::iterator turn;  // its place in turn_

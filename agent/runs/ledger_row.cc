@@ -8,6 +8,7 @@
 #include "nlohmann/json.hpp"
 #include "json_text.h"
 #include "runs/ledger_sqlite.h"
+#include "runs/run_placement_json.h"
 #include "units.h"
 
 namespace stagewatch {
@@ -141,6 +142,13 @@ RunRecord DecodeRow(const SQLite::Statement& s) {
   st.host = text();
   st.limits.cpuset_cpus = OptText(next());
   st.limits.cpuset_mems = OptText(next());
+  const std::optional<std::string> memory_by_node = OptText(next());
+  if (r.end && memory_by_node) {
+    r.end->facts.memory_by_node = MemoryByNodeFrom(ParseJsonColumn(*memory_by_node, nullptr));
+  }
+  if (std::optional<std::string> placement = OptText(next())) {
+    AgentPlacementFrom(ParseJsonColumn(*placement, nullptr), a);
+  }
   return r;
 }
 

@@ -22,7 +22,8 @@ inline constexpr char kColumns[] =
     "memory_pressure_seconds, cpu_pressure_seconds, agent_observed, oom_kills_userspace, "
     "oom_victims, reclaim_stall_seconds, run_queue_wait_seconds, preemptors, anomalies, "
     "agent_saw_end, cpu_throttled_wall_seconds, run_queue_throttled_seconds, pipeline_run, "
-    "results, io_pressure_seconds, user, uid, host, limit_cpuset_cpus, limit_cpuset_mems";
+    "results, io_pressure_seconds, user, uid, host, limit_cpuset_cpus, limit_cpuset_mems, "
+    "memory_by_node, placement";
 inline constexpr int kStartTimeColumn = 7;  // in kColumns
 
 // The row the statement is on, selected with kColumns first.

@@ -115,6 +115,13 @@ CREATE INDEX runs_by_pipeline_run ON runs (pipeline, pipeline_run, start_time)
 ALTER TABLE runs ADD COLUMN limit_cpuset_cpus TEXT;
 ALTER TABLE runs ADD COLUMN limit_cpuset_mems TEXT;
 )sql",
+      // 9: where a run ran (runs/run_placement_json.h): its memory by NUMA node at its peak,
+      // from its cgroup (memory_by_node), and the agent's migrations and CPU time by node
+      // (placement). NULL when not observed, as for every run before.
+      R"sql(
+ALTER TABLE runs ADD COLUMN memory_by_node TEXT;
+ALTER TABLE runs ADD COLUMN placement TEXT;
+)sql",
   };
   return kMigrations;
 }

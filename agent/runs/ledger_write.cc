@@ -12,6 +12,7 @@
 #include "runs/ledger.h"
 #include "runs/ledger_row.h"
 #include "runs/ledger_sqlite.h"
+#include "runs/run_placement_json.h"
 #include "units.h"
 
 namespace stagewatch {
@@ -54,6 +55,11 @@ AgentFacts Merged(AgentFacts a, const AgentFacts& add) {
   a.anomalies.insert(a.anomalies.end(), add.anomalies.begin(), add.anomalies.end());
   a.anomalies_observed |= add.anomalies_observed || !add.anomalies.empty();
   a.saw_end |= add.saw_end;
+  a.node_migrations = AddOpt(a.node_migrations, add.node_migrations);
+  a.cross_node_migrations = AddOpt(a.cross_node_migrations, add.cross_node_migrations);
+  for (const auto& [node, seconds] : add.cpu_seconds_by_node) {
+    a.cpu_seconds_by_node[node] += seconds;
+  }
   return a;
 }
 
@@ -127,7 +133,7 @@ absl::Status Ledger::EndRun(const std::string& id, const RunEnd& end) {
         "near_limit_seconds = ?, oom_kills_kernel = ?, cpu_seconds = ?, "
         "cpu_throttled_seconds = ?, cpu_p95_cores = ?, memory_pressure_seconds = ?, "
         "cpu_pressure_seconds = ?, cpu_throttled_wall_seconds = ?, io_pressure_seconds = ?, "
-        "verdict = ?, "
+        "memory_by_node = ?, verdict = ?, "
         "verdict_judged_with = ?, ",
         limit("limit_memory_max_bytes"), ", ", limit("limit_memory_high_bytes"), ", ",
         limit("limit_cpu_max_cores"), ", ", limit("limit_cpu_weight"),
@@ -138,7 +144,11 @@ absl::Status Ledger::EndRun(const std::string& id, const RunEnd& end) {
             f.memory_peak_bytes, f.memory_failcnt, f.memory_mean_bytes, f.memory_p95_bytes,
             f.near_limit_seconds, f.oom_kills_kernel, f.cpu_seconds, f.cpu_throttled_seconds,
             f.cpu_p95_cores, f.memory_pressure_seconds, f.cpu_pressure_seconds,
-            f.cpu_throttled_wall_seconds, f.io_pressure_seconds, verdict, judged_with_, limits,
+            f.cpu_throttled_wall_seconds, f.io_pressure_seconds,
+            f.memory_by_node.empty()
+                ? std::nullopt
+                : std::optional<std::string>(JsonText(MemoryByNodeJson(f.memory_by_node))),
+            verdict, judged_with_, limits,
             f.memory_limit_bytes, limits, l.memory_high_bytes, limits, l.cpu_max_cores, limits,
             l.cpu_weight, id);
     changed = s.exec();
@@ -161,12 +171,14 @@ absl::Status Ledger::AddAgentFacts(const std::string& id, const AgentFacts& add)
   RunRecord merged = *std::move(existing);  // as the row reads back after this write
   merged.agent = a;
   merged.agent_observed = true;
+  const nlohmann::json placement = AgentPlacementJson(a);
   try {
     SQLite::Statement s(*db_,
                         "UPDATE runs SET agent_observed = 1, oom_kills_userspace = ?, "
                         "oom_victims = ?, reclaim_stall_seconds = ?, run_queue_wait_seconds = ?, "
                         "run_queue_throttled_seconds = ?, preemptors = ?, anomalies = ?, "
-                        "agent_saw_end = ?, verdict = ?, verdict_judged_with = ? WHERE id = ?");
+                        "agent_saw_end = ?, placement = ?, verdict = ?, verdict_judged_with = ? "
+                        "WHERE id = ?");
     BindAll(s, a.oom_kills_userspace, ledger_row::VictimsText(a.oom_victims),
             a.reclaim_stall_seconds, a.run_queue_wait_seconds, a.run_queue_throttled_seconds,
             a.preemptors_observed ? std::optional<std::string>(JsonText(preemptors))
@@ -174,8 +186,9 @@ absl::Status Ledger::AddAgentFacts(const std::string& id, const AgentFacts& add)
             a.anomalies_observed
                 ? std::optional<std::string>(ledger_row::AnomaliesText(a.anomalies))
                 : std::nullopt,
-            a.saw_end, std::string(VerdictName(JudgeRun(merged, judging_).kind)), judged_with_,
-            id);
+            a.saw_end, placement.is_null() ? std::nullopt
+                                           : std::optional<std::string>(JsonText(placement)),
+            std::string(VerdictName(JudgeRun(merged, judging_).kind)), judged_with_, id);
     s.exec();
   } catch (const SQLite::Exception& e) {
     return SqlError(absl::StrFormat("cannot add agent facts to run \"%s\"", id), e);

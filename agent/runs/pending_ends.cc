@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "nlohmann/json.hpp"
 #include "runs/run_id.h"
+#include "runs/run_placement_json.h"
 
 namespace stagewatch {
 namespace {
@@ -42,6 +43,7 @@ json EndToJson(const RunEnd& end) {
   const CgroupFacts& f = end.facts;
   json facts = json::object();
   Put(facts, "memory_limit_bytes", f.memory_limit_bytes);
+  if (!f.memory_by_node.empty()) facts["memory_by_node"] = MemoryByNodeJson(f.memory_by_node);
   Put(facts, "memory_peak_bytes", f.memory_peak_bytes);
   Put(facts, "memory_failcnt", f.memory_failcnt);
   Put(facts, "memory_mean_bytes", f.memory_mean_bytes);
@@ -89,6 +91,9 @@ absl::StatusOr<RunEnd> EndFromJson(const std::string& text) {
     Get(facts, "memory_pressure_seconds", f.memory_pressure_seconds);
     Get(facts, "cpu_pressure_seconds", f.cpu_pressure_seconds);
     Get(facts, "io_pressure_seconds", f.io_pressure_seconds);
+    if (facts.contains("memory_by_node")) {
+      f.memory_by_node = MemoryByNodeFrom(facts["memory_by_node"]);
+    }
     return end;
   } catch (const json::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("not a kept run end: ", e.what()));

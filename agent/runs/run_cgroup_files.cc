@@ -199,6 +199,10 @@ std::optional<RunCgroupReading> RunCgroupFiles::Read(absl::Time now,
     absl::StatusOr<PsiTotals> psi = ReadPsi(layout_, cgroup_path_, resource, reading.Once());
     r.usage.psi_some_us[i++] = psi.ok() ? std::optional(psi->some_us) : std::nullopt;
   }
+  if (absl::StatusOr<NumaMemory> numa = ReadNumaStat(layout_, cgroup_path_, reading.Once());
+      numa.ok()) {
+    r.memory_by_node = *std::move(numa);
+  }
   if (readings_++ % kLimitsEvery == 0) {
     limits_ = ReadLimits(reading);
     if (sampled) limits_->memory_max_bytes = ReadMemoryMax(reading);

@@ -13,6 +13,7 @@
 #include "absl/time/time.h"
 #include "cgroup/cpu_stats.h"
 #include "cgroup/layout.h"
+#include "cgroup/numa_stat.h"
 #include "cgroup/open_cgroup_files.h"
 #include "runs/run_facts.h"
 #include "runs/run_record.h"
@@ -25,6 +26,7 @@ struct RunCgroupReading {
   std::optional<uint64_t> memory_peak_bytes;  // v1 max_usage_in_bytes, v2 memory.peak
   std::optional<uint64_t> memory_failcnt;     // v1 memory.failcnt, v2 memory.events max
   CpuCgroupStats cpu;
+  NumaMemory memory_by_node;  // empty without memory.numa_stat
   int reads = 0;  // files read
 };
 

@@ -6,6 +6,7 @@
 #include "cgroup/cpu_stats.h"
 #include "cgroup/layout.h"
 #include "cgroup/memory_stats.h"
+#include "cgroup/numa_stat.h"
 #include "cgroup/psi.h"
 
 namespace stagewatch {
@@ -39,6 +40,10 @@ CgroupFacts ReadCgroupFacts(const CgroupLayout& layout, std::vector<std::string>
     SetCpuFacts(*c, period.ok() ? std::optional(*period) : std::nullopt, f);
   } else {
     problems.push_back(std::string(c.status().message()));
+  }
+  // Not every kernel has it (CONFIG_NUMA): its absence is no problem of the run's.
+  if (absl::StatusOr<NumaMemory> numa = ReadNumaStat(layout, "/"); numa.ok()) {
+    f.memory_by_node = *std::move(numa);
   }
   for (auto [resource, out] : {std::pair{"memory", &f.memory_pressure_seconds},
                                std::pair{"cpu", &f.cpu_pressure_seconds},
@@ -99,6 +104,10 @@ void RunSampler::SampleOnce() {
       r.psi_some_us[i++] = psi.ok() ? std::optional(psi->some_us) : std::nullopt;
     }
   }
+  if (absl::StatusOr<NumaMemory> numa = ReadNumaStat(layout_, "/");
+      numa.ok() && NumaMemoryBytes(*numa) >= NumaMemoryBytes(memory_by_node_peak_)) {
+    memory_by_node_peak_ = *std::move(numa);
+  }
   const RunSample p = usage_.Add(r);
   if (!write_) return;
   pending_.push_back(p);
@@ -125,7 +134,9 @@ UsageSummary RunSampler::Stop() {
   if (thread_.joinable()) thread_.join();
   if (write_ && !pending_.empty()) write_(pending_);
   pending_.clear();
-  return usage_.Summary();
+  UsageSummary summary = usage_.Summary();
+  summary.memory_by_node = memory_by_node_peak_;
+  return summary;
 }
 
 void MergeUsage(const UsageSummary& usage, CgroupFacts& facts) {
@@ -133,6 +144,10 @@ void MergeUsage(const UsageSummary& usage, CgroupFacts& facts) {
   facts.memory_p95_bytes = usage.memory_p95_bytes;
   facts.near_limit_seconds = usage.near_limit_seconds;
   facts.cpu_p95_cores = usage.cpu_p95_cores;
+  // The peak of the samples and the end's reading (a run shorter than an interval has none).
+  if (NumaMemoryBytes(usage.memory_by_node) > NumaMemoryBytes(facts.memory_by_node)) {
+    facts.memory_by_node = usage.memory_by_node;
+  }
 }
 
 }  // namespace stagewatch

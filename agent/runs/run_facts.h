@@ -74,6 +74,7 @@ class RunSampler {
   CgroupLayout layout_;
   absl::Duration interval_;
   RunUsage usage_;
+  NumaMemory memory_by_node_peak_;
   SampleWriter write_;
   std::vector<RunSample> pending_;
   std::mutex mu_;

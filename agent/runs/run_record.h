@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "cgroup/numa_stat.h"
 
 namespace stagewatch {
 
@@ -65,6 +66,10 @@ struct CgroupFacts {
   std::optional<double> memory_pressure_seconds;  // PSI "some" total
   std::optional<double> cpu_pressure_seconds;     // PSI "some" total
   std::optional<double> io_pressure_seconds;      // PSI "some" total
+  // Its memory by NUMA node (anon and file) at the reading where it held the most: at the end
+  // its tasks are gone and their anon memory freed, so the end alone would show page cache.
+  // Empty when not read (no memory.numa_stat).
+  NumaMemory memory_by_node;
   // A discovered run's limits as its cgroup files held them at the last reading: the ledger
   // stores them as the run's limits (RunStart::limits) and does not read them back here.
   std::optional<RunLimits> limits;
@@ -98,6 +103,12 @@ struct AgentFacts {
   std::vector<RunAnomaly> anomalies;
   bool anomalies_observed = false;
   bool saw_end = false;  // the agent watched the run's cgroup go and added these at its end
+  // Its tasks' CPU migrations (the placement probe): within a NUMA node, and across nodes.
+  std::optional<uint64_t> node_migrations;
+  std::optional<uint64_t> cross_node_migrations;
+  // Its on-CPU seconds by the NUMA node of the CPU they ran on (node id → seconds); empty when
+  // not observed (the sched or placement signal is off).
+  std::map<int, double> cpu_seconds_by_node;
 };
 
 enum class RunCloser { kLauncher, kAgent };

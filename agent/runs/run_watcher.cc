@@ -205,6 +205,8 @@ RunWatcher::EndReadings RunWatcher::ReadAtEnd(const std::set<uint64_t>& ids,
   }
   if (read.reclaim_stall_seconds) r.reclaim_stall_seconds = read.reclaim_stall_seconds(ids);
   if (read.preemptions) r.preemptions = read.preemptions(ids, settled_ns);
+  if (read.migrations) r.migrations = read.migrations(ids);
+  if (read.cpu_seconds_by_node) r.cpu_seconds_by_node = read.cpu_seconds_by_node(ids);
   return r;
 }
 
@@ -420,6 +422,11 @@ AgentFacts RunWatcher::EndFacts(const EndReadings& readings) const {
     }
     facts.preemptors_observed = true;
   }
+  if (readings.migrations) {
+    facts.node_migrations = readings.migrations->first;
+    facts.cross_node_migrations = readings.migrations->second;
+  }
+  if (readings.cpu_seconds_by_node) facts.cpu_seconds_by_node = *readings.cpu_seconds_by_node;
   facts.anomalies_observed = true;  // the anomaly engine watched its stage throughout
   facts.saw_end = true;
   return facts;

@@ -59,6 +59,12 @@ struct RunProbeReaders {
       preemptions;
   static constexpr uint64_t kSettledNow = UINT64_MAX;
   std::function<std::string(uint64_t)> stage_of;
+  // Its tasks' CPU migrations: {within a NUMA node, across nodes}.
+  std::function<std::optional<std::pair<uint64_t, uint64_t>>(const std::set<uint64_t>&)>
+      migrations;
+  // Its on-CPU seconds by NUMA node id.
+  std::function<std::optional<std::map<int, double>>(const std::set<uint64_t>&)>
+      cpu_seconds_by_node;
 };
 
 // The detectors that judge a running run against its stage's usual runs (the anomaly engine):
@@ -180,6 +186,8 @@ class RunWatcher {
     std::optional<double> run_queue_throttled_seconds;
     std::optional<double> reclaim_stall_seconds;
     std::optional<std::map<uint64_t, uint64_t>> preemptions;
+    std::optional<std::pair<uint64_t, uint64_t>> migrations;
+    std::optional<std::map<int, double>> cpu_seconds_by_node;
   };
   EndReadings ReadAtEnd(const std::set<uint64_t>& ids,
                         uint64_t settled_ns = RunProbeReaders::kSettledNow) const;

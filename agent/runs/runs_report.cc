@@ -6,6 +6,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "runs/run_efficiency.h"
+#include "runs/run_placement.h"
+#include "runs/run_placement_json.h"
 #include "runs/runs_columns.h"
 #include "runs/run_owner.h"
 #include "runs/terminal_text.h"
@@ -118,6 +120,47 @@ json LimitsJson(const RunLimits& l) {
           {"cpuset_mems", Opt(l.cpuset_mems)}};
 }
 
+namespace {
+
+// Its migrations, CPU time and memory by node and remote share; null where not observed.
+json PlacementJson(const RunRecord& r) {
+  const NumaMemory none;
+  const NumaMemory& memory = r.end ? r.end->facts.memory_by_node : none;
+  const std::optional<double> remote = RunRemoteMemoryShare(r);
+  return {{"node_migrations", Opt(r.agent.node_migrations)},
+          {"cross_node_migrations", Opt(r.agent.cross_node_migrations)},
+          {"cpu_seconds_by_node", r.agent.cpu_seconds_by_node.empty()
+                                      ? json(nullptr)
+                                      : AgentPlacementJson(r.agent)["cpu_seconds_by_node"]},
+          {"memory_by_node", memory.empty() ? json(nullptr) : MemoryByNodeJson(memory)},
+          {"remote_memory_share", Opt(remote)}};
+}
+
+// The placement lines of `runs show`.
+std::vector<std::pair<std::string, std::string>> PlacementRows(const RunRecord& r) {
+  const AgentFacts& a = r.agent;
+  std::vector<std::pair<std::string, std::string>> rows;
+  rows.emplace_back("migrations", !a.node_migrations ? "not observed"
+                                  : absl::StrFormat("%d within a node, %d across nodes",
+                                                    *a.node_migrations,
+                                                    a.cross_node_migrations.value_or(0)));
+  rows.emplace_back("cpu by node", a.cpu_seconds_by_node.empty()
+                                       ? "not observed"
+                                       : CpuByNodeText(a.cpu_seconds_by_node));
+  if (r.end) {
+    std::string memory = r.end->facts.memory_by_node.empty()
+                             ? "not observed"
+                             : MemoryByNodeText(r.end->facts.memory_by_node) + " at its peak";
+    if (std::optional<double> remote = RunRemoteMemoryShare(r)) {
+      absl::StrAppend(&memory, absl::StrFormat("; remote %.0f%%", 100 * *remote));
+    }
+    rows.emplace_back("memory by node", memory);
+  }
+  return rows;
+}
+
+}  // namespace
+
 json RunToJson(const RunRecord& r, const RunsConfig& config) {
   const Verdict v = JudgeRun(r, config);
   const RunStart& s = r.start;
@@ -189,6 +232,7 @@ json RunToJson(const RunRecord& r, const RunsConfig& config) {
       {"results", r.results},
   };
   j["efficiency"] = EfficiencyToJson(EfficiencyOf(r, OnlineCpuCount()));
+  j["placement"] = PlacementJson(r);
   return j;
 }
 
@@ -265,6 +309,7 @@ std::string RunDetails(const RunRecord& r, const RunsConfig& config) {
                                     OrNotObserved(f.cpu_pressure_seconds, Secs),
                                     OrNotObserved(f.io_pressure_seconds, Secs)));
   }
+  for (auto& [key, value] : PlacementRows(r)) row(key, value);
   row("reclaim stalls", OrNotObserved(r.agent.reclaim_stall_seconds, Secs));
   std::string wait = OrNotObserved(r.agent.run_queue_wait_seconds, Secs);
   if (r.agent.run_queue_throttled_seconds) {

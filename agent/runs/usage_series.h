@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "cgroup/numa_stat.h"
 
 namespace stagewatch {
 
@@ -17,6 +18,8 @@ struct UsageSummary {
   std::optional<uint64_t> memory_p95_bytes;
   std::optional<double> near_limit_seconds;
   std::optional<double> cpu_p95_cores;
+  // Memory by NUMA node at the reading that held the most (CgroupFacts::memory_by_node).
+  NumaMemory memory_by_node;
 };
 
 class UsageSeries {

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "runs/run_placement.h"
 #include "units.h"
 
 namespace stagewatch {
@@ -116,6 +117,13 @@ void AddDegradations(const RunRecord& run, const RunsConfig& config, double wall
     return *a.share > *b.share;
   });
   out.insert(out.end(), found.begin(), found.end());
+  // Not time lost but where its memory sat: a share of its memory, after the time lost.
+  if (std::optional<double> remote = RunRemoteMemoryShare(run);
+      remote && *remote > config.remote_memory_threshold) {
+    out.push_back({"remote_memory", std::nullopt, *remote,
+                   absl::StrFormat("remote memory: %.0f%% of its memory on nodes other than "
+                                   "where it ran", *remote * 100)});
+  }
 }
 
 std::vector<std::string> Unobserved(const AgentFacts& a) {
@@ -161,8 +169,9 @@ bool VerdictDependsOnThresholds(VerdictKind kind) {
 
 std::string VerdictJudgedWith(const RunsConfig& config) {
   // The shortest text that reads back as the same double: equal text, equal thresholds.
-  return absl::StrFormat("%d:%s/%s", kVerdictRules, FormatExact(config.degraded_fraction),
-                         FormatExact(config.normal_run_queue_wait_fraction));
+  return absl::StrFormat("%d:%s/%s/%s", kVerdictRules, FormatExact(config.degraded_fraction),
+                         FormatExact(config.normal_run_queue_wait_fraction),
+                         FormatExact(config.remote_memory_threshold));
 }
 
 Verdict JudgeRun(const RunRecord& run, const RunsConfig& config) {

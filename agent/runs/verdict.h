@@ -20,16 +20,16 @@ bool VerdictDependsOnThresholds(VerdictKind kind);
 
 // The version of JudgeRun's rules. Raise it with any change that can give a row another
 // verdict: the ledger stores verdicts with it, and rejudges rows stored under another.
-inline constexpr int kVerdictRules = 1;
-// What a stored verdict was judged with: the rules and the thresholds, exact
-// ("1:0.05/0.05": kVerdictRules, then degraded_fraction/normal_run_queue_wait_fraction).
+inline constexpr int kVerdictRules = 2;
+// What a stored verdict was judged with: the rules and the thresholds, exact ("2:0.05/0.05/0.5":
+// kVerdictRules, then degraded_fraction/normal_run_queue_wait_fraction/remote_memory_threshold).
 std::string VerdictJudgedWith(const RunsConfig& config);
 
 struct VerdictReason {
   std::string cause;              // "oom_kill", "signal", "cpu_throttling", ...
   std::optional<double> seconds;  // the figure, for time lost
   // In [0, 1]: of the run's wall time, or for figures summed over its tasks (run-queue wait,
-  // reclaim stalls) of its busy task time (BusyTaskSeconds).
+  // reclaim stalls) of its busy task time (BusyTaskSeconds); for remote_memory, of its memory.
   std::optional<double> share;
   std::string text;               // names the figure and its share
 };

@@ -30,6 +30,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "cgroup/cpu_stats.h"
+#include "cgroup/numa_stat.h"
 #include "config/runs_config.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -541,6 +542,16 @@ TEST_F(RunsE2E, AHandMadeRunGetsTheKernelsPeakUsageCpuAndASeries) {
   }
   EXPECT_GE(most, kBytes * 9 / 10);
   EXPECT_LE(most, kernel_peak);
+
+  // Where it ran, as for a launched run: its CPU time by node adds up to its CPU time, and its
+  // memory by node was sampled while it held the 96 MiB.
+  ASSERT_TRUE(r->agent.node_migrations) << agent->log();
+  double by_node = 0;
+  for (const auto& [node, seconds] : r->agent.cpu_seconds_by_node) by_node += seconds;
+  EXPECT_NEAR(by_node, rusage_seconds, 0.05 * rusage_seconds + 0.02);
+  EXPECT_GE(NumaMemoryBytes(f.memory_by_node), kBytes * 9 / 10);
+  EXPECT_LE(NumaMemoryBytes(f.memory_by_node), kernel_peak + (uint64_t{4} << 20));
+  EXPECT_EQ(j["placement"]["node_migrations"], *r->agent.node_migrations) << *page;
 }
 
 // A job scheduler's cgroup with every limit set by hand: the run's row holds the figures the

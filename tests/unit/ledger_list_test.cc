@@ -232,7 +232,8 @@ TEST(LedgerVerdictTest, EveryWriteStoresTheVerdictItLeaves) {
   kill.oom_victims.push_back({1234, "python3", "userspace", "earlyoom"});
   ASSERT_TRUE(ledger->AddAgentFacts("r1", kill).ok());
   EXPECT_EQ(stored(), "interrupted");
-  EXPECT_EQ(SqlValue(path, "SELECT verdict_judged_with FROM runs WHERE id = 'r1'"), "1:0.05/0.05");
+  EXPECT_EQ(SqlValue(path, "SELECT verdict_judged_with FROM runs WHERE id = 'r1'"),
+            "2:0.05/0.05/0.5");
 }
 
 // The ledger keeps times to the millisecond: a run whose share sits on the threshold only at
@@ -262,8 +263,8 @@ TEST(LedgerVerdictTest, ACursorThatNamesNoRunIsNotFound) {
 }
 
 TEST(LedgerVerdictTest, TheJudgedWithTextIsExactAndNamesTheRules) {
-  EXPECT_EQ(VerdictJudgedWith(Thresholds(0.05, 0.05)), "1:0.05/0.05");
-  EXPECT_EQ(VerdictJudgedWith(Thresholds(0.1, 0)), "1:0.1/0");
+  EXPECT_EQ(VerdictJudgedWith(Thresholds(0.05, 0.05)), "2:0.05/0.05/0.5");
+  EXPECT_EQ(VerdictJudgedWith(Thresholds(0.1, 0)), "2:0.1/0/0.5");
   // Thresholds that differ in the 17th digit are two judgements, not one.
   EXPECT_NE(VerdictJudgedWith(Thresholds(0.05, 0.05)),
             VerdictJudgedWith(Thresholds(std::nextafter(0.05, 1.0), 0.05)));

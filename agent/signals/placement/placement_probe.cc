@@ -92,14 +92,24 @@ absl::StatusOr<std::unique_ptr<PlacementProbe>> PlacementProbe::Start(
   return probe;
 }
 
+namespace {
+void AddCpu(placement_cgroup_stats& sum, const placement_cgroup_stats& cpu) {
+  sum.node_migrations += cpu.node_migrations;
+  sum.cross_node_migrations += cpu.cross_node_migrations;
+}
+}  // namespace
+
+std::optional<PlacementCgroupCounts> PlacementProbe::ReadCgroup(uint64_t cgroup_id) const {
+  std::optional<placement_cgroup_stats> sum = LookupPerCpu<uint64_t, placement_cgroup_stats>(
+      bpf_map__fd(skel_->maps.placement_stats), cgroup_id, AddCpu);
+  if (!sum) return std::nullopt;
+  return PlacementCgroupCounts{cgroup_id, sum->node_migrations, sum->cross_node_migrations};
+}
+
 std::vector<PlacementCgroupCounts> PlacementProbe::Read() const {
-  auto add = [](placement_cgroup_stats& sum, const placement_cgroup_stats& cpu) {
-    sum.node_migrations += cpu.node_migrations;
-    sum.cross_node_migrations += cpu.cross_node_migrations;
-  };
   std::vector<PlacementCgroupCounts> out;
   for (const auto& [id, sum] : ReadPerCpuHash<uint64_t, placement_cgroup_stats>(
-           bpf_map__fd(skel_->maps.placement_stats), add)) {
+           bpf_map__fd(skel_->maps.placement_stats), AddCpu)) {
     out.push_back({id, sum.node_migrations, sum.cross_node_migrations});
   }
   return out;

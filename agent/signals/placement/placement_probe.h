@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,8 @@ class PlacementProbe {
 
   // Every cgroup whose tasks migrated since it was last deleted.
   std::vector<PlacementCgroupCounts> Read() const;
+  // One cgroup's, looked up (a run's cgroups at its end); nullopt when its tasks never migrated.
+  std::optional<PlacementCgroupCounts> ReadCgroup(uint64_t cgroup_id) const;
   // Drops a dead cgroup's entry, so the map stays bounded by the live tree.
   void Delete(uint64_t cgroup_id);
   // Updates dropped because the map was full.

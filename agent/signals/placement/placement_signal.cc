@@ -12,6 +12,7 @@
 #include "signals/placement/cpu_nodes.h"
 #include "signals/placement/placement_probe.h"
 #include "signals/placement/placement_tracker.h"
+#include "signals/sched/sched_probe.h"
 #include "signals/sched/sched_tracker.h"
 #include "signals/signal.h"
 
@@ -57,6 +58,37 @@ std::vector<uint32_t> SplitOncpuByNode(SchedTracker* sched, const absl::StatusOr
   return nodes->nodes;
 }
 
+// A run's migrations from the placement probe, and its on-CPU time by node from the sched
+// probe's per-CPU copies, looked up for its cgroups at its end (RunProbeReaders).
+void ObserveRuns(const PlacementProbe* placement, const SchedProbe* sched,
+                 const absl::StatusOr<CpuNodes>& nodes, RunProbeReaders& r) {
+  if (placement != nullptr) {
+    r.migrations = [placement](const std::set<uint64_t>& ids) {
+      std::pair<uint64_t, uint64_t> sum;  // a cgroup without an entry never migrated
+      for (uint64_t id : ids) {
+        if (std::optional<PlacementCgroupCounts> c = placement->ReadCgroup(id)) {
+          sum.first += c->node_migrations;
+          sum.second += c->cross_node_migrations;
+        }
+      }
+      return std::optional(sum);
+    };
+  }
+  if (sched == nullptr || !nodes.ok()) return;
+  r.cpu_seconds_by_node = [sched, nodes = *nodes](const std::set<uint64_t>& ids) {
+    std::map<int, double> by_node;
+    for (uint64_t id : ids) {
+      std::optional<std::vector<uint64_t>> by_cpu = sched->ReadOncpuByCpu(id);
+      if (!by_cpu) continue;
+      for (size_t cpu = 0; cpu < by_cpu->size(); cpu++) {
+        if ((*by_cpu)[cpu] == 0) continue;
+        by_node[nodes.nodes[nodes.ColumnOf(static_cast<int>(cpu))]] += (*by_cpu)[cpu] / 1e9;
+      }
+    }
+    return std::optional(by_node);
+  };
+}
+
 std::unique_ptr<exporters::Collector> Start(const SignalContext& ctx) {
   RunningSignals& r = *ctx.running;
   const absl::StatusOr<CpuNodes> nodes = ReadCpuNodes(libbpf_num_possible_cpus());
@@ -73,6 +105,7 @@ std::unique_ptr<exporters::Collector> Start(const SignalContext& ctx) {
   }
   r.probe_reports.push_back({[numa = NumaStatStatus(ctx.layout)] { return std::vector{numa}; },
                              [] { return std::vector<ProgramStats>(); }});
+  ObserveRuns(probe, r.Find<SchedProbe>(), nodes, r.run_readers);
   SchedTracker* sched = r.Find<SchedTracker>();
   const std::vector<uint32_t> split = SplitOncpuByNode(sched, nodes);
   return std::make_unique<exporters::PlacementCollector>(tracker, split.empty() ? nullptr : sched,

@@ -196,6 +196,28 @@ std::optional<sched_cgroup_stats> SchedProbe::ReadCgroup(uint64_t cgroup_id) con
   return sum;
 }
 
+std::optional<std::vector<uint64_t>> SchedProbe::ReadOncpuByCpu(uint64_t cgroup_id) const {
+  uint32_t slot = 0;
+  if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.sched_slots), &cgroup_id, &slot) != 0) {
+    return std::nullopt;
+  }
+  std::vector<uint64_t> by_cpu;
+  bool counted = false;
+  // Only the CPUs whose copy of the slot counts for this cgroup (see ReadCgroups).
+  if (!ForEachCpuCopyOf<uint32_t, sched_cgroup_stats>(
+          bpf_map__fd(skel_->maps.sched_stats), slot,
+          [&](int cpu, const sched_cgroup_stats& copy) {
+            by_cpu.resize(std::max<size_t>(by_cpu.size(), cpu + 1));
+            if (copy.cgroup != cgroup_id) return;
+            by_cpu[cpu] = copy.oncpu_ns;
+            counted = true;
+          }) ||
+      !counted) {
+    return std::nullopt;
+  }
+  return by_cpu;
+}
+
 std::map<std::pair<uint64_t, uint64_t>, uint64_t> SchedProbe::ReadPreemptions() const {
   std::map<std::pair<uint64_t, uint64_t>, uint64_t> out;
   for (const auto& [key, n] : ReadPreemptionEntries()) out[{key.preempted, key.preempting}] = n;

@@ -60,6 +60,9 @@ class SchedProbe {
   void ForEachCgroupCopy(absl::FunctionRef<void(int cpu, const sched_cgroup_stats&)> fn) const;
   // One cgroup's, summed over CPUs; nullopt if the probe has no entry for it.
   std::optional<sched_cgroup_stats> ReadCgroup(uint64_t cgroup_id) const;
+  // One cgroup's on-CPU nanoseconds by the CPU they ran on (a run's CPU time by node at its
+  // end); nullopt if the probe has no entry for it.
+  std::optional<std::vector<uint64_t>> ReadOncpuByCpu(uint64_t cgroup_id) const;
   // (preempted cgroup, preempting cgroup) → count.
   std::map<std::pair<uint64_t, uint64_t>, uint64_t> ReadPreemptions() const;
   // The same, unordered: for a caller that looks each pair up in its own map.

@@ -73,7 +73,7 @@ TEST(RunPlacementWorkload, DISABLED_BounceHoldAndReport) {
                        {"memory_by_node", MemoryByNodeJson(*memory)},
                        // Its whole life, last: it stays pinned from here to its exit.
                        {"nr_migrations", testing::NrMigrations()},
-                       {"oncpu_ns", testing::SchedstatOncpuNs()}};
+                       {"oncpu_ns", testing::OncpuNs()}};
   std::ofstream(report_path) << report.dump();
   held[kHeldBytes - 1] = 2;  // held until here
   free(held);

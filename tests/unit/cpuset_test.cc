@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "cgroup_file_tree.h"
 #include "cgroupfs_fixtures.h"
 #include "gtest/gtest.h"
 #include "runs_test_util.h"
@@ -21,33 +22,20 @@ NumaTopology Host() {
   return host;
 }
 
-class CpusetTest : public ::testing::Test {
+class CpusetTest : public ::testing::Test, public testing::CgroupFileTree {
  protected:
+  // Where `hierarchy` ("memory", "cpuset", "unified") is in the tree.
+  std::string Root(const std::string& hierarchy) const {
+    return std::filesystem::path(CgroupFileTree::V1().key_root).parent_path().string() + "/" +
+           hierarchy;
+  }
   // Hybrid: keyed on v1 memory, with a v1 cpuset hierarchy at cpuset/.
   CgroupLayout V1() const {
-    CgroupLayout layout;
-    layout.mode = CgroupMode::kHybrid;
-    layout.key = CGROUP_KEY_V1_MEMORY;
-    layout.key_root = layout.v1_memory_root = dir_.file("memory");
-    layout.v2_root = dir_.file("unified");
-    layout.v1_roots = {{"memory", dir_.file("memory")}, {"cpuset", dir_.file("cpuset")}};
+    CgroupLayout layout = CgroupFileTree::V1();
+    layout.v2_root = Root("unified");
+    layout.v1_roots = {{"memory", Root("memory")}, {"cpuset", Root("cpuset")}};
     return layout;
   }
-  CgroupLayout V2() const {
-    CgroupLayout layout;
-    layout.key = CGROUP_KEY_DEFAULT;
-    layout.key_root = layout.v2_root = dir_.file("unified");
-    layout.v2_has_memory = true;
-    return layout;
-  }
-  void Write(const std::string& hierarchy, const std::string& cgroup_path,
-             const std::map<std::string, std::string>& files) const {
-    const std::string dir = dir_.file(hierarchy) + cgroup_path;
-    std::filesystem::create_directories(dir);
-    for (const auto& [name, text] : files) std::ofstream(dir + "/" + name) << text;
-  }
-
-  testing::TempDir dir_;
 };
 
 TEST_F(CpusetTest, V1ReadsTheCpusetHierarchysEffectiveFiles) {
@@ -60,7 +48,7 @@ TEST_F(CpusetTest, V1ReadsTheCpusetHierarchysEffectiveFiles) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->cpus, (std::vector<int>{2, 3}));
   EXPECT_EQ(c->mems, (std::vector<int>{1}));
-  EXPECT_EQ(c->dir, dir_.file("cpuset") + "/train");
+  EXPECT_EQ(c->dir, Root("cpuset") + "/train");
 }
 
 TEST_F(CpusetTest, V1PathWithoutAMirrorTakesItsNearestAncestors) {
@@ -69,7 +57,7 @@ TEST_F(CpusetTest, V1PathWithoutAMirrorTakesItsNearestAncestors) {
   absl::StatusOr<EffectiveCpuset> c = ReadEffectiveCpuset(V1(), "/jobs/validate/run-7", Host());
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->cpus, (std::vector<int>{1}));
-  EXPECT_EQ(c->dir, dir_.file("cpuset") + "/jobs");
+  EXPECT_EQ(c->dir, Root("cpuset") + "/jobs");
 }
 
 TEST_F(CpusetTest, V2WithoutTheControllerTakesTheNearestAncestorWithIt) {
@@ -87,7 +75,7 @@ TEST_F(CpusetTest, V2WithoutTheControllerTakesTheNearestAncestorWithIt) {
   c = ReadEffectiveCpuset(V2(), "/other", Host());
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->cpus, (std::vector<int>{0, 1, 2, 3}));
-  EXPECT_EQ(c->dir, dir_.file("unified"));
+  EXPECT_EQ(c->dir, Root("unified"));
 }
 
 TEST_F(CpusetTest, NoCpusetAnywhereIsTheWholeHost) {

@@ -172,11 +172,26 @@ void RunWatcher::OnCgroupEvent(const cgroup_event& event) {
   const uint64_t id = event.cgroup_id;
   if (event.kind == CGROUP_EVENT_RMDIR) {
     std::optional<std::set<uint64_t>> ids;
+    std::optional<uint64_t> owner;  // when `id` is a run's descendant
     {
       std::lock_guard<std::mutex> lock(queue_mu_);
-      if (auto found = published_.find(id); found != published_.end()) ids = found->second;
+      if (auto found = published_.find(id); found != published_.end()) {
+        ids = found->second;
+      } else if (auto up = published_owner_.find(id); up != published_owner_.end()) {
+        // Read now and never again: the run's end read must not count it twice.
+        owner = up->second;
+        published_.at(*owner).erase(id);
+        published_owner_.erase(up);
+        retired_ids_.insert(id);
+      }
     }
-    std::optional<EndReadings> readings;
+    if (owner) {
+      Queue([this, owner = *owner, id, readings = ReadAtEnd({id}, event.at_ns)] {
+        OnDescendantRmdir(owner, id, readings);
+      });
+      return;
+    }
+    std::optional<RunEndReadings> readings;
     if (ids) readings = ReadAtEnd(*ids, event.at_ns);
     Queue([this, id, readings, memcg = MemcgAtRmdir::Of(event)] { OnRmdir(id, readings, memcg); });
   } else if (event.kind == CGROUP_EVENT_POPULATED || event.kind == CGROUP_EVENT_UNPOPULATED) {
@@ -195,9 +210,9 @@ void RunWatcher::OnEventsLost() {
   wake_.notify_all();
 }
 
-RunWatcher::EndReadings RunWatcher::ReadAtEnd(const std::set<uint64_t>& ids,
-                                              uint64_t settled_ns) const {
-  EndReadings r;
+RunEndReadings RunWatcher::ReadAtEnd(const std::set<uint64_t>& ids,
+                                     uint64_t settled_ns) const {
+  RunEndReadings r;
   const RunProbeReaders& read = readers_;
   if (read.run_queue_wait_seconds) r.run_queue_wait_seconds = read.run_queue_wait_seconds(ids);
   if (read.run_queue_throttled_seconds) {
@@ -207,6 +222,12 @@ RunWatcher::EndReadings RunWatcher::ReadAtEnd(const std::set<uint64_t>& ids,
   if (read.preemptions) r.preemptions = read.preemptions(ids, settled_ns);
   if (read.migrations) r.migrations = read.migrations(ids);
   if (read.cpu_seconds_by_node) r.cpu_seconds_by_node = read.cpu_seconds_by_node(ids);
+  return r;
+}
+
+RunEndReadings RunWatcher::ReadRun(const OpenRun& run) const {
+  RunEndReadings r = run.retired;
+  AddReadings(r, ReadAtEnd(run.ids));
   return r;
 }
 
@@ -227,7 +248,17 @@ void RunWatcher::Flush() {
 
 void RunWatcher::PublishIds(const OpenRun& run) {
   std::lock_guard<std::mutex> lock(queue_mu_);
-  published_[run.cgroup_id] = run.ids;
+  std::set<uint64_t>& ids = published_[run.cgroup_id];
+  for (uint64_t id : run.ids) {
+    if (retired_ids_.contains(id) || !ids.insert(id).second || id == run.cgroup_id) continue;
+    published_owner_[id] = run.cgroup_id;
+  }
+}
+
+void RunWatcher::Unpublish(const OpenRun& run) {
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  for (uint64_t id : run.ids) published_owner_.erase(id);
+  published_.erase(run.cgroup_id);
 }
 
 void RunWatcher::OnMkdir(uint64_t id, const std::string& path, absl::Time seen) {
@@ -387,16 +418,19 @@ void RunWatcher::WriteSamples() {
   }
 }
 
-void RunWatcher::OnRmdir(uint64_t id, std::optional<EndReadings> readings, MemcgAtRmdir memcg) {
+void RunWatcher::OnRmdir(uint64_t id, std::optional<RunEndReadings> readings,
+                         MemcgAtRmdir memcg) {
   auto found = by_cgroup_.find(id);
-  if (found == by_cgroup_.end() || found->second != id) return;  // descendants: read at the end
+  // A descendant gone before its mkdir was handled: whatever is left is read at the run's end.
+  if (found == by_cgroup_.end() || found->second != id) return;
   OpenRun& run = open_.at(id);
-  {
-    std::lock_guard<std::mutex> lock(queue_mu_);
-    published_.erase(id);
-  }
+  Unpublish(run);
   // Born and gone before the first event was handled: read now, what is left.
-  if (!readings) readings = ReadAtEnd(run.ids);
+  if (readings) {
+    AddReadings(*readings, run.retired);
+  } else {
+    readings = ReadRun(run);
+  }
   const bool recorded = Record(id, true);
   AddFacts(run, EndFacts(*readings));
   for (uint64_t cg : run.ids) by_cgroup_.erase(cg);
@@ -410,7 +444,18 @@ void RunWatcher::OnRmdir(uint64_t id, std::optional<EndReadings> readings, Memcg
   }
 }
 
-AgentFacts RunWatcher::EndFacts(const EndReadings& readings) const {
+void RunWatcher::OnDescendantRmdir(uint64_t owner, uint64_t id,
+                                   const RunEndReadings& readings) {
+  auto found = open_.find(owner);
+  if (found != open_.end() && found->second.ids.erase(id)) {
+    AddReadings(found->second.retired, readings);
+    by_cgroup_.erase(id);
+  }
+  std::lock_guard<std::mutex> lock(queue_mu_);
+  retired_ids_.erase(id);
+}
+
+AgentFacts RunWatcher::EndFacts(const RunEndReadings& readings) const {
   AgentFacts facts;
   if (options_.oom_observed) facts.oom_kills_userspace = 0;
   facts.run_queue_wait_seconds = readings.run_queue_wait_seconds;

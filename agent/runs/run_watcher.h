@@ -37,6 +37,7 @@
 #include "runs/baseline.h"
 #include "runs/discovered_sampler.h"
 #include "runs/ended_run_totals.h"
+#include "runs/run_end_readings.h"
 #include "runs/ledger.h"
 #include "stages/stage_resolver.h"
 
@@ -166,6 +167,7 @@ class RunWatcher {
     bool removed = false;  // its cgroup is gone; waiting for the launcher to close it
     bool populated = false;  // a task is in its cgroup (populated flips, or read at startup)
     std::optional<absl::Time> emptied_at;  // when its last task exited, as the kernel said
+    RunEndReadings retired;  // its removed descendants' figures, read at their rmdirs
   };
   static constexpr absl::Duration kGrace = absl::Seconds(1);
   // Whether the ledger's newest row for a cgroup's path, which the agent saw made at `seen`, is
@@ -180,22 +182,19 @@ class RunWatcher {
   absl::Status Recover();
   // The stage `path` is a run of, or nullopt.
   std::optional<Stage> RunStage(const std::string& path);
-  // What the probes held for a run's cgroups when its own went, read by the deliverer.
-  struct EndReadings {
-    std::optional<double> run_queue_wait_seconds;
-    std::optional<double> run_queue_throttled_seconds;
-    std::optional<double> reclaim_stall_seconds;
-    std::optional<std::map<uint64_t, uint64_t>> preemptions;
-    std::optional<std::pair<uint64_t, uint64_t>> migrations;
-    std::optional<std::map<int, double>> cpu_seconds_by_node;
-  };
-  EndReadings ReadAtEnd(const std::set<uint64_t>& ids,
-                        uint64_t settled_ns = RunProbeReaders::kSettledNow) const;
+  // What the probes held for `ids`, read by the deliverer at an rmdir.
+  RunEndReadings ReadAtEnd(const std::set<uint64_t>& ids,
+                           uint64_t settled_ns = RunProbeReaders::kSettledNow) const;
+  // A run's figures so far: its cgroups' now, with its removed descendants' at their rmdirs.
+  RunEndReadings ReadRun(const OpenRun& run) const;
   void Queue(std::function<void()> task);
   void OnMkdir(uint64_t id, const std::string& path, absl::Time seen);
-  void OnRmdir(uint64_t id, std::optional<EndReadings> readings, MemcgAtRmdir memcg);
+  void OnRmdir(uint64_t id, std::optional<RunEndReadings> readings, MemcgAtRmdir memcg);
+  // A descendant of the run whose cgroup is `owner` went: its figures, read at its rmdir, are
+  // kept with the run (the trackers forget its entries before the run ends).
+  void OnDescendantRmdir(uint64_t owner, uint64_t id, const RunEndReadings& readings);
   // What the agent adds to a run it watched end.
-  AgentFacts EndFacts(const EndReadings& readings) const;
+  AgentFacts EndFacts(const RunEndReadings& readings) const;
   void OnPopulated(uint64_t id, bool populated, absl::Time at);
   // A launcher run whose cgroup holds no task: closed if its launcher is dead (orphan_runs.h).
   // `watched`: the agent watched it to its end, and adds its end facts.
@@ -219,6 +218,7 @@ class RunWatcher {
   void AddAnomaly(const std::string& stage, const RunAnomaly& anomaly);
   // Which ids the deliverers read at rmdir: each run's own cgroup id → its ids.
   void PublishIds(const OpenRun& run);
+  void Unpublish(const OpenRun& run);
   // Finds the launcher's row, or (once kGrace has passed, or `now_or_never`) records a discovered
   // run. Returns whether the run is recorded.
   bool Record(uint64_t key, bool now_or_never);
@@ -314,10 +314,13 @@ class RunWatcher {
     bool slow = false;                   // as last told to options_.detectors.pace
   };
   std::map<uint64_t, ExpectedRun> expected_;  // by open_ key: the runs with a baseline
-  // Guards the queue and `published_`; never held while calling out.
+  // Guards the queue and the published ids; never held while calling out.
   mutable std::mutex queue_mu_;
   std::deque<std::function<void()>> queue_;
   std::map<uint64_t, std::set<uint64_t>> published_;
+  std::map<uint64_t, uint64_t> published_owner_;  // a published descendant → its run's cgroup
+  // Descendants read at their rmdir whose OnDescendantRmdir has not run: never published again.
+  std::set<uint64_t> retired_ids_;
   uint64_t queued_ = 0, done_ = 0;
   std::condition_variable wake_, drained_;
   bool stop_ = false;

@@ -35,7 +35,7 @@ void RunWatcher::CloseIfOrphan(uint64_t key, bool watched) {
     return;
   }
   // The probes' figures of its cgroups, read before the cgroups go (as at an rmdir).
-  const EndReadings readings = ReadAtEnd(run.ids);
+  const RunEndReadings readings = ReadRun(run);
   absl::StatusOr<OrphanEnd> orphan = FinishOrphanCgroup(options_.layout, run.start,
                                                         LauncherRunEnd(run), RunCloser::kAgent);
   if (!orphan.ok()) {
@@ -122,10 +122,7 @@ void RunWatcher::CheckBatchEnds(bool committed) {
 
 void RunWatcher::Forget(uint64_t key) {
   OpenRun& run = open_.at(key);
-  {
-    std::lock_guard<std::mutex> lock(queue_mu_);
-    published_.erase(run.cgroup_id);
-  }
+  Unpublish(run);
   for (uint64_t cg : run.ids) by_cgroup_.erase(cg);
   Count(key);
 }

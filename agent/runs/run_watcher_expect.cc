@@ -101,8 +101,7 @@ void RunWatcher::JudgePaces(absl::Time now) {
       RunRecord so_far{.start = run.start};
       so_far.end = RunEnd{.end = now};
       so_far.end->facts.cpu_seconds = pace.cpu_seconds;
-      const EndReadings read = ReadAtEnd(run.ids);
-      so_far.agent = EndFacts(read);
+      so_far.agent = EndFacts(ReadRun(run));
       state = {true, SlowSoFar(run.start, SlowdownOf(so_far, e.baseline), verdict, e.deadline,
                                options_.zone)};
     }

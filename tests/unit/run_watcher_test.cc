@@ -13,6 +13,8 @@
 #include <thread>
 #include <fstream>
 #include <map>
+#include <mutex>
+#include <set>
 
 #include "gtest/gtest.h"
 #include "cgroup_event_for.h"
@@ -34,14 +36,15 @@ class RunWatcherTest : public ::testing::Test {
   }
 
   std::unique_ptr<RunWatcher> Start(PipelinesConfig pipelines = {},
-                                    absl::TimeZone zone = absl::UTCTimeZone()) {
+                                    absl::TimeZone zone = absl::UTCTimeZone(),
+                                    RunProbeReaders readers = {}) {
     absl::StatusOr<std::unique_ptr<Ledger>> ledger = Ledger::Open(ledger_path_);
     EXPECT_TRUE(ledger.ok()) << ledger.status();
     absl::StatusOr<std::unique_ptr<RunWatcher>> w = RunWatcher::Start(
         *std::move(ledger), &stages_,
         {.key_root = root_, .oom_observed = true, .tick = absl::Milliseconds(20),
          .pipelines = std::move(pipelines), .zone = zone},
-        {});
+        std::move(readers));
     EXPECT_TRUE(w.ok()) << w.status();
     return w.ok() ? *std::move(w) : nullptr;
   }
@@ -457,6 +460,76 @@ TEST_F(RunWatcherTest, ADiscoveredRunIsSampledAndClosedWithTheKernelsPeakAtRmdir
   ASSERT_TRUE(points.ok());
   EXPECT_GE(points->size(), 3u);
   for (const RunSample& p : *points) EXPECT_EQ(p.memory_bytes, uint64_t{100} << 20);
+}
+
+// Per-cgroup figures as a tracker holds them, until the test says the tracker forgot one.
+class FakeProbeFigures {
+ public:
+  void Set(uint64_t id, uint64_t migrations, double run_queue_wait) {
+    std::lock_guard<std::mutex> lock(mu_);
+    figures_[id] = {migrations, run_queue_wait};
+  }
+  void Forget(uint64_t id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    figures_.erase(id);
+  }
+  RunProbeReaders Readers() {
+    RunProbeReaders r;
+    r.migrations = [this](const std::set<uint64_t>& ids) {
+      std::lock_guard<std::mutex> lock(mu_);
+      std::pair<uint64_t, uint64_t> sum;
+      for (uint64_t id : ids) sum.second += figures_.contains(id) ? figures_[id].first : 0;
+      return std::optional(sum);
+    };
+    r.run_queue_wait_seconds = [this](const std::set<uint64_t>& ids) {
+      std::lock_guard<std::mutex> lock(mu_);
+      double sum = 0;
+      for (uint64_t id : ids) sum += figures_.contains(id) ? figures_[id].second : 0;
+      return std::optional(sum);
+    };
+    return r;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<uint64_t, std::pair<uint64_t, double>> figures_;
+};
+
+// A run's child cgroup removed before the run: its figures are read at its own rmdir, so they
+// count once in the run whether the trackers forgot the child before the run ended or not.
+TEST_F(RunWatcherTest, AChildRemovedBeforeItsRunCountsOnceWhetherOrNotItsFiguresWereForgotten) {
+  for (bool forgotten : {true, false}) {
+    SCOPED_TRACE(forgotten ? "forgotten before the run ended" : "still held at the run's end");
+    FakeProbeFigures figures;
+    auto watcher = Start({}, absl::UTCTimeZone(), figures.Readers());
+    const std::string job_path = forgotten ? "/stagewatch/fit/job_1" : "/stagewatch/fit/job_2";
+    watcher->OnCgroupEvent(Mkdir("/stagewatch"));
+    watcher->OnCgroupEvent(Mkdir("/stagewatch/fit"));
+    const cgroup_event job = Mkdir(job_path);
+    watcher->OnCgroupEvent(job);
+    const cgroup_event step = Mkdir(job_path + "/step_0");
+    watcher->OnCgroupEvent(step);
+    const cgroup_event later = Mkdir(job_path + "/step_1");  // made after step_0 went
+    watcher->Flush();  // the run and step_0 are watched
+    figures.Set(job.cgroup_id, 5, 0.25);
+    figures.Set(step.cgroup_id, 300, 1.5);
+    watcher->OnCgroupEvent(Rmdir(step));
+    if (forgotten) figures.Forget(step.cgroup_id);
+    watcher->OnCgroupEvent(later);
+    figures.Set(later.cgroup_id, 40, 0.5);
+    watcher->OnCgroupEvent(Rmdir(later));
+    watcher->Flush();
+    if (forgotten) figures.Forget(later.cgroup_id);
+    watcher->OnCgroupEvent(Rmdir(job));
+    watcher->Flush();
+
+    std::vector<RunRecord> runs = Runs();
+    ASSERT_EQ(runs.size(), forgotten ? 1u : 2u);
+    const RunRecord& r = runs[0];  // the newest
+    ASSERT_TRUE(r.end);
+    EXPECT_EQ(r.agent.cross_node_migrations, 345u);
+    EXPECT_EQ(r.agent.run_queue_wait_seconds, 2.25);
+  }
 }
 
 // The heap is trimmed at the first tick after a churn of runs stops (not at the samples write,

@@ -11,6 +11,8 @@
 # Needs root and a built agent; AGENT_BIN picks the binary (to compare two builds).
 # With TASK_STATES_PASSES=N, first times N passes of task-state reads over the tree
 # (build/bench/task_states_cost: /proc against the task_states iterator) before the agent.
+# With SMAPS_OUT=DIR, the agent's /proc/<pid>/smaps before the churn and once settled after it
+# are copied there, to find which mappings grew.
 # Usage: [AGENT_BIN=build/stagewatch] [OOM_EVERY=1000] bench/cgroup_scale.sh [idle-seconds] [churn-cgroups] [SIZE...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -142,6 +144,7 @@ measure() {  # measure CGROUPS STAGES
   local chunk=$(( churn >= 10 ? churn / 10 : 1 )) exits_made=0 kills_made=0 counted_before
   rss_start=$rss_live
   read -r anon_start file_start <<<"$(rss_parts_kib)"
+  [[ -n "${SMAPS_OUT:-}" ]] && cp "/proc/$AGENT_PID/smaps" "$SMAPS_OUT/before-churn.$cgroups.smaps"
   rss_max=$rss_start
   counted_before=$(stage_exits_and_kills)
   churn_start=$(date +%s.%N)
@@ -169,6 +172,7 @@ measure() {  # measure CGROUPS STAGES
   curl -s "$url" >/dev/null
   rss_settled=$(rss_kib)
   read -r anon_settled file_settled <<<"$(rss_parts_kib)"
+  [[ -n "${SMAPS_OUT:-}" ]] && cp "/proc/$AGENT_PID/smaps" "$SMAPS_OUT/settled.$cgroups.smaps"
   # What the agent counted of the churn's exits and OOM kills, against what it made.
   local exits_counted kills_counted
   read -r exits_counted kills_counted <<<"$(paste -d' ' <(echo "$counted_before") \

@@ -700,7 +700,7 @@ RunWatcher::Held RunWatcher::held() const {
     h.settle_trims_due = settle_trims_;
   }
   std::lock_guard<std::mutex> lock(queue_mu_);
-  h.published = published_.size();
+  h.published = published_.size() + published_owner_.size() + retired_ids_.size();
   h.queued = queue_.size();
   return h;
 }

@@ -37,8 +37,8 @@
 #include "runs/baseline.h"
 #include "runs/discovered_sampler.h"
 #include "runs/ended_run_totals.h"
-#include "runs/run_end_readings.h"
 #include "runs/ledger.h"
+#include "runs/run_end_readings.h"
 #include "stages/stage_resolver.h"
 
 namespace stagewatch {
@@ -143,7 +143,7 @@ class RunWatcher {
   struct Held {
     size_t open_runs = 0;  // open_
     size_t cgroups = 0;    // by_cgroup_
-    size_t published = 0;  // ids the deliverers read at rmdir
+    size_t published = 0;  // runs and descendants the deliverers read at rmdir
     size_t sampled = 0;    // runs the sampler holds
     size_t queued = 0;     // events not yet handled
     uint64_t trims = 0;    // malloc_trim calls so far (not state: a count)

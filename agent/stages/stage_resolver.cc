@@ -3,6 +3,7 @@
 #include "absl/strings/ascii.h"
 #include "glob.h"
 #include "log.h"
+#include "sparse_maps.h"
 #include "string_util.h"
 
 namespace stagewatch {
@@ -55,6 +56,7 @@ Stage StageResolver::Resolve(std::string_view cgroup_path, bool memoise) {
 void StageResolver::ForgetPath(std::string_view cgroup_path) {
   absl::MutexLock lock(&mu_);
   memo_.erase(std::string(cgroup_path));
+  ShrinkIfSparse(memo_);  // the slots a churn's paths took
 }
 
 StageResolver::Resolution StageResolver::ResolveUncached(std::string_view cgroup_path) {

@@ -14,6 +14,15 @@ std::unique_ptr<std::string> ExpositionBuffers::Take() {
 }
 
 void ExpositionBuffers::Give(std::unique_ptr<std::string> buffer) {
+  // Grown well past the exposition it holds (a churn's peak, since gone): the pages of its
+  // unused tail were written once and would stay resident for good. A new buffer with the
+  // room of this exposition and an eighth takes its place, untouched until written.
+  const size_t used = buffer->size();
+  if (buffer->capacity() > used + used / 2 + kShrinkFloor) {
+    auto smaller = std::make_unique<std::string>();
+    smaller->reserve(used + used / 8);
+    buffer = std::move(smaller);
+  }
   std::lock_guard<std::mutex> lock(mu_);
   if (free_.size() < kept_) free_.push_back(std::move(buffer));
 }

@@ -13,10 +13,14 @@ namespace stagewatch::exporters {
 
 // Thread-safe: each scrape (one per worker thread at a time) takes a buffer and gives it back
 // when its answer is sent. At most `kept` buffers are kept; one more scrape at once gets a new
-// buffer that is freed when sent.
+// buffer that is freed when sent. A buffer given back with more than half again the room its
+// exposition took is kept with that exposition's room and an eighth instead.
 class ExpositionBuffers {
  public:
   explicit ExpositionBuffers(size_t kept) : kept_(kept) {}
+
+  // Below this much spare room a buffer is kept as it is.
+  static constexpr size_t kShrinkFloor = 64 << 10;
 
   // A buffer, empty, with the capacity it had when given back.
   std::unique_ptr<std::string> Take();

@@ -30,6 +30,27 @@ TEST(ExpositionBuffersTest, ABufferGivenBackIsTakenAgainEmptyWithItsRoom) {
   EXPECT_EQ(buffers.kept(), 1u);
 }
 
+// After a scrape far larger than the ones since (a churn's peak), the buffer kept is cut back
+// to the room the last exposition took and an eighth; within half again, it is kept as is.
+TEST(ExpositionBuffersTest, ABufferGrownFarPastItsExpositionIsKeptWithThatExpositionsRoom) {
+  ExpositionBuffers buffers(1);
+  std::unique_ptr<std::string> peak = buffers.Take();
+  peak->assign(8 << 20, 'x');
+  buffers.Give(std::move(peak));
+  std::unique_ptr<std::string> after = buffers.Take();
+  ASSERT_GE(after->capacity(), size_t{8} << 20);
+  after->assign(2 << 20, 'y');
+  buffers.Give(std::move(after));
+  EXPECT_GE(buffers.kept_capacity(), size_t{2} << 20);
+  EXPECT_LE(buffers.kept_capacity(), (size_t{2} << 20) + (size_t{2} << 20) / 8 + 64);
+
+  std::unique_ptr<std::string> steady = buffers.Take();
+  const size_t room = steady->capacity();
+  steady->assign(room * 3 / 4, 'z');  // within half again its room: no new buffer
+  buffers.Give(std::move(steady));
+  EXPECT_EQ(buffers.kept_capacity(), room);
+}
+
 TEST(ExpositionBuffersTest, TheServerWritesEachScrapeIntoTheBufferThePreviousOneFilled) {
   std::vector<size_t> room_at_start;
   HttpServerOptions options;

@@ -616,7 +616,7 @@ TEST_F(RunWatcherTest, NothingOfARunIsHeldOnceItsRowIsClosed) {
   const RunWatcher::Held during = watcher->held();
   EXPECT_EQ(during.open_runs, 10u);  // the ten that live
   EXPECT_EQ(during.cgroups, 20u);    // their own cgroups and steps
-  EXPECT_EQ(during.published, 10u);
+  EXPECT_EQ(during.published, 20u);  // the same, for the deliverers
   EXPECT_EQ(during.sampled, 10u);
   for (size_t i = 0; i < lived.size(); i++) {
     watcher->OnCgroupEvent(Rmdir(steps[i]));

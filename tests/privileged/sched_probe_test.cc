@@ -278,9 +278,14 @@ TEST_P(SchedAccuracyTest, ATaskMigratingBetweenCpusMatchesTheKernel) {
   // A few switches per child fall between its last /proc read and the probe's (writing its
   // counters back, exiting): with only ~450 switches in all they are more than 2%.
   const double tail = 4.0 * children.size();
-  EXPECT_NEAR(switches, kernel_switches, 0.02 * kernel_switches + tail);
+  // The kernel's own two counts of the same slices, switches out (/proc) and timeslices run
+  // (schedstat), agree on the host; under emulation they once differed by 15 of 542 (the
+  // probe counted 516: 11 from the one, 26 from the other). Neither is a sharper truth than
+  // their gap.
+  const double kernel_gap = std::abs(kernel_switches - static_cast<double>(kernel.timeslices));
+  EXPECT_NEAR(switches, kernel_switches, 0.02 * kernel_switches + tail + kernel_gap);
   EXPECT_NEAR(wait_ns, kernel.run_delay_ns, 0.05 * kernel.run_delay_ns);
-  EXPECT_NEAR(waits, kernel.timeslices, 0.02 * kernel.timeslices + tail);
+  EXPECT_NEAR(waits, kernel.timeslices, 0.02 * kernel.timeslices + tail + kernel_gap);
   EXPECT_NEAR(oncpu_ns, usage_ns, 0.05 * usage_ns);
 }
 

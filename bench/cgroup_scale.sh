@@ -72,6 +72,19 @@ stage_exits_and_kills() {
     END {printf "%d %d\n", e, k}'
 }
 
+# Where an uncounted exit may have gone, "unattributed-exits unknown-events slot-overflows
+# pair-overflows lost-lifecycle-events": exits counted under no stage, events of cgroups that
+# died unnamed, switches and exits refused for want of a sched slot, preemption pairs refused
+# (no exit lost with them), lifecycle events the ring buffer dropped.
+loss_counters() {
+  curl -s "$url" | awk '/^stagewatch_processes_exited_total\{/ && /pipeline_stage="unattributed"/ {u += $NF}
+    /^stagewatch_unknown_cgroup_events_total/ {e += $NF}
+    /^stagewatch_sched_map_overflows_total\{/ && /map="stats"/ {o += $NF}
+    /^stagewatch_sched_map_overflows_total\{/ && /map="preemptions"/ {p += $NF}
+    /^stagewatch_probe_lost_events_total\{/ && /probe="lifecycle"/ {l += $NF}
+    END {printf "%d %d %d %d %d\n", u, e, o, p, l}'
+}
+
 measure() {  # measure CGROUPS STAGES
   local cgroups=$1 stages=$2
   local per_stage=$(( cgroups / stages ))
@@ -142,11 +155,13 @@ measure() {  # measure CGROUPS STAGES
 
   local rss_start anon_start file_start rss_max rss_path="" made n made_out churn_start
   local chunk=$(( churn >= 10 ? churn / 10 : 1 )) exits_made=0 kills_made=0 counted_before
+  local losses_before losses
   rss_start=$rss_live
   read -r anon_start file_start <<<"$(rss_parts_kib)"
   [[ -n "${SMAPS_OUT:-}" ]] && cp "/proc/$AGENT_PID/smaps" "$SMAPS_OUT/before-churn.$cgroups.smaps"
   rss_max=$rss_start
   counted_before=$(stage_exits_and_kills)
+  losses_before=$(loss_counters)
   churn_start=$(date +%s.%N)
   # A tenth at a time, a scrape and an RSS reading after each.
   for ((made = 0; made < churn; made += chunk)); do
@@ -177,6 +192,8 @@ measure() {  # measure CGROUPS STAGES
   local exits_counted kills_counted
   read -r exits_counted kills_counted <<<"$(paste -d' ' <(echo "$counted_before") \
     <(stage_exits_and_kills) | awk '{print $3 - $1, $4 - $2}')"
+  losses=$(paste -d' ' <(echo "$losses_before") <(loss_counters) |
+    awk '{printf "unattributed exits %d, unknown-cgroup events %d, sched slot overflows %d (preemption pairs %d), lifecycle events lost %d", $6 - $1, $7 - $2, $8 - $3, $9 - $4, $10 - $5}')
   # Runs of the churn still open (each churned cgroup is a run, closed at its rmdir).
   churn_open=$(sqlite3 "$ledger_dir/ledger.db" \
     "SELECT count(*) FROM runs WHERE end_time IS NULL AND cgroup_path LIKE '%/churn_%'")
@@ -214,7 +231,7 @@ measure() {  # measure CGROUPS STAGES
       -v f0="$file_start" -v f2="$file_settled" -v cg="$cgroups" -v stg="$stages" \
       -v closed="$closed_s" -v forgot="$forgotten_s" -v fa="$forget_after" \
       -v copen="$churn_open" -v crows="$churn_rows" -v em="$exits_made" -v km="$kills_made" \
-      -v ec="$exits_counted" -v kc="$kills_counted" 'BEGIN {
+      -v ec="$exits_counted" -v kc="$kills_counted" -v losses="$losses" 'BEGIN {
     k = cg / 1000
     printf "%s: %d cgroups in %d stages, %d stage series, %d runs recorded\n", bin, cg, stg, series, runs
     printf "  idle CPU over %d s (scraped every 15 s): %.3f%% of one core (%.4f%% per 1,000 cgroups)\n",
@@ -232,6 +249,7 @@ measure() {  # measure CGROUPS STAGES
            a0 / 1024, a2 / 1024, 100 * (a2 - a0) / a0, f0 / 1024, f2 / 1024, 100 * (f2 - f0) / f0
     printf "  churned runs in the ledger: %d of %d, %d left open\n", crows, churn, copen
     printf "  the churn'"'"'s exits counted: %d of %d; its OOM kills counted: %d of %d\n", ec, em, kc, km
+    printf "  over the churn: %s\n", losses
     printf "  all %d removed at once: every run closed after %s s, every stage forgotten after %s s (forget_after %d s)\n",
            cg, closed, forgot, fa }'
 }

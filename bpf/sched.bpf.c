@@ -132,6 +132,9 @@ struct {
 	__type(value, __u64);
 } sched_enqueued_at SEC(".maps");
 
+/* Slots given to cgroups so far (user space counts those it frees): how full the array is,
+ * for a tracker that must forget the dead before a churn takes the rest. */
+__u64 sched_slots_given = 0;
 /* Updates refused because a map was full. */
 __u64 sched_stats_overflows = 0;
 __u64 sched_pairs_overflows = 0;
@@ -150,6 +153,8 @@ static __always_inline __u32 *slot_of(__u64 cgroup)
 	}
 	if (bpf_map_update_elem(&sched_slots, &cgroup, &fresh, BPF_NOEXIST) != 0)
 		bpf_map_push_elem(&sched_free_slots, &fresh, 0); /* another CPU gave it one first */
+	else
+		__sync_fetch_and_add(&sched_slots_given, 1);
 	return bpf_map_lookup_elem(&sched_slots, &cgroup);
 }
 
@@ -272,38 +277,65 @@ static __always_inline __u64 throttled_part(struct task_struct *prev, struct tas
 	return part < wait ? part : wait;
 }
 
-/* The slice that just ended and the run-queue wait before it, for `prev` (= current). */
+/* Whether the slice now ending is prev's first and all of it was in view: born after the probe
+ * loaded and, where the kernel counts slices (sched_info.pcount), switched in once. A task
+ * without storage (none could be made) or born between load and attach is not "first" at a
+ * later slice, which would otherwise add its whole past as one wait. */
+static __always_inline bool first_slice_in_view(struct task_struct *prev)
+{
+	if (prev->start_time < loaded_at_ns)
+		return false;
+	return !bpf_core_field_exists(prev->sched_info) || prev->sched_info.pcount <= 1;
+}
+
+static __always_inline void count_first_wait(struct sched_cgroup_stats *s, bool first, __u64 wait)
+{
+	if (first) {
+		s->first_waits++;
+		s->first_wait_ns += wait;
+	}
+}
+
+/* The slice that just ended and the run-queue wait before it, for `prev` (= current), counted
+ * in `s` when its cgroup has a slot. Either way prev's storage records where its counters
+ * stand, so a slice counted after some that found no slot (all taken) adds its own wait,
+ * not theirs too. */
 static __always_inline void count_slice(struct sched_cgroup_stats *s, struct task_struct *prev,
 					struct task_seen *seen, struct cpu_carry *carry)
 {
 	__u64 exec = prev->se.sum_exec_runtime;
 	int policy = prev->policy;
 	bool known = seen && seen->seen;
-	bool born_in_view = prev->start_time >= loaded_at_ns;
+	bool first = !known && first_slice_in_view(prev);
 
 	/* Growth of the runtime cpuacct charges since the task last switched out. Not
 	 * sum_exec_runtime - prev_sum_exec_runtime: set_next_entity() resets that when a task
 	 * that had the CPU alone is picked again, with no switch to see. That difference is
-	 * only the fallback for the first slice of a fair task seen late. */
-	if (known)
-		s->oncpu_ns += exec - seen->exec_ns;
-	else if (born_in_view)
-		s->oncpu_ns += exec;
-	else if (policy == SCHED_NORMAL || policy == SCHED_BATCH || policy == SCHED_IDLE)
-		s->oncpu_ns += exec - prev->se.prev_sum_exec_runtime;
+	 * only the fallback for a fair task seen late. */
+	if (s) {
+		if (known)
+			s->oncpu_ns += exec - seen->exec_ns;
+		else if (first)
+			s->oncpu_ns += exec;
+		else if (policy == SCHED_NORMAL || policy == SCHED_BATCH || policy == SCHED_IDLE)
+			s->oncpu_ns += exec - prev->se.prev_sum_exec_runtime;
+	}
 
 	if (runq_source == SCHED_RUNQ_SCHED_INFO && bpf_core_field_exists(prev->sched_info)) {
 		__u64 delay = prev->sched_info.run_delay;
 		__u64 wait = known ? delay - seen->run_delay : delay;
+		__u64 throttled = seen ? throttled_part(prev, seen, known, wait) : 0;
 
-		if (known || born_in_view)
+		if (s && (known || first)) {
 			hist_add(&s->runq_latency, wait);
-		if (seen) {
-			s->runq_throttled_ns += throttled_part(prev, seen, known, wait);
-			seen->run_delay = delay;
+			s->runq_throttled_ns += throttled;
+			count_first_wait(s, first, wait);
 		}
-	} else {
+		if (seen)
+			seen->run_delay = delay;
+	} else if (s) {
 		hist_add(&s->runq_latency, carry->wait_ns);
+		count_first_wait(s, first, carry->wait_ns);
 	}
 	if (seen) {
 		seen->exec_ns = exec;
@@ -346,8 +378,8 @@ static __always_inline void on_switch(bool preempt, struct task_struct *next,
 			s->nonvoluntary_switches++;
 		else
 			s->voluntary_switches++;
-		count_slice(s, prev, seen, carry);
 	}
+	count_slice(s, prev, seen, carry);
 	if (runq_source == SCHED_RUNQ_WAKEUP_HOOK) {
 		if (runnable) {
 			__u32 pid = prev->pid;

@@ -25,6 +25,10 @@ struct sched_cgroup_stats {
 	/* Of runq_latency's sum, the part the task's CPU group was throttled (CFS bandwidth):
 	 * only where the kernel keeps cfs_rq->throttled_clock_self (Linux 6.6), else 0. */
 	__u64 runq_throttled_ns;
+	/* Of runq_latency, new tasks' first waits (from fork to their first slice, born after the
+	 * probe loaded): a fork storm's start-up apart from waits behind running work. */
+	__u64 first_waits;
+	__u64 first_wait_ns;
 };
 
 /* Key of the preemption matrix: a task of `preempted` was switched out while runnable and a

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "bpf/histogram.h"
 
 namespace stagewatch {
@@ -22,14 +24,24 @@ const char* AnomalyRuleName(AnomalyRule rule) {
   return "unknown";
 }
 
-std::optional<double> Log2HistogramQuantile(const std::vector<uint64_t>& older,
-                                            const std::vector<uint64_t>& newer, double q) {
+namespace {
+
+// What each slot gained between two cumulative histograms (a slot that went down gained 0).
+std::vector<uint64_t> Added(const std::vector<uint64_t>& older,
+                            const std::vector<uint64_t>& newer) {
   std::vector<uint64_t> added(newer.size(), 0);
-  uint64_t total = 0;
   for (size_t i = 0; i < newer.size(); i++) {
     added[i] = newer[i] - (i < older.size() ? std::min(older[i], newer[i]) : 0);
-    total += added[i];
   }
+  return added;
+}
+
+}  // namespace
+
+std::optional<double> Log2HistogramQuantile(const std::vector<uint64_t>& older,
+                                            const std::vector<uint64_t>& newer, double q) {
+  const std::vector<uint64_t> added = Added(older, newer);
+  const uint64_t total = std::accumulate(added.begin(), added.end(), uint64_t{0});
   if (total == 0) return std::nullopt;
   const double rank = q * total;
   uint64_t seen = 0;
@@ -38,6 +50,20 @@ std::optional<double> Log2HistogramQuantile(const std::vector<uint64_t>& older,
     if (seen >= rank) return std::ldexp((1 << HIST_UNIT_SHIFT) * 1e-9, static_cast<int>(i));
   }
   return std::ldexp((1 << HIST_UNIT_SHIFT) * 1e-9, static_cast<int>(added.size()));
+}
+
+std::string FirstWaitsNote(const RunqWaits& older, const RunqWaits& newer) {
+  const std::vector<uint64_t> added = Added(older.slots, newer.slots);
+  const uint64_t waits = std::accumulate(added.begin(), added.end(), uint64_t{0});
+  auto grown = [](uint64_t a, uint64_t b) { return b > a ? b - a : 0; };
+  const uint64_t first = std::min(grown(older.first_waits, newer.first_waits), waits);
+  if (first == 0) {
+    return absl::StrFormat("; none of the window's %d waits a new task's first", waits);
+  }
+  const double first_s = grown(older.first_wait_ns, newer.first_wait_ns) * 1e-9;
+  const double all_s = std::max(grown(older.sum_ns, newer.sum_ns) * 1e-9, first_s);
+  return absl::StrFormat("; of the window's %d waits, %d new tasks' first (%.2f s of %.2f s)",
+                         waits, first, first_s, all_s);
 }
 
 AnomalyEngine::AnomalyEngine(AnomalyConfig config,
@@ -135,21 +161,20 @@ void AnomalyEngine::OnMajorFaults(const Stage& stage, absl::Time t, uint64_t tot
   Report(changes);
 }
 
-void AnomalyEngine::OnRunqLatency(const Stage& stage, absl::Time t,
-                                  const std::vector<uint64_t>& slots, uint64_t above) {
+void AnomalyEngine::OnRunqLatency(const Stage& stage, absl::Time t, RunqWaits waits) {
   std::vector<AnomalyChange> changes;
   {
     absl::MutexLock lock(&mu_);
     PerStage& s = StageState(stage);
-    std::vector<uint64_t> cumulative = slots;
-    cumulative.push_back(above);
-    s.runq.emplace_back(t, std::move(cumulative));
+    s.runq.emplace_back(t, std::move(waits));
     while (s.runq.size() > 2 && s.runq[1].first <= t - config_.runq_window) s.runq.pop_front();
-    std::optional<double> p99 =
-        Log2HistogramQuantile(s.runq.front().second, s.runq.back().second, 0.99);
+    const RunqWaits& older = s.runq.front().second;
+    const RunqWaits& newer = s.runq.back().second;
+    std::optional<double> p99 = Log2HistogramQuantile(older.slots, newer.slots, 0.99);
     // No scheduling at all in the window: nothing waited, so no latency to judge.
-    Note(s, AnomalyRule::kCpuStarvation, config_.cpu_starvation.enabled,
-         s.starvation.Update({t, p99.value_or(0)}), t, &changes);
+    DetectorState state = s.starvation.Update({t, p99.value_or(0)});
+    if (state.active) state.summary += FirstWaitsNote(older, newer);
+    Note(s, AnomalyRule::kCpuStarvation, config_.cpu_starvation.enabled, state, t, &changes);
   }
   Report(changes);
 }

@@ -49,6 +49,18 @@ struct StageAnomalies {
   std::optional<double> limit_eta_seconds;  // the smallest of the stage's domains
 };
 
+// A stage's run-queue waits so far, cumulative: the histogram's slots with `above` last
+// (bpf/histogram.h), their sum, and of them new tasks' first waits (fork to first slice).
+struct RunqWaits {
+  std::vector<uint64_t> slots;
+  uint64_t sum_ns = 0;
+  uint64_t first_waits = 0, first_wait_ns = 0;
+};
+
+// What a cpu_starvation summary adds: of the waits between two readings, how many (and how
+// much of their time) were new tasks' first.
+std::string FirstWaitsNote(const RunqWaits& older, const RunqWaits& newer);
+
 // Thread-safe. Feed each series in time order; `on_change` runs on the feeding thread,
 // outside the engine's lock.
 class AnomalyEngine {
@@ -66,9 +78,9 @@ class AnomalyEngine {
     OnMemory(stage, t, {{.working_set = working_set, .limit = limit}}, psi_full_seconds);
   }
   void OnMajorFaults(const Stage& stage, absl::Time t, uint64_t total);
-  // Cumulative run-queue latency slots (bpf/histogram.h): p99 over runq_window is derived.
-  void OnRunqLatency(const Stage& stage, absl::Time t, const std::vector<uint64_t>& slots,
-                     uint64_t above);
+  // p99 over runq_window is derived; a firing's summary says how much of the window's waiting
+  // was new tasks' first waits (a fork storm's start-up) rather than waits behind running work.
+  void OnRunqLatency(const Stage& stage, absl::Time t, RunqWaits waits);
   void OnOomKill(const Stage& stage, absl::Time t, const std::string& summary);
   // A run's cgroup `cgroup_id` (a limit domain of its stage, or not yet) is judged against its
   // stage's usual runs from now on (LimitEtaDetector::Expect); ForgetRun when it has ended.
@@ -98,7 +110,7 @@ class AnomalyEngine {
     PressureSpikeDetector pressure;
     RateBaselineDetector faults;
     RateBaselineDetector starvation;
-    std::deque<std::pair<absl::Time, std::vector<uint64_t>>> runq;  // cumulative, in window
+    std::deque<std::pair<absl::Time, RunqWaits>> runq;  // cumulative, in window
     std::optional<absl::Time> oom_until;
     std::map<uint64_t, std::string> slow_runs;  // by cgroup id: the summary of each slow run
     StageAnomalies view;

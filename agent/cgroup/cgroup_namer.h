@@ -34,9 +34,12 @@ struct NamedCgroup {
 // map's slots are given back once they expire.
 class CgroupNamer {
  public:
-  static constexpr uint64_t kKeptCollections = 4;  // two trackers collect, twice each
-  // A churn's dead must stay named until both trackers have collected (2.5 s): 65,536 covers
-  // 20,000 cgroups a second, about 6 MiB while a churn that fast lasts.
+  // Three trackers collect (sched and placement every 2.5 s, memory every 5 s): six
+  // collections, about 6 s, give the first two two collections each after a death and the
+  // memory tracker at least one.
+  static constexpr uint64_t kKeptCollections = 6;
+  // A churn's dead must stay named until the trackers have collected: 65,536 covers 10,000
+  // cgroups a second, about 6 MiB while a churn that fast lasts.
   static constexpr size_t kMaxDead = 65536;
 
   CgroupNamer(CgroupPathCache* paths, StageResolver* stages,

@@ -2,14 +2,19 @@
 // /proc/<pid>/schedstat run delay, and the cgroup's CPU usage, for workloads in real cgroups.
 #include <sched.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <signal.h>
 #include <unistd.h>
+
+#include <bpf/bpf.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <tuple>
@@ -295,66 +300,265 @@ INSTANTIATE_TEST_SUITE_P(Sources, SchedAccuracyTest,
                            return info.param == RunqSource::kSchedInfo ? "SchedInfo" : "WakeupHook";
                          });
 
+// A task that waits behind a hog on CPU 0 (800 ms each), then blocks until released, then
+// sleeps in 200 short naps (little wait each) and reports how long it had waited before them
+// and what its counters did over them.
+class WaitThenNap {
+ public:
+  struct Report {
+    uint64_t waited_before_ns = 0;
+    TaskCounters naps;
+  };
+
+  // Returns once the waiting is done and the hog has exited.
+  explicit WaitThenNap(TestCgroup& cgroup) {
+    EXPECT_EQ(pipe(ready_), 0);
+    EXPECT_EQ(pipe(go_), 0);
+    EXPECT_EQ(pipe(result_), 0);
+    const pid_t hog =
+        cgroup.Spawn("sw-hog", [] { PinTo(0); BusyFor(std::chrono::milliseconds(800)); });
+    task_ = cgroup.Spawn("sw-wait-nap", [this] {
+      PinTo(0);
+      BusyFor(std::chrono::milliseconds(800));
+      char b = 0;
+      (void)!write(ready_[1], &b, 1);
+      (void)!read(go_[0], &b, 1);
+      Report report;
+      const TaskCounters start = ReadSelf();
+      report.waited_before_ns = start.run_delay_ns;
+      for (int i = 0; i < 200; i++) usleep(1000);
+      const TaskCounters end = ReadSelf();
+      report.naps = {end.voluntary - start.voluntary, end.nonvoluntary - start.nonvoluntary,
+                     end.run_delay_ns - start.run_delay_ns, end.timeslices - start.timeslices};
+      (void)!write(result_[1], &report, sizeof(report));
+    });
+    char b = 0;
+    EXPECT_EQ(read(ready_[0], &b, 1), 1);
+    EXPECT_EQ(testing::WaitForChild(hog), -0);
+  }
+  ~WaitThenNap() {
+    for (int fd : {ready_[0], ready_[1], go_[0], go_[1], result_[0], result_[1]}) close(fd);
+  }
+
+  // Lets it nap; its report once it has exited.
+  Report Release() {
+    char b = 0;
+    EXPECT_EQ(write(go_[1], &b, 1), 1);
+    Report report;
+    EXPECT_EQ(read(result_[0], &report, sizeof(report)), static_cast<ssize_t>(sizeof(report)));
+    EXPECT_EQ(testing::WaitForChild(task_), -0);
+    return report;
+  }
+
+ private:
+  int ready_[2], go_[2], result_[2];
+  pid_t task_ = -1;
+};
+
+// The probe's waits over the naps against the task's own: only they, not the waits before.
+void ExpectOnlyTheNapsWaits(const char* before_what, const sched_cgroup_stats& before,
+                            const sched_cgroup_stats& after, const WaitThenNap::Report& task) {
+  const double wait_ns = after.runq_latency.sum - before.runq_latency.sum;
+  const double waits = WaitsCounted(before, after);
+  std::printf("waited %s: %.3f ms; since: bpf %.3f ms schedstat %.3f ms; "
+              "waits: bpf %.0f timeslices %lu\n",
+              before_what, task.waited_before_ns / 1e6, wait_ns / 1e6,
+              task.naps.run_delay_ns / 1e6, waits, task.naps.timeslices);
+  ASSERT_GT(task.waited_before_ns, 100'000'000u);  // the hog made it wait
+  // The slices around the two reads of schedstat (the wake-up from `go`, the exit) are the
+  // only ones the two sides may disagree on: a few ms at most on a busy machine.
+  EXPECT_NEAR(wait_ns, task.naps.run_delay_ns, 0.05 * task.naps.run_delay_ns + 10e6);
+  // Counting the waits before in would add all of them.
+  EXPECT_LT(std::abs(wait_ns - static_cast<double>(task.naps.run_delay_ns)),
+            0.1 * task.waited_before_ns);
+  EXPECT_NEAR(waits, task.naps.timeslices, 0.02 * task.naps.timeslices + 3);
+}
+
 // A task that ran (and waited a lot) before the probe loaded: its first switch-out seen must
 // not count the waits of its whole past, only what comes after.
 TEST(SchedProbeTest, TheFirstSliceOfATaskSeenForTheFirstTimeAddsNoPastWait) {
   STAGEWATCH_REQUIRE_PRIVILEGES();
   TestCgroup cgroup("stagewatch/first-seen");
+  WaitThenNap task(cgroup);
+  auto probe = StartProbe(cgroup.layout().key);
+  ASSERT_NE(probe, nullptr);
+  const sched_cgroup_stats before = StatsOf(*probe, cgroup.id());
+  const WaitThenNap::Report report = task.Release();
+  ExpectOnlyTheNapsWaits("before the probe", before, StatsOf(*probe, cgroup.id()), report);
+}
+
+// This process's descriptor of a loaded BPF map by its name (the kernel keeps 15 characters),
+// or -1: the probe's own maps, reached as its programs reach them.
+int OwnBpfMap(const std::string& name) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    const int fd = std::stoi(entry.path().filename().string());
+    bpf_map_info info{};
+    uint32_t len = sizeof(info);
+    if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0 && name.substr(0, 15) == info.name) return fd;
+  }
+  return -1;
+}
+
+// A task that waited while every slot was taken (its cgroup had none, so nothing was counted):
+// once its cgroup has one, a slice adds its own wait, not the waits before it too.
+TEST(SchedProbeTest, WaitsWhileNoSlotWasFreeAreNotAddedToTheNextWaitCounted) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();
+  TestCgroup cgroup("stagewatch/no-slot");
+  auto probe = StartProbe(cgroup.layout().key);
+  ASSERT_NE(probe, nullptr);
+  const int free_slots = OwnBpfMap("sched_free_slots");
+  ASSERT_GE(free_slots, 0);
+  std::vector<uint32_t> taken;  // lowest first, as the stack gives them
+  for (uint32_t slot; bpf_map_lookup_and_delete_elem(free_slots, nullptr, &slot) == 0;) {
+    taken.push_back(slot);
+  }
+  ASSERT_FALSE(taken.empty());
+  const uint64_t overflows_before = probe->stats_overflows();
+
+  WaitThenNap task(cgroup);  // born after the probe loaded, waits while no slot is free
+  const bool counted_without_slot = probe->ReadCgroup(cgroup.id()).has_value();
+  const uint64_t overflows = probe->stats_overflows() - overflows_before;
+  // Back as the probe pushes them: the lowest on top.
+  for (auto slot = taken.rbegin(); slot != taken.rend(); ++slot) {
+    ASSERT_EQ(bpf_map_update_elem(free_slots, nullptr, &*slot, BPF_ANY), 0);
+  }
+  const WaitThenNap::Report report = task.Release();
+
+  std::printf("with no slot free: %lu switches refused\n", overflows);
+  EXPECT_FALSE(counted_without_slot);
+  ASSERT_GT(overflows, 0u);  // its switches found no slot
+  ExpectOnlyTheNapsWaits("with no slot", {}, StatsOf(*probe, cgroup.id()), report);
+}
+
+// The id → slot map's keys (the kernel's own record of which cgroups hold a slot), with the
+// probe's count of slots in use read before and after the walk, once they agree: other cgroups
+// of the host take slots as their tasks first switch.
+struct SlotCounts {
+  std::set<uint64_t> ids;
+  uint64_t in_use = 0;
+};
+SlotCounts ReadSlots(const SchedProbe& probe, int slots_map) {
+  SlotCounts counts;
+  for (int tries = 0; tries < 50; tries++) {
+    counts.in_use = probe.slots_in_use();
+    counts.ids.clear();
+    uint64_t key = 0, next = 0;
+    const void* prev = nullptr;
+    while (bpf_map_get_next_key(slots_map, prev, &next) == 0) {
+      counts.ids.insert(next);
+      key = next;
+      prev = &key;
+    }
+    if (probe.slots_in_use() == counts.in_use && counts.ids.size() == counts.in_use) break;
+    usleep(20000);
+  }
+  return counts;
+}
+
+// The probe counts the slots cgroups hold: one more once a cgroup's task switched, one fewer
+// once the cgroup is forgotten; always as many as the slot map's entries.
+TEST(SchedProbeTest, SlotsInUseAreTheSlotMapsEntries) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();
+  TestCgroup cgroup("stagewatch/slots");
+  auto probe = StartProbe(cgroup.layout().key);
+  ASSERT_NE(probe, nullptr);
+  const int slots_map = OwnBpfMap("sched_slots");
+  ASSERT_GE(slots_map, 0);
+
+  const pid_t task = cgroup.Spawn("sw-switcher", [] {
+    for (int i = 0; i < 5; i++) usleep(1000);
+  });
+  ASSERT_EQ(testing::WaitForChild(task), -0);
+  const SlotCounts with = ReadSlots(*probe, slots_map);
+  probe->Forget({cgroup.id()});
+  const SlotCounts without = ReadSlots(*probe, slots_map);
+  std::printf("slots in use: %lu with the cgroup (map: %zu), %lu once forgotten (map: %zu)\n",
+              with.in_use, with.ids.size(), without.in_use, without.ids.size());
+
+  EXPECT_TRUE(with.ids.contains(cgroup.id()));
+  EXPECT_EQ(with.in_use, with.ids.size());
+  EXPECT_FALSE(without.ids.contains(cgroup.id()));
+  EXPECT_EQ(without.in_use, without.ids.size());
+}
+
+// Tasks forked inside a cgroup behind a hog: each one's first wait, from fork to its first
+// slice, is counted once as a first wait, and their sum is what the tasks' own schedstat said
+// as their first slice began. The forker's own waits, after its first slice, are not first.
+TEST(SchedProbeTest, NewTasksFirstWaitsAreCountedApartAndMatchTheirSchedstat) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();
+  TestCgroup cgroup("stagewatch/first-waits");
+  auto probe = StartProbe(cgroup.layout().key);
+  ASSERT_NE(probe, nullptr);
+  constexpr int kTasks = 40;
+  struct Start {
+    uint64_t run_delay_ns, timeslices;
+  };
   int ready[2], go[2], result[2];
   ASSERT_EQ(pipe(ready), 0);
   ASSERT_EQ(pipe(go), 0);
   ASSERT_EQ(pipe(result), 0);
-  struct Past {
-    uint64_t run_delay_ns;
-    TaskCounters delta;
-  };
-  // Waits behind a hog on CPU 0, then blocks until the probe is loaded, then sleeps in short
-  // naps (little wait each).
-  pid_t hog = cgroup.Spawn("sw-hog", [] { PinTo(0); BusyFor(std::chrono::milliseconds(800)); });
-  pid_t task = cgroup.Spawn("sw-old-task", [&] {
+  // Each ends its own first slice (a nap) before it says it is ready.
+  auto first_slice_done = [&] {
     PinTo(0);
-    BusyFor(std::chrono::milliseconds(800));
+    usleep(1000);
     char b = 0;
     (void)!write(ready[1], &b, 1);
+  };
+  pid_t hog = cgroup.Spawn("sw-hog", [&] {
+    first_slice_done();
+    BusyFor(std::chrono::milliseconds(1500));
+  });
+  pid_t forker = cgroup.Spawn("sw-forker", [&] {
+    first_slice_done();
+    char b = 0;
     (void)!read(go[0], &b, 1);
-    Past past{};
-    const TaskCounters start = ReadSelf();
-    past.run_delay_ns = start.run_delay_ns;
-    for (int i = 0; i < 200; i++) usleep(1000);
-    const TaskCounters end = ReadSelf();
-    past.delta = {end.voluntary - start.voluntary, end.nonvoluntary - start.nonvoluntary,
-                  end.run_delay_ns - start.run_delay_ns, end.timeslices - start.timeslices};
-    (void)!write(result[1], &past, sizeof(past));
+    for (int i = 0; i < kTasks; i++) {
+      if (fork() == 0) {
+        const TaskCounters now = ReadSelf();  // in its first slice: its first wait so far
+        const Start start{now.run_delay_ns, now.timeslices};
+        (void)!write(result[1], &start, sizeof(start));
+        BusyFor(std::chrono::milliseconds(2));
+        _exit(0);
+      }
+      usleep(5000);
+    }
+    while (wait(nullptr) > 0) {
+    }
   });
   char b = 0;
-  ASSERT_EQ(read(ready[0], &b, 1), 1);
-  ASSERT_EQ(testing::WaitForChild(hog), -0);
-
-  auto probe = StartProbe(cgroup.layout().key);
-  ASSERT_NE(probe, nullptr);
+  for (int i = 0; i < 2; i++) ASSERT_EQ(read(ready[0], &b, 1), 1);
   const sched_cgroup_stats before = StatsOf(*probe, cgroup.id());
   ASSERT_EQ(write(go[1], &b, 1), 1);
-  Past past{};
-  ASSERT_EQ(read(result[0], &past, sizeof(past)), static_cast<ssize_t>(sizeof(past)));
-  ASSERT_EQ(testing::WaitForChild(task), -0);
+  ASSERT_EQ(testing::WaitForChild(forker), -0);
+  const sched_cgroup_stats after = StatsOf(*probe, cgroup.id());
+  ASSERT_EQ(testing::WaitForChild(hog), -0);
+  // A task switched out before it read its schedstat had its first wait and more in it: the
+  // bounds of their sum are then apart.
+  double lower = 0, upper = 0;
+  int read_in_first_slice = 0;
+  for (int i = 0; i < kTasks; i++) {
+    Start start{};
+    ASSERT_EQ(read(result[0], &start, sizeof(start)), static_cast<ssize_t>(sizeof(start)));
+    upper += start.run_delay_ns;
+    if (start.timeslices == 1) {
+      lower += start.run_delay_ns;
+      read_in_first_slice++;
+    }
+  }
   for (int fd : {ready[0], ready[1], go[0], go[1], result[0], result[1]}) close(fd);
 
-  const sched_cgroup_stats after = StatsOf(*probe, cgroup.id());
-  const double wait_ns = after.runq_latency.sum - before.runq_latency.sum;
-  const double waits = WaitsCounted(before, after);
-  std::printf("waited before the probe: %.3f ms; since: bpf %.3f ms schedstat %.3f ms; "
-              "waits: bpf %.0f timeslices %lu\n",
-              past.run_delay_ns / 1e6, wait_ns / 1e6, past.delta.run_delay_ns / 1e6, waits,
-              past.delta.timeslices);
+  const double first_waits = after.first_waits - before.first_waits;
+  const double first_wait_ns = after.first_wait_ns - before.first_wait_ns;
+  std::printf("first waits: bpf %.0f of %d tasks forked; their sum: bpf %.3f ms, schedstat "
+              "%.3f to %.3f ms (%d of %d read in their first slice); all waits: %.0f\n",
+              first_waits, kTasks, first_wait_ns / 1e6, lower / 1e6, upper / 1e6,
+              read_in_first_slice, kTasks, WaitsCounted(before, after));
 
-  ASSERT_GT(past.run_delay_ns, 100'000'000u);  // the hog made it wait before the probe
-  // The slices around the two reads of schedstat (the wake-up from `go`, the exit) are the
-  // only ones the two sides may disagree on: a few ms at most on a busy machine.
-  EXPECT_NEAR(wait_ns, past.delta.run_delay_ns, 0.05 * past.delta.run_delay_ns + 10e6);
-  // Counting the past in would add all of it.
-  EXPECT_LT(std::abs(wait_ns - static_cast<double>(past.delta.run_delay_ns)),
-            0.1 * past.run_delay_ns);
-  EXPECT_NEAR(waits, past.delta.timeslices, 0.02 * past.delta.timeslices + 3);
+  EXPECT_EQ(first_waits, kTasks);
+  ASSERT_GT(lower, 0);  // each waited behind the hog or the forker
+  EXPECT_GE(first_wait_ns, 0.95 * lower);
+  EXPECT_LE(first_wait_ns, 1.05 * upper);
+  EXPECT_GT(WaitsCounted(before, after), first_waits);  // the forker's and later ones too
 }
 
 // Which cgroup runs on each CPU now: two pinned hogs, one per CPU; a sleeping stage never.

@@ -1,5 +1,6 @@
 #include "anomaly/anomaly_engine.h"
 
+#include <cstdio>
 #include <vector>
 
 #include "bpf/histogram.h"
@@ -21,6 +22,43 @@ TEST(Log2HistogramQuantileTest, TakesTheQuantileOfTheIncreaseOnly) {
   EXPECT_DOUBLE_EQ(*Log2HistogramQuantile(older, newer, 0.99), 512 * 1.024e-6);
   EXPECT_DOUBLE_EQ(*Log2HistogramQuantile(older, newer, 0.5), 32 * 1.024e-6);
   EXPECT_FALSE(Log2HistogramQuantile(older, older, 0.99).has_value());
+}
+
+// A stage that waited little for five minutes, then 25 waits of about 20 s: its starvation
+// summary says how many of the window's waits were new tasks' first (a fork storm's start-up)
+// and how much of the time waited was theirs.
+std::string StarvationSummary(uint64_t first_of_the_long_waits) {
+  std::vector<AnomalyChange> changes;
+  AnomalyEngine engine(AnomalyConfig{}, [&](const AnomalyChange& c) { changes.push_back(c); });
+  RunqWaits waits{.slots = std::vector<uint64_t>(HIST_SLOTS + 1, 0)};
+  absl::Time t = kStart;
+  for (int i = 0; i < 120; i++, t += absl::Milliseconds(2500)) {
+    if (i == 60) {  // 25 waits in slot 25 (17.2 to 34.4 s)
+      waits.slots[25] += 25;
+      waits.sum_ns += 25 * 20'000'000'000ull;
+      waits.first_waits += first_of_the_long_waits;
+      waits.first_wait_ns += first_of_the_long_waits * 20'000'000'000ull;
+    }
+    waits.slots[2] += 10;  // ten waits of 4 us every reading
+    waits.sum_ns += 10 * 4000;
+    engine.OnRunqLatency(kTrain, t, waits);
+  }
+  for (const AnomalyChange& c : changes) {
+    if (c.rule == AnomalyRule::kCpuStarvation && c.active) return c.summary;
+  }
+  return "";
+}
+
+TEST(AnomalyEngineTest, AStarvationSummarySaysHowMuchOfTheWaitingWasNewTasksFirstWaits) {
+  const std::string storm = StarvationSummary(23);
+  std::printf("%s\n", storm.c_str());
+  EXPECT_NE(storm.find("p99 run-queue latency at 34.36 s"), std::string::npos) << storm;
+  // 25 long waits and the ten of each of the window's readings.
+  EXPECT_NE(storm.find("waits, 23 new tasks' first (460.00 s of 500.00 s)"), std::string::npos)
+      << storm;
+  const std::string behind_work = StarvationSummary(0);
+  EXPECT_NE(behind_work.find("; none of the window's"), std::string::npos) << behind_work;
+  EXPECT_EQ(behind_work.find("new tasks' first ("), std::string::npos) << behind_work;
 }
 
 // A forgotten stage's state goes with it; a stage discovered later under a new id starts clean,

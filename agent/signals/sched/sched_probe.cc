@@ -19,7 +19,7 @@
 namespace stagewatch {
 
 static_assert(sizeof(log2_hist) == (HIST_SLOTS + 2) * 8);
-static_assert(sizeof(sched_cgroup_stats) == 48 + sizeof(log2_hist));
+static_assert(sizeof(sched_cgroup_stats) == 64 + sizeof(log2_hist));
 static_assert(offsetof(sched_cgroup_stats, runq_latency) == 40);
 static_assert(offsetof(sched_cgroup_stats, runq_throttled_ns) == 40 + sizeof(log2_hist));
 static_assert(sizeof(sched_pair) == 16);
@@ -112,6 +112,8 @@ void AddSchedCopy(sched_cgroup_stats& sum, const sched_cgroup_stats& cpu) {
   sum.exited_processes += cpu.exited_processes;
   AddHistogram(sum.runq_latency, cpu.runq_latency);
   sum.runq_throttled_ns += cpu.runq_throttled_ns;
+  sum.first_waits += cpu.first_waits;
+  sum.first_wait_ns += cpu.first_wait_ns;
 }
 
 std::vector<ProbeStatus> SchedProbe::NotStarted(const std::string& why) {
@@ -262,6 +264,7 @@ void SchedProbe::Forget(const std::set<uint64_t>& cgroup_ids) {
     }
     bpf_map_update_elem(bpf_map__fd(skel_->maps.sched_stats), &slot, zeros.data(), BPF_ANY);
     bpf_map_update_elem(bpf_map__fd(skel_->maps.sched_free_slots), nullptr, &slot, BPF_ANY);
+    slots_freed_++;
   }
   const int fd = bpf_map__fd(skel_->maps.sched_preemptions);
   for (const auto& [key, n] : ReadPerCpuHash<sched_pair, uint64_t>(fd, AddCount)) {
@@ -273,6 +276,12 @@ void SchedProbe::Forget(const std::set<uint64_t>& cgroup_ids) {
 
 uint64_t SchedProbe::stats_overflows() const {
   return __atomic_load_n(&skel_->bss->sched_stats_overflows, __ATOMIC_RELAXED);
+}
+
+uint64_t SchedProbe::slots_in_use() const {
+  const uint64_t given = __atomic_load_n(&skel_->bss->sched_slots_given, __ATOMIC_RELAXED);
+  const uint64_t freed = slots_freed_.load();
+  return given > freed ? given - freed : 0;
 }
 
 uint64_t SchedProbe::pair_overflows() const {

@@ -1,6 +1,7 @@
 // Loads bpf/sched.bpf.c and reads its per-cgroup CPU contention aggregates.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -76,6 +77,8 @@ class SchedProbe {
 
   uint64_t stats_overflows() const;
   uint64_t pair_overflows() const;
+  // Slots of the stats array held by cgroups now: given by the probe, less those Forget freed.
+  uint64_t slots_in_use() const;
 
   static std::vector<ProbeStatus> NotStarted(const std::string& why);
 
@@ -85,6 +88,7 @@ class SchedProbe {
   SkeletonPtr<sched_bpf, DestroySchedSkeleton> skel_;
   std::vector<ProbeStatus> statuses_;
   bool splits_throttled_wait_ = false;
+  std::atomic<uint64_t> slots_freed_{0};
 };
 
 }  // namespace stagewatch

@@ -63,12 +63,16 @@ std::unique_ptr<exporters::Collector> Start(const SignalContext& ctx) {
     ObserveRuns(probe, ctx.namer, r.run_readers);
     r.sample_hooks.push_back([tracker, engine = ctx.anomalies, due = Cadence(kCollectInterval)](
                                  absl::Time now, const StageDirectory& known) mutable {
-      if (!due.Due(now)) return;
+      // Early while a churn takes slots: the dead give theirs back only at a collection.
+      if (!due.Due(now) && !tracker->SlotsFillingFast()) return;
       tracker->Collect();
       for (const auto& [id, t] : tracker->Totals()) {
         const Stage* stage = known.Find(id);
         if (stage && id != kUnattributedStageId) {
-          engine->OnRunqLatency(*stage, now, t.runq_slots, t.runq_above);
+          RunqWaits waits{.slots = t.runq_slots, .sum_ns = t.runq_sum_ns,
+                          .first_waits = t.first_waits, .first_wait_ns = t.first_wait_ns};
+          waits.slots.push_back(t.runq_above);
+          engine->OnRunqLatency(*stage, now, std::move(waits));
         }
       }
     });

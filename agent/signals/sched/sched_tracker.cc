@@ -12,7 +12,10 @@ namespace {
 
 // The order of values in a cgroup's StageCounters sample.
 // The on-CPU time by CPU group follows the histogram, a column a group.
-enum : size_t { kVoluntary, kNonvoluntary, kOncpu, kExited, kRunqAbove, kRunqSum, kRunqSlot0 };
+enum : size_t {
+  kVoluntary, kNonvoluntary, kOncpu, kExited, kRunqAbove, kRunqSum, kFirstWaits, kFirstWaitSum,
+  kRunqSlot0
+};
 constexpr size_t kOncpuGroup0 = kRunqSlot0 + HIST_SLOTS;
 
 template <typename ByGroup>
@@ -24,6 +27,8 @@ std::vector<uint64_t> Flatten(const sched_cgroup_stats& s, const ByGroup& oncpu_
   v[kExited] = s.exited_processes;
   v[kRunqAbove] = s.runq_latency.above;
   v[kRunqSum] = s.runq_latency.sum;
+  v[kFirstWaits] = s.first_waits;
+  v[kFirstWaitSum] = s.first_wait_ns;
   for (int i = 0; i < HIST_SLOTS; i++) v[kRunqSlot0 + i] = s.runq_latency.slots[i];
   std::copy(oncpu_by_group.begin(), oncpu_by_group.end(), v.begin() + kOncpuGroup0);
   return v;
@@ -60,12 +65,17 @@ void SchedTracker::Collect() {
   absl::MutexLock lock(&mu_);  // one reader of the maps and per-CPU slots at a time
   CollectCounters();
   overflows_ = {probe_->stats_overflows(), probe_->pair_overflows()};
+  slots_after_collect_ = probe_->slots_in_use();
   const auto running = probe_->ReadRunning();
   running_.clear();
   for (const auto& [id, cpus] : running) {
     std::optional<Stage> stage = namer_->StageOf(id);
     running_[stage ? stage->id : kUnattributedStageId] += cpus;
   }
+}
+
+bool SchedTracker::SlotsFillingFast() const {
+  return probe_->slots_in_use() >= slots_after_collect_.load() + kEarlyCollectSlots;
 }
 
 // Each collection reads every slot, but names and folds only the cgroups and pairs whose
@@ -98,6 +108,7 @@ bool SchedTracker::TakeNames() {
 // would hold 10 MB after a churn beside 10,000 cgroups (bench/README.md, RSS after a churn).
 SchedTracker::CgroupSums SchedTracker::ReadCgroups() {
   CgroupSums sums;
+  sums.reserve(cgroup_reads_.size());  // about as many as last time: no rehash as it fills
   probe_->ForEachCgroupCopy([&](int cpu, const sched_cgroup_stats& copy) {
     CgroupSum& sum = sums[copy.cgroup];
     AddSchedCopy(sum.stats, copy);
@@ -205,6 +216,8 @@ std::map<StageId, SchedStageTotals> SchedTracker::Totals() const {
     t.exited_processes = v[kExited];
     t.runq_above = v[kRunqAbove];
     t.runq_sum_ns = v[kRunqSum];
+    t.first_waits = v[kFirstWaits];
+    t.first_wait_ns = v[kFirstWaitSum];
     for (int i = 0; i < HIST_SLOTS; i++) t.runq_slots[i] = v[kRunqSlot0 + i];
     t.oncpu_ns_by_cpu_group.assign(v.begin() + kOncpuGroup0, v.end());
   }

@@ -308,6 +308,9 @@ class WaitThenNap {
   struct Report {
     uint64_t waited_before_ns = 0;
     TaskCounters naps;
+    // From its schedstat read by the parent while it waited to be released to the same
+    // file of its zombie: every slice after the release, the wake-up and the exit included.
+    TaskCounters released;
   };
 
   // Returns once the waiting is done and the hog has exited.
@@ -342,36 +345,50 @@ class WaitThenNap {
 
   // Lets it nap; its report once it has exited.
   Report Release() {
+    const TaskCounters blocked = Schedstat();
     char b = 0;
     EXPECT_EQ(write(go_[1], &b, 1), 1);
     Report report;
     EXPECT_EQ(read(result_[0], &report, sizeof(report)), static_cast<ssize_t>(sizeof(report)));
+    siginfo_t info{};
+    EXPECT_EQ(waitid(P_PID, task_, &info, WEXITED | WNOWAIT), 0);  // a zombie, not reaped
+    const TaskCounters done = Schedstat();
+    report.released = {0, 0, done.run_delay_ns - blocked.run_delay_ns,
+                       done.timeslices - blocked.timeslices};
     EXPECT_EQ(testing::WaitForChild(task_), -0);
     return report;
   }
 
  private:
+  TaskCounters Schedstat() const {
+    TaskCounters c;
+    uint64_t oncpu = 0;
+    std::istringstream(testing::ReadFile("/proc/" + std::to_string(task_) + "/schedstat")) >>
+        oncpu >> c.run_delay_ns >> c.timeslices;
+    return c;
+  }
+
   int ready_[2], go_[2], result_[2];
   pid_t task_ = -1;
 };
 
-// The probe's waits over the naps against the task's own: only they, not the waits before.
-void ExpectOnlyTheNapsWaits(const char* before_what, const sched_cgroup_stats& before,
-                            const sched_cgroup_stats& after, const WaitThenNap::Report& task) {
+// The probe's waits against the task's own over the span the probe saw (`seen`, with
+// `slack_ns` and `slack_waits` for the slices at its edges): only they, not the waits before.
+void ExpectOnlyTheWaitsSeen(const char* before_what, const sched_cgroup_stats& before,
+                            const sched_cgroup_stats& after, const WaitThenNap::Report& task,
+                            const TaskCounters& seen, double slack_ns, double slack_waits) {
   const double wait_ns = after.runq_latency.sum - before.runq_latency.sum;
   const double waits = WaitsCounted(before, after);
   std::printf("waited %s: %.3f ms; since: bpf %.3f ms schedstat %.3f ms; "
               "waits: bpf %.0f timeslices %lu\n",
-              before_what, task.waited_before_ns / 1e6, wait_ns / 1e6,
-              task.naps.run_delay_ns / 1e6, waits, task.naps.timeslices);
+              before_what, task.waited_before_ns / 1e6, wait_ns / 1e6, seen.run_delay_ns / 1e6,
+              waits, seen.timeslices);
   ASSERT_GT(task.waited_before_ns, 100'000'000u);  // the hog made it wait
-  // The slices around the two reads of schedstat (the wake-up from `go`, the exit) are the
-  // only ones the two sides may disagree on: a few ms at most on a busy machine.
-  EXPECT_NEAR(wait_ns, task.naps.run_delay_ns, 0.05 * task.naps.run_delay_ns + 10e6);
+  EXPECT_NEAR(wait_ns, seen.run_delay_ns, 0.05 * seen.run_delay_ns + slack_ns);
   // Counting the waits before in would add all of them.
-  EXPECT_LT(std::abs(wait_ns - static_cast<double>(task.naps.run_delay_ns)),
+  EXPECT_LT(std::abs(wait_ns - static_cast<double>(seen.run_delay_ns)),
             0.1 * task.waited_before_ns);
-  EXPECT_NEAR(waits, task.naps.timeslices, 0.02 * task.naps.timeslices + 3);
+  EXPECT_NEAR(waits, seen.timeslices, 0.02 * seen.timeslices + slack_waits);
 }
 
 // A task that ran (and waited a lot) before the probe loaded: its first switch-out seen must
@@ -384,7 +401,10 @@ TEST(SchedProbeTest, TheFirstSliceOfATaskSeenForTheFirstTimeAddsNoPastWait) {
   ASSERT_NE(probe, nullptr);
   const sched_cgroup_stats before = StatsOf(*probe, cgroup.id());
   const WaitThenNap::Report report = task.Release();
-  ExpectOnlyTheNapsWaits("before the probe", before, StatsOf(*probe, cgroup.id()), report);
+  // Its naps: the probe first sees it at the switch after the release (the wake-up's slice is
+  // not counted) and the exit comes after its last read. A few ms at most on a busy machine.
+  ExpectOnlyTheWaitsSeen("before the probe", before, StatsOf(*probe, cgroup.id()), report,
+                         report.naps, 10e6, 3);
 }
 
 // This process's descriptor of a loaded BPF map by its name (the kernel keeps 15 characters),
@@ -424,10 +444,19 @@ TEST(SchedProbeTest, WaitsWhileNoSlotWasFreeAreNotAddedToTheNextWaitCounted) {
   }
   const WaitThenNap::Report report = task.Release();
 
+  // Every slice since the release, the wake-up and the exit included: the last is counted
+  // at the zombie's final switch, which may follow the parent's wait a moment later.
+  sched_cgroup_stats after;
+  testing::WaitUntil(
+      [&] {
+        after = StatsOf(*probe, cgroup.id());
+        return WaitsCounted({}, after) >= report.released.timeslices;
+      },
+      2000);
   std::printf("with no slot free: %lu switches refused\n", overflows);
   EXPECT_FALSE(counted_without_slot);
   ASSERT_GT(overflows, 0u);  // its switches found no slot
-  ExpectOnlyTheNapsWaits("with no slot", {}, StatsOf(*probe, cgroup.id()), report);
+  ExpectOnlyTheWaitsSeen("with no slot", {}, after, report, report.released, 1e5, 0);
 }
 
 // The id → slot map's keys (the kernel's own record of which cgroups hold a slot), with the

@@ -302,7 +302,8 @@ INSTANTIATE_TEST_SUITE_P(Sources, SchedAccuracyTest,
 
 // A task that waits behind a hog on CPU 0 (800 ms each), then blocks until released, then
 // sleeps in 200 short naps (little wait each) and reports how long it had waited before them
-// and what its counters did over them.
+// and what its counters did over them. The hog stays in this process's cgroup: its last
+// switch, which may come a moment after it was reaped, is not the task cgroup's.
 class WaitThenNap {
  public:
   struct Report {
@@ -319,7 +320,7 @@ class WaitThenNap {
     EXPECT_EQ(pipe(go_), 0);
     EXPECT_EQ(pipe(result_), 0);
     const pid_t hog =
-        cgroup.Spawn("sw-hog", [] { PinTo(0); BusyFor(std::chrono::milliseconds(800)); });
+        testing::SpawnIn({}, "sw-hog", [] { PinTo(0); BusyFor(std::chrono::milliseconds(800)); });
     task_ = cgroup.Spawn("sw-wait-nap", [this] {
       PinTo(0);
       BusyFor(std::chrono::milliseconds(800));
@@ -338,6 +339,15 @@ class WaitThenNap {
     char b = 0;
     EXPECT_EQ(read(ready_[0], &b, 1), 1);
     EXPECT_EQ(testing::WaitForChild(hog), -0);
+    // Switched out, blocked on `go`: the kernel names where a task sleeps only once it is off
+    // its CPU ("0" while it runs), so no slice of it straddles what the caller does next.
+    const std::string wchan = "/proc/" + std::to_string(task_) + "/wchan";
+    EXPECT_TRUE(testing::WaitUntil(
+        [&] {
+          const std::string where = testing::ReadFile(wchan);
+          return !where.empty() && where != "0";
+        },
+        5000));
   }
   ~WaitThenNap() {
     for (int fd : {ready_[0], ready_[1], go_[0], go_[1], result_[0], result_[1]}) close(fd);

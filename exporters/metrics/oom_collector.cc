@@ -1,5 +1,6 @@
 #include "exporters/metrics/oom_collector.h"
 
+#include <limits>
 #include <map>
 
 #include "exporters/metrics/metric_builders.h"
@@ -11,6 +12,10 @@ absl::Status OomCollector::Collect(std::vector<prometheus::MetricFamily>* out) {
   const std::map<StageId, OomStageTotals> totals = tracker_->Totals();
   const std::shared_ptr<const Snapshot> snapshot = sampler_->Latest();
   const std::map<StageId, uint64_t>& kernel_counts = snapshot->oom_kills;
+  // The kernel's counts are as of their reading: a kill traced since is not a mismatch yet.
+  const double read_at = snapshot->oom_kills_read == absl::InfinitePast()
+                             ? std::numeric_limits<double>::infinity()
+                             : absl::ToDoubleSeconds(snapshot->oom_kills_read - absl::UnixEpoch());
 
   auto kills = CounterFamily("stagewatch_oom_kills_total",
                              "OOM kills of a stage's processes, by who chose the victim.");
@@ -37,7 +42,7 @@ absl::Status OomCollector::Collect(std::vector<prometheus::MetricFamily>* out) {
     AddGauge(&last, StageLabels(stage), seen.last_kill_unix_seconds);
     AddCounter(&cgroup_kills, StageLabels(stage), kernel);
     AddGauge(&mismatch, StageLabels(stage),
-             static_cast<double>(kernel) - static_cast<double>(seen.kernel_kills));
+             static_cast<double>(kernel) - static_cast<double>(seen.KernelKillsBy(read_at)));
   }
   for (auto* family : {&kills, &last, &cgroup_kills, &mismatch}) out->push_back(std::move(*family));
   return absl::OkStatus();

@@ -2,6 +2,7 @@
 // mismatch gauge, and the memory collector's four PSI series, on directory trees standing in
 // for a v1 memory hierarchy and a cgroup2 one, with figures that differ from each other.
 #include <sys/stat.h>
+#include <time.h>
 
 #include <cstring>
 #include <filesystem>
@@ -74,40 +75,87 @@ oom_event KillIn(uint64_t cgroup_id, uint16_t kind) {
   return e;
 }
 
+// The OOM tracker, the sampler reading the kernel's counts from memory.oom_control (kOomPart)
+// and the collector that compares them.
+struct OomParts {
+  explicit OomParts(const std::string& key_root, const CgroupLayout& layout)
+      : paths(key_root),
+        stages({}, DiscoveryConfig{}),
+        tracker(&paths, &stages, layout.key),
+        namer(&paths, &stages, absl::ZeroDuration()),
+        sampler(&namer, layout, MemoryConfig{}, {}, kMemoryPart | kOomPart),
+        collector(&tracker, &stages, &sampler) {}
+  std::vector<prometheus::MetricFamily> Collect() {
+    std::vector<prometheus::MetricFamily> families;
+    EXPECT_TRUE(collector.Collect(&families).ok());
+    return families;
+  }
+  CgroupPathCache paths;
+  StageResolver stages;
+  OomTracker tracker;
+  CgroupNamer namer;
+  MemorySampler sampler;
+  exporters::OomCollector collector;
+};
+
+const Labels kTrainLabels = {{"pipeline_stage", "train"}};
+
 // Two kernel kills and one by a user-space killer, against a kernel count of 3: each kind is
 // its own series, and the mismatch is the kernel's count minus the traced kernel kills (+1).
 TEST_F(CollectorFieldsTest, OomKillsByKindAndTheMismatchSign) {
-  CgroupPathCache paths(key_root_);
-  StageResolver stages({}, DiscoveryConfig{});
-  OomTracker tracker(&paths, &stages, layout_.key);
-  CgroupNamer namer(&paths, &stages, absl::ZeroDuration());
-  // The kernel's counts come from memory.oom_control through the sampler (kOomPart).
-  MemorySampler sampler(&namer, layout_, MemoryConfig{}, {}, kMemoryPart | kOomPart);
-  exporters::OomCollector collector(&tracker, &stages, &sampler);
+  OomParts oom(key_root_, layout_);
   SetOomKillCount(0);
   const absl::Time t0 = absl::Now();
-  sampler.SampleOnce(t0);
-  std::vector<prometheus::MetricFamily> before;
-  ASSERT_TRUE(collector.Collect(&before).ok());
+  oom.sampler.SampleOnce(t0);
 
   const uint64_t id = TrainId();
-  tracker.OnEvent(KillIn(id, OOM_KIND_KERNEL));
-  tracker.OnEvent(KillIn(id, OOM_KIND_KERNEL));
-  tracker.OnEvent(KillIn(id, OOM_KIND_USERSPACE));
-  sampler.OnOomKill(t0 + absl::Seconds(1), id);
+  oom.tracker.OnEvent(KillIn(id, OOM_KIND_KERNEL));
+  oom.tracker.OnEvent(KillIn(id, OOM_KIND_KERNEL));
+  oom.tracker.OnEvent(KillIn(id, OOM_KIND_USERSPACE));
+  oom.sampler.OnOomKill(t0 + absl::Seconds(1), id);
   SetOomKillCount(3);
-  sampler.SampleOnce(t0 + absl::Seconds(1));
-  std::vector<prometheus::MetricFamily> after;
-  ASSERT_TRUE(collector.Collect(&after).ok());
+  oom.sampler.SampleOnce(t0 + absl::Seconds(1));
+  const std::vector<prometheus::MetricFamily> after = oom.Collect();
 
-  const Labels train = {{"pipeline_stage", "train"}};
   EXPECT_EQ(ValueOf(after, "stagewatch_oom_kills_total",
                     {{"pipeline_stage", "train"}, {"kind", "kernel"}}), 2);
   EXPECT_EQ(ValueOf(after, "stagewatch_oom_kills_total",
                     {{"pipeline_stage", "train"}, {"kind", "userspace"}}), 1);
-  EXPECT_EQ(ValueOf(after, "stagewatch_oom_kills_cgroup_total", train), 3);
-  EXPECT_EQ(ValueOf(after, "stagewatch_oom_kills_mismatch", train), 1)
+  EXPECT_EQ(ValueOf(after, "stagewatch_oom_kills_cgroup_total", kTrainLabels), 3);
+  EXPECT_EQ(ValueOf(after, "stagewatch_oom_kills_mismatch", kTrainLabels), 1)
       << "kernel count 3 minus 2 traced kernel kills";
+}
+
+// The kernel's counts are read at one moment: a kill traced after it is compared with them
+// once they are read again, so a scrape in between shows no mismatch (it showed -1).
+TEST_F(CollectorFieldsTest, AKillTracedAfterTheKernelsCountWasReadIsNoMismatchBeforeTheNextRead) {
+  OomParts oom(key_root_, layout_);
+  SetOomKillCount(0);
+  oom.sampler.SampleOnce(absl::Now());
+
+  const uint64_t id = TrainId();
+  oom_event kill = KillIn(id, OOM_KIND_KERNEL);
+  timespec mono{};
+  clock_gettime(CLOCK_MONOTONIC, &mono);
+  kill.timestamp_ns = mono.tv_sec * 1000000000ull + mono.tv_nsec;  // now: after the reading
+  oom.tracker.OnEvent(kill);
+  SetOomKillCount(1);
+  std::vector<prometheus::MetricFamily> families = oom.Collect();
+  EXPECT_EQ(ValueOf(families, "stagewatch_oom_kills_total",
+                    {{"pipeline_stage", "train"}, {"kind", "kernel"}}), 1);
+  EXPECT_EQ(ValueOf(families, "stagewatch_oom_kills_cgroup_total", kTrainLabels), 0);
+  EXPECT_EQ(ValueOf(families, "stagewatch_oom_kills_mismatch", kTrainLabels), 0);
+
+  oom.sampler.OnOomKill(absl::Now(), id);
+  oom.sampler.ReadVictims(absl::Now());
+  families = oom.Collect();
+  EXPECT_EQ(ValueOf(families, "stagewatch_oom_kills_cgroup_total", kTrainLabels), 1);
+  EXPECT_EQ(ValueOf(families, "stagewatch_oom_kills_mismatch", kTrainLabels), 0);
+
+  // A kill the kernel counted and nobody traced is still a mismatch at the next reading.
+  SetOomKillCount(2);
+  oom.sampler.SampleOnce(absl::Now());
+  EXPECT_EQ(ValueOf(oom.Collect(), "stagewatch_oom_kills_mismatch", kTrainLabels), 1);
 }
 
 // memory.pressure and io.pressure with four different totals: each PSI series shows its own.

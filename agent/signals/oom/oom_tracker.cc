@@ -3,6 +3,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <string_view>
 
@@ -67,7 +68,14 @@ std::pair<Stage, std::string> OomTracker::OnEvent(const oom_event& event) {
   {
     absl::MutexLock lock(&mu_);
     OomStageTotals& t = totals_[stage.id];
-    (event.kind == OOM_KIND_USERSPACE ? t.userspace_kills : t.kernel_kills)++;
+    if (event.kind == OOM_KIND_USERSPACE) {
+      t.userspace_kills++;
+    } else {
+      t.kernel_kills++;
+      t.recent_kernel_kills.insert(
+          std::upper_bound(t.recent_kernel_kills.begin(), t.recent_kernel_kills.end(), when), when);
+      if (t.recent_kernel_kills.size() > kRecentKills) t.recent_kernel_kills.pop_front();
+    }
     t.last_kill_unix_seconds = std::max(t.last_kill_unix_seconds, when);
     if (cgroup.empty()) unknown_cgroups_++;
   }

@@ -3,7 +3,9 @@
 // (Snapshot::oom_kills).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <string>
 
@@ -21,7 +23,21 @@ struct OomStageTotals {
   uint64_t kernel_kills = 0;     // chosen by the kernel's OOM killer
   uint64_t userspace_kills = 0;  // SIGKILLs from configured user-space killers
   double last_kill_unix_seconds = 0;
+  // When the latest kernel kills happened (Unix seconds, oldest first; kRecentKills of them):
+  // the kernel's counters are read at one moment and must be compared with the kills by then.
+  std::deque<double> recent_kernel_kills;
+
+  // The kernel kills that happened by `unix_seconds`.
+  uint64_t KernelKillsBy(double unix_seconds) const {
+    const auto later = std::upper_bound(recent_kernel_kills.begin(), recent_kernel_kills.end(),
+                                        unix_seconds);
+    return kernel_kills - (recent_kernel_kills.end() - later);
+  }
 };
+
+// Enough for every kill between two readings of the kernel's counters (they are read again at
+// once after a traced kill); past it, a kill storm's newest kills may be compared too early.
+inline constexpr size_t kRecentKills = 64;
 
 // Thread-safe: events arrive on the probe's poll thread, reads come from scrapes.
 class OomTracker {

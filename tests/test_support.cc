@@ -171,6 +171,19 @@ std::string TestBase(const CgroupLayout& layout) {
   return base;
 }
 
+// A child started before the test process stepped into its leaf (TestBase) would stay in the
+// process's own cgroup and keep it from delegating; so children wait for that step, whatever
+// the order of a binary's tests.
+void StepDownBeforeAChild() {
+  static const bool once = [] {
+    if (geteuid() != 0) return false;
+    absl::StatusOr<CgroupLayout> layout = DetectHostCgroupLayout();
+    if (layout.ok()) TestBase(*layout);
+    return true;
+  }();
+  (void)once;
+}
+
 }  // namespace
 
 TestCgroup::TestCgroup(const std::string& relative, const std::vector<std::string>& controllers) {
@@ -326,6 +339,7 @@ void SmallDisk::Free() { std::filesystem::remove(dir_ + "/fill"); }
 
 pid_t SpawnIn(const std::vector<std::string>& dirs, const std::string& comm,
               std::function<void()> body) {
+  StepDownBeforeAChild();
   pid_t pid = fork();
   if (pid == 0) {
     for (const std::string& dir : dirs) {
@@ -470,6 +484,7 @@ AgentProcess::AgentProcess(const std::vector<std::string>& args,
   char path[] = "/tmp/stagewatch-agent-log-XXXXXX";
   int log_fd = mkstemp(path);
   log_path_ = path;
+  StepDownBeforeAChild();
   pid_ = fork();
   if (pid_ == 0) {
     prctl(PR_SET_PDEATHSIG, SIGTERM);

@@ -48,3 +48,7 @@ def cached_root_tarball():
     shutil.rmtree(staging)
     log(f"root: debootstrap from {mirror} in {time.monotonic() - started:.0f} s, cached")
     return tarball
+
+
+if __name__ == "__main__":  # scripts/test.sh makes it while the build runs
+    cached_root_tarball()

@@ -28,11 +28,9 @@ import subprocess
 import sys
 import time
 
-from debian_root import CACHE_DIR, cached_root_tarball
+from debian_root import cached_root_tarball
 from deploy_support import REPO, fail, log, need_root, need_tools, run, unit_settings
 
-KERNEL_PATTERN = r"^linux-image-6\.1\.0-[0-9]+-amd64-unsigned$"
-MODULES = ["virtio_pci", "9pnet_virtio", "9p"]  # to mount the root over 9p
 TIMEOUT_S = int(os.environ.get("STAGEWATCH_VM_TIMEOUT", "900"))
 
 CHECK_SCRIPT = r"""#!/bin/bash
@@ -83,49 +81,13 @@ exec switch_root /newroot /lib/systemd/systemd
 """
 
 
-def kernel():
-    """vmlinuz and the 9p modules (dependencies first) of the newest packaged 6.1 kernel."""
-    names = run(["apt-cache", "search", "--names-only", KERNEL_PATTERN]).stdout.split("\n")
-    packages = [n.split()[0] for n in names if n.strip()]
-    if not packages:  # no package lists: a kernel fetched before will do
-        packages = [os.path.basename(os.path.dirname(r))
-                    for r in glob.glob(f"{CACHE_DIR}/linux-image-6.1.0-*/ready")]
-    if not packages:
-        fail("no linux-image-6.1.0-*-amd64-unsigned in the package lists; run apt-get update")
-    packages.sort(key=lambda p: int(re.search(r"6\.1\.0-(\d+)", p).group(1)))
-    kdir = os.path.join(CACHE_DIR, packages[-1])
-    if not os.path.exists(os.path.join(kdir, "ready")):
-        tmp = kdir + ".fetch"
-        shutil.rmtree(tmp, ignore_errors=True)
-        os.makedirs(tmp)
-        run(["apt-get", "download", "-q", "-o", "APT::Sandbox::User=root", packages[-1]], cwd=tmp)
-        run(["dpkg-deb", "-x", glob.glob(f"{tmp}/*.deb")[0], f"{tmp}/x"])
-        os.makedirs(f"{kdir}/modules", exist_ok=True)
-        shutil.copy(glob.glob(f"{tmp}/x/boot/vmlinuz-*")[0], f"{kdir}/vmlinuz")
-        order = []
-
-        def add(name):
-            if name in order:
-                return
-            found = [p for p in glob.glob(f"{tmp}/x/lib/modules/*/kernel/**/*.ko", recursive=True)
-                     if os.path.basename(p)[:-3].replace("-", "_") == name]
-            if not found:
-                fail(f"module {name} is not in {packages[-1]}")
-            with open(found[0], "rb") as ko:  # .modinfo's "depends=a,b" string
-                m = re.search(rb"depends=([^\0]*)\0", ko.read())
-            for dep in filter(None, m.group(1).decode().split(",") if m else []):
-                add(dep.replace("-", "_"))
-            shutil.copy(found[0], f"{kdir}/modules/")
-            order.append(name)
-            with open(f"{kdir}/modules/order", "a") as f:
-                f.write(os.path.basename(found[0]) + "\n")
-
-        open(f"{kdir}/modules/order", "w").close()
-        for m in MODULES:
-            add(m)
-        open(os.path.join(kdir, "ready"), "w").close()
-        shutil.rmtree(tmp)
-    return kdir
+def kernel(build):
+    """vmlinuz and the 9p modules of the newest packaged 6.1 kernel: the VM stage's own cache."""
+    fetch = subprocess.run([os.path.join(REPO, "tests", "vm", "fetch-kernel.sh"), build],
+                           capture_output=True, text=True)
+    if fetch.returncode != 0:
+        fail(f"no kernel to boot: {fetch.stderr.strip()}")
+    return fetch.stdout.strip().splitlines()[-1]
 
 
 def guest_root(work, deb):
@@ -198,7 +160,7 @@ def main():
     need_tools("qemu-system-x86_64", "busybox", "cpio")
     started = time.monotonic()
     deb = run([os.path.join(REPO, "scripts", "build-deb.sh"), build]).stdout.split()[-1]
-    kdir = kernel()
+    kdir = kernel(build)
     work = os.path.join(build, "deploy-vm")
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(f"{work}/root")

@@ -7,11 +7,11 @@
 # Usage: tests/vm/run.sh BUILD_DIR
 # Exit: 0 when the guest ran its test plan, 77 when this host cannot run a VM (no qemu, no
 # kernel in the archive) and STAGEWATCH_REQUIRE_PRIVILEGED is not 1, else 1.
-# Environment: STAGEWATCH_VM_CACHE (kernel cache, default /var/cache/stagewatch-vm),
-# STAGEWATCH_VM_KERNEL (a package name instead of the newest), STAGEWATCH_VM_TIMEOUT (seconds
-# for all boots together, default 3300, inside ctest's 3600), STAGEWATCH_VM_TCG_THREAD (multi
-# to emulate each guest CPU on its own host thread), STAGEWATCH_VM_PLAN (another plan file, for a quick manual run of a few
-# tests; ctest's vm.* entries always follow tests/vm/plan.txt).
+# Environment: STAGEWATCH_VM_CACHE and STAGEWATCH_VM_KERNEL (tests/vm/fetch-kernel.sh),
+# STAGEWATCH_VM_TIMEOUT (seconds for all boots together, default 3300, inside ctest's 3600),
+# STAGEWATCH_VM_TCG_THREAD (multi to emulate each guest CPU on its own host thread),
+# STAGEWATCH_VM_PLAN (another plan file, for a quick manual run of a few tests; ctest's vm.*
+# entries always follow tests/vm/plan.txt).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source_dir=$(cd "$here/../.." && pwd)
@@ -30,47 +30,8 @@ command -v qemu-system-x86_64 >/dev/null || cannot_run "qemu-system-x86_64 is mi
 command -v busybox >/dev/null || cannot_run "busybox is missing; run scripts/install-deps.sh as root"
 command -v cpio >/dev/null || cannot_run "cpio is missing; run scripts/install-deps.sh as root"
 
-cache=${STAGEWATCH_VM_CACHE:-/var/cache/stagewatch-vm}
-mkdir -p "$cache" 2>/dev/null && [ -w "$cache" ] || cache=$build/vm-cache
-mkdir -p "$cache"
-
-# ---- the kernel: the newest packaged 6.1, fetched once -------------------------------------
-pkg=${STAGEWATCH_VM_KERNEL:-$(apt-cache search --names-only '^linux-image-6\.1\.0-[0-9]+-amd64-unsigned$' 2>/dev/null |
-                                awk '{print $1}' | sort -V | tail -1)}
-if [ -z "$pkg" ]; then
-  # No package lists (apt-get update never ran): the newest kernel already cached will do.
-  pkg=$(ls "$cache" 2>/dev/null | grep '^linux-image-6\.1\.0-' | sort -V | tail -1 || true)
-fi
-[ -n "$pkg" ] || cannot_run "no linux-image-6.1.0-*-amd64-unsigned in the package lists; run apt-get update"
-kdir=$cache/$pkg
-if [ ! -f "$kdir/ready" ]; then
-  echo "vm: fetching $pkg into $cache"
-  tmp=$(mktemp -d "$cache/fetch.XXXXXX")
-  trap 'rm -rf "$tmp"' EXIT
-  (cd "$tmp" && apt-get download -q -o APT::Sandbox::User=root "$pkg" >/dev/null) ||
-    cannot_run "apt-get download $pkg failed"
-  dpkg-deb -x "$tmp"/*.deb "$tmp/root"
-  rm -rf "$kdir" && mkdir -p "$kdir/modules"
-  cp "$tmp"/root/boot/vmlinuz-* "$kdir/vmlinuz"
-  # Only the modules the guest needs to mount 9p (virtio, 9p and what they depend on), in
-  # load order: dependencies first, read from each module's own modinfo.
-  moddir=$(echo "$tmp"/root/lib/modules/*/kernel)
-  declare -A seen=()
-  add_module() {
-    local name=$1 ko dep
-    [ -n "${seen[$name]:-}" ] && return
-    seen[$name]=1
-    ko=$(find "$moddir" \( -name "$name.ko" -o -name "${name//_/-}.ko" \) | head -1)
-    [ -n "$ko" ] || { echo "vm: module $name is not in $pkg" >&2; exit 1; }
-    for dep in $(tr '\0' '\n' < "$ko" | sed -n 's/^depends=//p' | tr ',' ' '); do add_module "$dep"; done
-    cp "$ko" "$kdir/modules/"
-    basename "$ko" >> "$kdir/modules/order"
-  }
-  for m in virtio_pci 9pnet_virtio 9p; do add_module "$m"; done
-  echo "$pkg" > "$kdir/ready"
-  rm -rf "$tmp"
-  trap - EXIT
-fi
+kdir=$("$here/fetch-kernel.sh" "$build") || cannot_run "no kernel to boot (see above)"
+pkg=$(basename "$kdir")
 
 # ---- the initramfs: busybox, the modules, and an init that mounts the host root ------------
 rm -rf "$results" && mkdir -p "$results"

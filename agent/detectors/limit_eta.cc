@@ -81,12 +81,18 @@ void LimitEtaDetector::Estimate(std::optional<double> limit) {
 }
 
 bool LimitEtaDetector::Judged(const Sample& usage, double limit,
-                              std::optional<double>* usual) const {
+                              std::optional<AgePoint>* usual) const {
   const absl::Time t = usage.t;
-  if (expected_) {
-    *usual = UsualMemoryAt(expected_->usual_memory, absl::ToDoubleSeconds(t - expected_->start));
-    if (*usual && *usual > 0 && *fitted_ >= config_.above_usual_ratio * **usual) return true;
-    usual->reset();
+  if (expected_ && !expected_->usual_memory.empty()) {
+    // Past its oldest baseline run, a run is compared with the memory they ended with: it has
+    // outlived its usual runs, and is still judged at once.
+    const double age = std::min(absl::ToDoubleSeconds(t - expected_->start),
+                                expected_->usual_memory.back().age_seconds);
+    const std::optional<double> bytes = UsualMemoryAt(expected_->usual_memory, age);
+    if (bytes && *bytes > 0 && *fitted_ >= config_.above_usual_ratio * *bytes) {
+      *usual = AgePoint{age, *bytes};
+      return true;
+    }
   }
   const absl::Duration age = t - *first_;
   if (age >= config_.warmup) return true;
@@ -104,7 +110,7 @@ const DetectorState& LimitEtaDetector::Update(const Sample& usage, std::optional
   Estimate(limit);
 
   const double threshold_s = absl::ToDoubleSeconds(config_.threshold);
-  std::optional<double> usual;
+  std::optional<AgePoint> usual;
   const bool near = eta_s_ && *eta_s_ < threshold_s &&
                     *fitted_ >= config_.min_usage_fraction * *limit && Judged(usage, *limit, &usual);
   if (near) {
@@ -116,8 +122,8 @@ const DetectorState& LimitEtaDetector::Update(const Sample& usage, std::optional
       state_.summary = absl::StrFormat(
           "%s run %s at %s of %s, %.1f× its usual %s at %s, +%s/s: the limit in about %s",
           expected_->stage, expected_->run_id, FormatBytes(*fitted_), FormatBytes(*limit),
-          *fitted_ / *usual, FormatBytes(*usual),
-          FormatRoundedDuration(usage.t - expected_->start), FormatBytes(*slope_), eta);
+          *fitted_ / usual->bytes, FormatBytes(usual->bytes),
+          FormatRoundedDuration(absl::Seconds(usual->age_seconds)), FormatBytes(*slope_), eta);
     } else {
       state_.summary = absl::StrFormat(
           "memory %s of %s limit (%.0f%%), growing %s/s: limit reached in about %s",

@@ -55,8 +55,8 @@ class LimitEtaDetector {
  private:
   void Estimate(std::optional<double> limit);
   // Whether the domain is judged at `usage` (past its warm-up, or above its usual at its age), and
-  // the usual memory it was compared with, if any.
-  bool Judged(const Sample& usage, double limit, std::optional<double>* usual) const;
+  // the usual memory it was compared with and the age it was read at, if any.
+  bool Judged(const Sample& usage, double limit, std::optional<AgePoint>* usual) const;
 
   Config config_;
   SampleWindow window_;

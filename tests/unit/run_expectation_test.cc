@@ -115,6 +115,21 @@ TEST(LimitEtaEarlyTest, ARunAboveItsUsualMemoryIsJudgedWithoutWarmup) {
   EXPECT_THAT(eta.state().summary, HasSubstr("the limit in about"));
 }
 
+// Its usual runs ended at 10 s; it is past them when its fit is half the limit (25 s): it is
+// compared with what they ended with, not left to the 2-minute warm-up (it was: no page
+// before the kill).
+TEST(LimitEtaEarlyTest, ARunOlderThanItsUsualRunsIsComparedWithWhatTheyEndedWith) {
+  LimitEtaDetector eta(FastEta());
+  RunExpectation usual = UsuallyFlatAt(150);
+  usual.usual_memory = {{0, 150 * kMiB}, {10, 150 * kMiB}};
+  eta.Expect(usual);
+  const std::optional<int> at = FirstAlarm(eta);
+  ASSERT_TRUE(at);
+  EXPECT_GT(*at, 10);
+  EXPECT_LT(*at, 30);
+  EXPECT_THAT(eta.state().summary, HasSubstr("× its usual 150.0 MiB at 10s"));
+}
+
 TEST(LimitEtaEarlyTest, ARunThatClimbsAsUsualWaitsOutTheWarmup) {
   // Its stage usually climbs the same way (and its clean runs were not killed): no page before
   // the warm-up, not even the short one.

@@ -2,12 +2,23 @@
 
 #include <algorithm>
 
+#include "cgroup/limit_files.h"
 #include "cgroup/memcg_counters.h"
 #include "thread_name.h"
 
 namespace stagewatch {
 
 namespace {
+
+// The limit files ReadMemoryLimit reads, watched where the limits are read from cgroupfs.
+std::unique_ptr<LimitWatch> LimitWatchFor(const SampleReader& reader, const CgroupLayout& layout) {
+  if (reader.limit) return nullptr;
+  const bool v2 = layout.key == CGROUP_KEY_DEFAULT;
+  const LimitFiles& files = LimitFilesOf(v2);
+  return std::make_unique<LimitWatch>(
+      v2 ? std::vector<std::string>{files.memory_max, files.memory_high}
+         : std::vector<std::string>{files.memory_max});
+}
 
 absl::StatusOr<std::shared_ptr<const NumaTopology>> TopologyFor(unsigned parts) {
   if (!(parts & kPlacementPart)) return nullptr;
@@ -80,6 +91,7 @@ MemorySampler::MemorySampler(CgroupNamer* namer, CgroupLayout layout, MemoryConf
       config_(config),
       parts_(parts | kMemoryPart),
       topology_(TopologyFor(parts_)),
+      limit_watch_(LimitWatchFor(reader, layout_)),
       reader_(WithCgroupfs(std::move(reader), layout_, &files_, topology_)),
       events_(kMemoryEvents.size()),
       pressure_(4),
@@ -139,24 +151,35 @@ const std::vector<NamedCgroup>& MemorySampler::Tops(
 
 void MemorySampler::FindLimited(const std::shared_ptr<const std::vector<NamedCgroup>>& live,
                                 const absl::flat_hash_set<uint64_t>& tops) {
-  // The first sample checks every cgroup; after it, a cgroup not seen before is new.
+  // The first sample checks every cgroup; after it, a cgroup not seen before is new. A new one
+  // is watched before its first check: what is written after that check is told.
   const bool first = samples_ == 0;
   if (live != seen_list_) {
     absl::flat_hash_set<uint64_t> alive;
     alive.reserve(live->size());
     for (const NamedCgroup& c : *live) {
       alive.insert(c.id);
-      if (!first && !seen_.contains(c.id)) new_checks_[c.id] = kNewCgroupChecks;
+      if (seen_.contains(c.id)) continue;
+      const bool watched =
+          limit_watch_ && limit_watch_->Add(c.id, ControllerDir(layout_, "memory", c.path));
+      if (!first) new_checks_[c.id] = watched ? 1 : kNewCgroupChecks;
     }
     auto gone = [&alive](uint64_t id) { return !alive.contains(id); };
+    if (limit_watch_) {
+      for (uint64_t id : seen_) {
+        if (gone(id)) limit_watch_->Remove(id);
+      }
+    }
     absl::erase_if(limited_, gone);
     absl::erase_if(new_checks_, [&gone](const auto& e) { return gone(e.first); });
     absl::erase_if(no_psi_, gone);
     seen_ = std::move(alive);
     seen_list_ = live;
   }
+  written_ = limit_watch_ ? limit_watch_->Take() : LimitWatch::Written{};
   for (const NamedCgroup& c : *live) {
-    bool due = first || InRound(c.id);
+    bool due = first || Written(c.id) ||
+               ((!limit_watch_ || !limit_watch_->watched(c.id)) && InRound(c.id));
     if (auto fresh = new_checks_.find(c.id); fresh != new_checks_.end()) {
       due = true;
       if (--fresh->second == 0) new_checks_.erase(fresh);
@@ -198,7 +221,7 @@ std::vector<MemorySampler::Domain> MemorySampler::ReadDomains(
     });
   }
   for (const NamedCgroup* top : by_depth) {
-    domains.push_back(ReadDomain(*top, true, nested.contains(top->id)));
+    domains.push_back(ReadDomain(*top, true, nested.contains(top->id) || Written(top->id)));
   }
   // Oldest cgroup (lowest id) first, so that past the bound the same ones stay watched.
   std::vector<const NamedCgroup*> limited;
@@ -215,7 +238,7 @@ std::vector<MemorySampler::Domain> MemorySampler::ReadDomains(
       continue;
     }
     room--;
-    Domain d = ReadDomain(*c, false, false);
+    Domain d = ReadDomain(*c, false, Written(c->id));
     if (d.stats && !d.limit) {
       limited_.erase(c->id);  // its limit was lifted: no longer a domain
       continue;

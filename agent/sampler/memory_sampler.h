@@ -35,6 +35,7 @@
 #include "absl/time/time.h"
 #include "cgroup/cgroup_namer.h"
 #include "cgroup/layout.h"
+#include "cgroup/limit_watch.h"
 #include "cgroup/cpu_stats.h"
 #include "cgroup/cpuset.h"
 #include "cgroup/memory_stats.h"
@@ -74,10 +75,11 @@ struct SampleReader {
 // mkdir, before its first task moves in: a new cgroup's limit is checked in each of its first
 // few samples, so a limit written then is a domain from the sample after.
 inline constexpr int kNewCgroupChecks = 5;
-// A limit written later on a living cgroup (`systemctl set-property`, by hand) is found by a
-// slower round: each cgroup's limit is checked once every this many samples (within a minute
-// at the default 1 s interval), spread so that one sample checks 1/60 of the cgroups. A top
-// without memory PSI is asked for it on the same round.
+// A limit written later on a living cgroup (`systemctl set-property`, by hand) is told by
+// inotify (cgroup/limit_watch.h) and read at the next sample, with a domain's stats in full;
+// a cgroup inotify cannot watch is polled by a slower round instead: its limit is checked once
+// every this many samples (within a minute at the default 1 s interval), spread so that one
+// sample checks 1/60 of them. A top without memory PSI is asked for it on the same round.
 inline constexpr uint64_t kLimitRecheckSamples = 60;
 // A domain's usage is read every sample, its other files (memory.stat, the limit, the kernel's
 // peak, the event counts) only when the usage moved since they were last read, or after this
@@ -145,6 +147,8 @@ class MemorySampler {
   bool InRound(uint64_t id) const {
     return id % kLimitRecheckSamples == samples_ % kLimitRecheckSamples;
   }
+  // Whether a limit file of `id` was written since the last sample, as far as it is watched.
+  bool Written(uint64_t id) const { return written_.all || written_.ids.contains(id); }
   // Checks the limits of the cgroups due a check (new ones, and this sample's share of the
   // round), and forgets what was known of cgroups that are gone.
   void FindLimited(const std::shared_ptr<const std::vector<NamedCgroup>>& live,
@@ -179,6 +183,8 @@ class MemorySampler {
   OpenCgroupFiles files_;  // before reader_, whose cgroupfs fields use it
   // The host's NUMA nodes (kPlacementPart), before reader_, whose cpuset field uses it.
   const absl::StatusOr<std::shared_ptr<const NumaTopology>> topology_;
+  // Watches the limit files where `reader_` reads them from cgroupfs (not a test's reader).
+  const std::unique_ptr<LimitWatch> limit_watch_;
   const SampleReader reader_;
   std::atomic<uint64_t> overflows_{0}, skips_{0};
   // Only SampleOnce touches these.
@@ -187,6 +193,7 @@ class MemorySampler {
   std::shared_ptr<const std::vector<NamedCgroup>> seen_list_;
   absl::flat_hash_set<uint64_t> seen_;
   absl::flat_hash_map<uint64_t, int> new_checks_;  // new cgroups: limit checks left
+  LimitWatch::Written written_;  // the limits written since the last sample
   absl::flat_hash_set<uint64_t> limited_;          // cgroups beneath a top with a limit
   // Tops without a memory.pressure file (on a hybrid host, a path only the v1 memory hierarchy
   // has): asked again on the slower round, not every sample.

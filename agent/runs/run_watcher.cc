@@ -173,6 +173,7 @@ void RunWatcher::OnCgroupEvent(const cgroup_event& event) {
   if (event.kind == CGROUP_EVENT_RMDIR) {
     std::optional<std::set<uint64_t>> ids;
     std::optional<uint64_t> owner;  // when `id` is a run's descendant
+    bool early = false;             // its mkdir is still queued
     {
       std::lock_guard<std::mutex> lock(queue_mu_);
       if (auto found = published_.find(id); found != published_.end()) {
@@ -183,6 +184,8 @@ void RunWatcher::OnCgroupEvent(const cgroup_event& event) {
         published_.at(*owner).erase(id);
         published_owner_.erase(up);
         retired_ids_.insert(id);
+      } else {
+        early = unhandled_mkdirs_.contains(id);
       }
     }
     if (owner) {
@@ -193,12 +196,26 @@ void RunWatcher::OnCgroupEvent(const cgroup_event& event) {
     }
     std::optional<RunEndReadings> readings;
     if (ids) readings = ReadAtEnd(*ids, event.at_ns);
-    Queue([this, id, readings, memcg = MemcgAtRmdir::Of(event)] { OnRmdir(id, readings, memcg); });
+    // Whatever it turns out to be once its mkdir is handled, read now: the trackers may forget
+    // it before then.
+    if (early) readings = ReadAtEnd({id}, event.at_ns);
+    Queue([this, id, readings, early, memcg = MemcgAtRmdir::Of(event)] {
+      if (early) OnEarlyRmdir(id, *readings, memcg);
+      else OnRmdir(id, readings, memcg);
+    });
   } else if (event.kind == CGROUP_EVENT_POPULATED || event.kind == CGROUP_EVENT_UNPOPULATED) {
     const bool populated = event.kind == CGROUP_EVENT_POPULATED;
     Queue([this, id, populated, at = EventTime(event.at_ns)] { OnPopulated(id, populated, at); });
   } else if (event.kind == CGROUP_EVENT_MKDIR && len < sizeof(event.path) - 1) {
-    Queue([this, id, path, seen = absl::Now()] { OnMkdir(id, path, seen); });
+    {
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      unhandled_mkdirs_.insert(id);
+    }
+    Queue([this, id, path, seen = absl::Now()] {
+      OnMkdir(id, path, seen);
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      unhandled_mkdirs_.erase(id);
+    });
   }
 }
 
@@ -421,7 +438,7 @@ void RunWatcher::WriteSamples() {
 void RunWatcher::OnRmdir(uint64_t id, std::optional<RunEndReadings> readings,
                          MemcgAtRmdir memcg) {
   auto found = by_cgroup_.find(id);
-  // A descendant gone before its mkdir was handled: whatever is left is read at the run's end.
+  // No run's own cgroup (a descendant's rmdir is read as it comes: OnDescendantRmdir).
   if (found == by_cgroup_.end() || found->second != id) return;
   OpenRun& run = open_.at(id);
   Unpublish(run);
@@ -442,6 +459,21 @@ void RunWatcher::OnRmdir(uint64_t id, std::optional<RunEndReadings> readings,
   } else if (!LauncherAlive(run.start)) {
     CloseByAgent(id, LauncherRunEnd(run), true, memcg);
   }
+}
+
+void RunWatcher::OnEarlyRmdir(uint64_t id, const RunEndReadings& readings, MemcgAtRmdir memcg) {
+  auto found = by_cgroup_.find(id);
+  if (found == by_cgroup_.end() || found->second == id) {
+    OnRmdir(id, readings, memcg);  // a run's own cgroup, or no run's
+    return;
+  }
+  const uint64_t owner = found->second;
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);  // published by its mkdir a moment ago
+    published_owner_.erase(id);
+    if (auto ids = published_.find(owner); ids != published_.end()) ids->second.erase(id);
+  }
+  OnDescendantRmdir(owner, id, readings);
 }
 
 void RunWatcher::OnDescendantRmdir(uint64_t owner, uint64_t id,

@@ -193,6 +193,9 @@ class RunWatcher {
   // A descendant of the run whose cgroup is `owner` went: its figures, read at its rmdir, are
   // kept with the run (the trackers forget its entries before the run ends).
   void OnDescendantRmdir(uint64_t owner, uint64_t id, const RunEndReadings& readings);
+  // A cgroup removed before its mkdir was handled, read at its rmdir: a descendant's readings
+  // go to its run as OnDescendantRmdir's, a run's own cgroup ends as OnRmdir's.
+  void OnEarlyRmdir(uint64_t id, const RunEndReadings& readings, MemcgAtRmdir memcg);
   // What the agent adds to a run it watched end.
   AgentFacts EndFacts(const RunEndReadings& readings) const;
   void OnPopulated(uint64_t id, bool populated, absl::Time at);
@@ -321,6 +324,7 @@ class RunWatcher {
   std::map<uint64_t, uint64_t> published_owner_;  // a published descendant → its run's cgroup
   // Descendants read at their rmdir whose OnDescendantRmdir has not run: never published again.
   std::set<uint64_t> retired_ids_;
+  std::set<uint64_t> unhandled_mkdirs_;  // cgroups whose mkdir is queued
   uint64_t queued_ = 0, done_ = 0;
   std::condition_variable wake_, drained_;
   bool stop_ = false;

@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -160,14 +161,29 @@ TEST(AccuracyE2E, RemoteShareIsTheMemoryOffTheNodeItsCpuTimeRanOn) {
     ASSERT_TRUE(placed) << "the placed task did not start";
 
     const std::string series = Series("stagewatch_memory_remote_ratio", stage);
+    // The share weighs the memory by the CPU time counted at the last collection: wait for one
+    // that holds nearly all the task's (a collection during its run saw mostly its start).
+    const double cpu_seconds =
+        std::stod(testing::ReadFile("/proc/" + std::to_string(pid) + "/schedstat")) * 1e-9;
+    auto counted_cpu = [&](const testing::Scrape& s) {
+      double sum = 0;
+      for (const auto& [node, cpus] : host->node_cpus) {
+        sum += std::max(0.0, ValueOr(s, Series("stagewatch_cpu_node_seconds_total", stage,
+                                                "numa_node=\"" + std::to_string(node) + "\""),
+                                     0));
+      }
+      return sum;
+    };
     testing::Scrape m;
     ASSERT_TRUE(testing::WaitUntil([&] {
       m = agent.Scrape();
       return ValueOr(m, series, -1) >= 0 &&
              ValueOr(m, Series("stagewatch_memory_numa_bytes", stage,
                                "numa_node=\"" + std::to_string(memory_node) + "\",type=\"anon\""),
-                     0) >= 0.9 * kTouched;
-    }, 10000)) << agent.log();
+                     0) >= 0.9 * kTouched &&
+             counted_cpu(m) >= 0.95 * cpu_seconds;
+    }, 10000)) << "CPU time counted " << counted_cpu(m) << " s of " << cpu_seconds << " s\n"
+               << agent.log();
     absl::StatusOr<NumaMemory> numa = ReadNumaStat(stage_cgroup.layout(), stage_cgroup.path());
     kill(pid, SIGKILL);
     waitpid(pid, nullptr, 0);

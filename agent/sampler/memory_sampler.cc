@@ -516,10 +516,13 @@ void MemorySampler::FoldStage(absl::Time now, StageSum& s, StageMemory& m) const
 
 void MemorySampler::ReadOomKills(absl::Time now, const std::vector<NamedCgroup>& live) {
   const absl::Time last_kill = absl::FromUnixNanos(last_oom_kill_ns_.load());
-  const bool due = oom_all_read_ == absl::InfinitePast() ||
-                   now - oom_all_read_ >= kOomCountsInterval || now - last_kill <= kAfterOomKill;
+  const uint64_t drops = oom_events_dropped_ ? oom_events_dropped_() : 0;
+  const absl::Duration net = oom_events_dropped_ ? kOomCountsTracedInterval : kOomCountsInterval;
+  const bool due = oom_all_read_ == absl::InfinitePast() || now - oom_all_read_ >= net ||
+                   now - last_kill <= kAfterOomKill || drops != oom_drops_seen_;
   if (!due) return;
   oom_all_read_ = now;
+  oom_drops_seen_ = drops;
   oom_cgroups_.clear();
   for (const NamedCgroup& c : live) {
     absl::StatusOr<uint64_t> kills = reader_.oom_kills(c);
@@ -527,6 +530,11 @@ void MemorySampler::ReadOomKills(absl::Time now, const std::vector<NamedCgroup>&
     oom_cgroups_[c.id] = {c, *kills};
   }
   FoldOomKills(now);
+}
+
+void MemorySampler::OnOomKillsTraced(std::function<uint64_t()> dropped) {
+  oom_events_dropped_ = std::move(dropped);
+  oom_drops_seen_ = oom_events_dropped_();
 }
 
 void MemorySampler::ReadOomBaseline(absl::Time now) {

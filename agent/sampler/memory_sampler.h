@@ -91,8 +91,13 @@ inline constexpr uint64_t kFullReadEvery = 10;
 // The oom_kill counts are a file per live cgroup, and they move only with kills: every
 // cgroup's is read first as the agent starts (ReadOomBaseline, else the first sample), then in
 // every sample within kAfterOomKill of a traced kill event, else once per kOomCountsInterval,
-// which still catches kills no event reported; a victim's own at once (OnOomKill).
+// which still catches kills no event reported; a victim's own at once (OnOomKill). While the
+// OOM probe traces the kernel's kills (OnOomKillsTraced), a kill it did not report is one its
+// ring buffer dropped: every count is read at the next sample after a drop, and otherwise only
+// once per kOomCountsTracedInterval (at 10,000 cgroups the minute's reading was a tenth of an
+// idle agent's CPU).
 inline constexpr absl::Duration kOomCountsInterval = absl::Seconds(60);
+inline constexpr absl::Duration kOomCountsTracedInterval = absl::Minutes(10);
 inline constexpr absl::Duration kAfterOomKill = absl::Seconds(5);
 
 class MemorySampler {
@@ -124,6 +129,9 @@ class MemorySampler {
   // kernel raises it before the event), and the counts of every cgroup in each sample until
   // kAfterOomKill has passed.
   void OnOomKill(absl::Time at, uint64_t victim);
+  // Before Start(): the OOM probe traces the kernel's kills, and `dropped` returns how many
+  // kill events its ring buffer dropped so far.
+  void OnOomKillsTraced(std::function<uint64_t()> dropped);
   // Reads the oom_kill count of the victims OnOomKill named since the last call (every live
   // cgroup's if one was unknown) into a new snapshot (the thread calls it when woken by a
   // kill; tests call it directly, from the thread that calls SampleOnce).
@@ -226,6 +234,8 @@ class MemorySampler {
   std::map<StageId, uint64_t> oom_kills_;  // oom_counts_'s totals as of oom_kills_read_
   absl::Time oom_kills_read_ = absl::InfinitePast();
   absl::Time oom_all_read_ = absl::InfinitePast();  // the last reading of every cgroup's
+  std::function<uint64_t()> oom_events_dropped_;  // set while kills are traced
+  uint64_t oom_drops_seen_ = 0;                   // as of oom_all_read_
   std::atomic<int64_t> last_oom_kill_ns_{std::numeric_limits<int64_t>::min()};
   // What wakes the thread between samples.
   absl::Mutex wake_mu_;

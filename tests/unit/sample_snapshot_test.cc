@@ -240,6 +240,48 @@ TEST_F(SampleSnapshotTest, OomCountsAreReadOnTheirOwnClockAndScrapesOnlyAdaptThe
   EXPECT_EQ(Reads(), reads) << "a scrape read a cgroup file";
 }
 
+// While the probe traces the kernel's kills, a kill no event told is one its ring buffer
+// dropped: every cgroup's count is read at the next sample after a drop, else every 10 minutes.
+TEST_F(SampleSnapshotTest, TracedKillsLeaveTheCountsToDroppedEventsAndASlowNet) {
+  CgroupPathCache paths(root_);
+  StageResolver stages({}, DiscoveryConfig{});
+  CgroupNamer namer(&paths, &stages, absl::ZeroDuration());
+  MemorySampler sampler(&namer, layout_, MemoryConfig{}, Reader(), kMemoryPart | kOomPart);
+  Serve(1);
+  auto oom_reads = [this] {
+    int n = 0;
+    for (const auto& [f, count] : reads_) n += f.starts_with("oom_kill ") ? count : 0;
+    return n;
+  };
+  const absl::Time t0 = absl::FromUnixSeconds(5000);
+  oom_kills_ = 2;
+  sampler.ReadOomBaseline(t0);
+  uint64_t dropped = 0;
+  sampler.OnOomKillsTraced([&dropped] { return dropped; });
+  const int per_pass = oom_reads();
+  ASSERT_GE(per_pass, 2);
+  const StageId id = stages.Resolve(kTop).id;
+
+  oom_kills_ = 3;  // a kill whose event was not dropped cannot go untold: no reading a minute
+  for (int s = 1; s <= 120; s++) sampler.SampleOnce(t0 + absl::Seconds(s));
+  EXPECT_EQ(oom_reads(), per_pass);
+  EXPECT_EQ(sampler.Latest()->oom_kills.at(id), 0u);
+
+  dropped = 1;  // its event was dropped after all: read at the next sample, once
+  sampler.SampleOnce(t0 + absl::Seconds(121));
+  EXPECT_EQ(oom_reads(), 2 * per_pass);
+  EXPECT_EQ(sampler.Latest()->oom_kills.at(id), 1u);
+  sampler.SampleOnce(t0 + absl::Seconds(122));
+  EXPECT_EQ(oom_reads(), 2 * per_pass);
+
+  oom_kills_ = 4;  // the net, kOomCountsTracedInterval after the last reading
+  sampler.SampleOnce(t0 + absl::Seconds(121) + kOomCountsTracedInterval - absl::Seconds(1));
+  EXPECT_EQ(oom_reads(), 2 * per_pass);
+  sampler.SampleOnce(t0 + absl::Seconds(121) + kOomCountsTracedInterval);
+  EXPECT_EQ(oom_reads(), 3 * per_pass);
+  EXPECT_EQ(sampler.Latest()->oom_kills.at(id), 2u);
+}
+
 // The baseline is read before the OOM probe attaches (the agent's start), so a kill between
 // then and the first sample is news, not baseline.
 TEST_F(SampleSnapshotTest, AKillBeforeTheFirstSampleCountsAgainstTheBaselineTakenAtStart) {

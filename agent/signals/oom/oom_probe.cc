@@ -185,6 +185,14 @@ std::vector<ProbeStatus> OomProbe::statuses() const {
   return out;
 }
 
+bool OomProbe::traces_kernel_kills() const {
+  return !statuses_.empty() && statuses_[OOM_KIND_KERNEL].attached;
+}
+
+uint64_t OomProbe::kernel_kills_dropped() const {
+  return __atomic_load_n(&skel_->bss->oom_events_lost[OOM_KIND_KERNEL], __ATOMIC_RELAXED);
+}
+
 std::vector<ProgramStats> OomProbe::program_stats() const {
   return ReadProgramStats(skel_->obj);
 }

@@ -60,6 +60,9 @@ class OomProbe {
 
   // Each probe's state, with the events it dropped because the ring buffer was full.
   std::vector<ProbeStatus> statuses() const;
+  // Whether the kernel's kills are traced, and how many of their events were dropped so far.
+  bool traces_kernel_kills() const;
+  uint64_t kernel_kills_dropped() const;
   // Run time and count of each loaded program (while kernel.bpf_stats_enabled is on).
   std::vector<ProgramStats> program_stats() const;
 

@@ -66,6 +66,9 @@ std::unique_ptr<exporters::Collector> Start(const SignalContext& ctx) {
   if (probe != nullptr) {
     r.observes_oom_kills = true;
     r.pollers.push_back({"oom", probe->ready_fd(), [probe] { return probe->Consume(); }});
+    if (probe->traces_kernel_kills()) {
+      ctx.sampler->OnOomKillsTraced([probe] { return probe->kernel_kills_dropped(); });
+    }
   }
   return std::make_unique<exporters::OomCollector>(tracker, ctx.stages, ctx.sampler);
 }

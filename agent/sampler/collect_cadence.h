@@ -2,6 +2,8 @@
 // hooks), so that a scrape reads only what was collected.
 #pragma once
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
 namespace stagewatch {
@@ -32,6 +34,37 @@ class Cadence {
  private:
   absl::Duration interval_;
   absl::Time last_ = absl::InfinitePast();
+};
+
+// For figures only a scrape reads: collected about one `interval` before the scrape that will
+// read them, on the period of the scrapes told so far (the gap between the last two), so a
+// 15 s scrape gets one collection at most `interval` old, not three. Until two scrapes were
+// told, and once they stop (a period late), every `interval`, as Cadence. Due() is asked on the
+// sampler's thread, Scraped() told from the scrapes'.
+class ScrapeCadence {
+ public:
+  explicit ScrapeCadence(absl::Duration interval) : interval_(interval) {}
+  void Scraped(absl::Time at) {
+    absl::MutexLock lock(&mu_);
+    if (last_scrape_ != absl::InfinitePast()) period_ = at - last_scrape_;
+    last_scrape_ = at;
+  }
+  bool Due(absl::Time now) {
+    if (now - last_ < interval_) return false;
+    {
+      absl::MutexLock lock(&mu_);
+      if (now - last_scrape_ < period_ - interval_) return false;
+    }
+    last_ = now;
+    return true;
+  }
+
+ private:
+  const absl::Duration interval_;
+  absl::Time last_ = absl::InfinitePast();
+  absl::Mutex mu_;
+  absl::Time last_scrape_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  absl::Duration period_ ABSL_GUARDED_BY(mu_) = absl::ZeroDuration();
 };
 
 }  // namespace stagewatch

@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "absl/time/clock.h"
 #include "exporters/metrics/metric_builders.h"
 #include "exporters/metrics/stage_labels.h"
 
@@ -148,7 +149,7 @@ absl::Status MemoryCollector::CollectCgroupfs(const std::vector<Stage>& stages,
 
 void MemoryCollector::CollectTasks(const std::vector<Stage>& stages,
                                    std::vector<prometheus::MetricFamily>* out) {
-  const std::map<StageId, TaskStateCounts> counts = s_.task_states->Counts();
+  const std::map<StageId, TaskStateCounts> counts = s_.task_states->Counts(absl::Now());
   std::map<StageId, SchedStageTotals> sched;
   if (s_.sched) sched = s_.sched->Totals();
 

@@ -69,12 +69,12 @@ std::unique_ptr<exporters::Collector> Start(const SignalContext& ctx) {
       TaskStatesProbe::Start({.enabled = ctx.config.memory.task_iterator,
                               .key = ctx.layout.key, .features = ctx.features}),
       &r.probe_reports));
-  TaskStatesTracker* task_states =
-      r.Keep(std::make_unique<TaskStatesTracker>(iterator, ctx.namer, ctx.layout.key_root));
   // Without the iterator, task states are a file per cgroup and one per thread (15.7 ms of CPU
   // a pass at 1,000 cgroups): counted once per usual scrape interval.
   const absl::Duration task_states_every =
       iterator ? kExpositionCollectInterval : kProcTaskStatesInterval;
+  TaskStatesTracker* task_states = r.Keep(std::make_unique<TaskStatesTracker>(
+      iterator, ctx.namer, ctx.layout.key_root, task_states_every));
   if (probe && counting.bpf_when_uncovered) {
     // A stage without the memory controller is found: BPF counts its faults from now on.
     r.sample_hooks.push_back([probe, sampler = ctx.sampler, tried = false](
@@ -90,10 +90,9 @@ std::unique_ptr<exporters::Collector> Start(const SignalContext& ctx) {
     });
   }
   r.sample_hooks.push_back([tracker, task_states, engine = ctx.anomalies,
-                            due = Cadence(kExpositionCollectInterval),
-                            tasks_due = Cadence(task_states_every)](
+                            due = Cadence(kExpositionCollectInterval)](
                                absl::Time now, const StageDirectory& known) mutable {
-    if (tasks_due.Due(now)) task_states->Collect();
+    if (task_states->Due(now)) task_states->Collect();
     if (due.Due(now) && tracker) tracker->Collect();
     if (!tracker) return;
     // The fault-storm detector keeps every sample: it trims lone bursts out of its window by

@@ -21,7 +21,8 @@ void TaskStatesTracker::Collect() {
   counts_ = std::move(counts);
 }
 
-std::map<StageId, TaskStateCounts> TaskStatesTracker::Counts() const {
+std::map<StageId, TaskStateCounts> TaskStatesTracker::Counts(absl::Time now) {
+  due_.Scraped(now);
   absl::MutexLock lock(&mu_);
   return counts_;
 }

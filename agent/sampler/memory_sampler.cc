@@ -273,39 +273,65 @@ MemorySampler::Domain MemorySampler::ReadDomain(const NamedCgroup& c, bool top, 
   return d;
 }
 
+// A top without PSI (on a hybrid host, a path only the v1 hierarchies have) counts zero,
+// asked again on the slower round.
+MemorySampler::TopPressure MemorySampler::ReadTopPressure(const NamedCgroup& top) {
+  TopPressure p;
+  if (no_psi_.contains(top.id) && !InRound(top.id)) return p;
+  absl::StatusOr<PsiTotals> m = reader_.pressure(top, "memory");
+  if (absl::IsNotFound(m.status())) no_psi_.insert(top.id);
+  if (!m.ok()) return p;
+  no_psi_.erase(top.id);
+  p.has_psi = true;
+  p.memory = *m;
+  p.io = reader_.pressure(top, "io").value_or(PsiTotals{});
+  if (parts_ & kCpuPart) p.cpu = reader_.pressure(top, "cpu").value_or(PsiTotals{});
+  return p;
+}
+
 std::map<StageId, std::optional<double>> MemorySampler::ReadTops(
     const std::vector<NamedCgroup>& tops, Snapshot* next) {
   std::map<StageId, std::optional<double>> memory_full;
   std::vector<CgroupCounterSample> pressure, cpu;
+  absl::flat_hash_map<uint64_t, TopPressure> kept;
   for (const NamedCgroup& top : tops) {
-    // A top without PSI (on a hybrid host, a path only the v1 hierarchies have) counts zero,
-    // asked again on the slower round; a top still has a sample, or it would be retired.
-    PsiTotals mem, io, cpu_psi;
-    if (!no_psi_.contains(top.id) || InRound(top.id)) {
-      absl::StatusOr<PsiTotals> m = reader_.pressure(top, "memory");
-      if (absl::IsNotFound(m.status())) no_psi_.insert(top.id);
-      if (m.ok()) {
-        no_psi_.erase(top.id);
-        mem = *m;
-        memory_full[top.stage.id] =
-            memory_full[top.stage.id].value_or(0) + m->full_us.value_or(0) * 1e-6;
-        io = reader_.pressure(top, "io").value_or(PsiTotals{});
-        if (parts_ & kCpuPart) cpu_psi = reader_.pressure(top, "cpu").value_or(PsiTotals{});
+    std::optional<CpuCgroupStats> stat;
+    if (parts_ & kCpuPart) {
+      absl::StatusOr<CpuCgroupStats> read = reader_.cpu(top);
+      if (!read.ok() && !absl::IsNotFound(read.status()) && next->cpu_error.ok()) {
+        next->cpu_error = read.status();
       }
+      stat = read.value_or(CpuCgroupStats{});
     }
+    // A top whose memory usage and CPU time did not move this sample had no task run: its
+    // pressure can grow only by a task blocked all along, whose stall the slower round (a
+    // tenth of the tops each sample) catches up with.
+    auto last = top_pressure_.find(top.id);
+    auto full = full_reads_.find(top.id);
+    const bool still = last != top_pressure_.end() && stat && stat->usage_ns &&
+                       stat->usage_ns == last->second.cpu_usage_ns &&
+                       full != full_reads_.end() && full->second.sample != samples_ &&
+                       (top.id + samples_) % kFullReadEvery != 0;
+    TopPressure p = still ? last->second : ReadTopPressure(top);
+    if (stat) p.cpu_usage_ns = stat->usage_ns;
+    if (p.has_psi) {
+      memory_full[top.stage.id] =
+          memory_full[top.stage.id].value_or(0) + p.memory.full_us.value_or(0) * 1e-6;
+    }
+    const PsiTotals &mem = p.memory, &io = p.io, &cpu_psi = p.cpu;
     pressure.push_back(
         {top.id, top.stage.id,
          {mem.some_us, mem.full_us.value_or(0), io.some_us, io.full_us.value_or(0)}});
-    if (!(parts_ & kCpuPart)) continue;
-    absl::StatusOr<CpuCgroupStats> stat = reader_.cpu(top);
-    if (!stat.ok() && !absl::IsNotFound(stat.status()) && next->cpu_error.ok()) {
-      next->cpu_error = stat.status();
+    if (stat) {
+      const CpuCgroupStats& c = *stat;
+      cpu.push_back({top.id, top.stage.id,
+                     {c.usage_ns.value_or(0), c.nr_periods.value_or(0),
+                      c.nr_throttled.value_or(0), c.throttled_ns.value_or(0), cpu_psi.some_us,
+                      cpu_psi.full_us.value_or(0)}});
     }
-    const CpuCgroupStats c = stat.value_or(CpuCgroupStats{});
-    cpu.push_back({top.id, top.stage.id,
-                   {c.usage_ns.value_or(0), c.nr_periods.value_or(0), c.nr_throttled.value_or(0),
-                    c.throttled_ns.value_or(0), cpu_psi.some_us, cpu_psi.full_us.value_or(0)}});
+    kept[top.id] = p;
   }
+  top_pressure_ = std::move(kept);  // a removed top's go with it
   const absl::flat_hash_set<StageId> known = namer_->stages()->KnownStageIds();
   pressure_.Update(pressure);
   pressure_.KeepStages(known);

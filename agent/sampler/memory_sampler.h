@@ -170,6 +170,8 @@ class MemorySampler {
   // memory PSI "full" seconds per stage, for the detectors.
   std::map<StageId, std::optional<double>> ReadTops(const std::vector<NamedCgroup>& tops,
                                                     Snapshot* next);
+  struct TopPressure;
+  TopPressure ReadTopPressure(const NamedCgroup& top);
   void Fold(absl::Time now, const std::vector<Domain>& domains);
   // With kPlacementPart: each top's memory.numa_stat (when its memory.stat was read in full
   // this sample) and cpuset (when due), folded per stage into `next`.
@@ -206,6 +208,13 @@ class MemorySampler {
   // Tops without a memory.pressure file (on a hybrid host, a path only the v1 memory hierarchy
   // has): asked again on the slower round, not every sample.
   absl::flat_hash_set<uint64_t> no_psi_;
+  // Each top's pressure totals and CPU time as last read: kept while it is still.
+  struct TopPressure {
+    bool has_psi = false;
+    PsiTotals memory, io, cpu;
+    std::optional<uint64_t> cpu_usage_ns;
+  };
+  absl::flat_hash_map<uint64_t, TopPressure> top_pressure_;
   std::shared_ptr<const std::vector<NamedCgroup>> tops_live_;  // what tops_ was found for
   std::vector<NamedCgroup> tops_;
   struct FullRead {

@@ -19,7 +19,7 @@ struct MemoryCollectorSources {
   MemorySampler* sampler = nullptr;
   const SchedTracker* sched = nullptr;  // tasks on a CPU; null without the sched probe
   CgroupNamer* namer = nullptr;
-  TaskStatesTracker* task_states = nullptr;  // null: no stagewatch_tasks
+  const TaskStatesTracker* task_states = nullptr;  // null: no stagewatch_tasks
 };
 
 class MemoryCollector : public Collector {

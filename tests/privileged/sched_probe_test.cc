@@ -855,8 +855,8 @@ Figures FiguresOf(const SchedStageTotals& t) {
           t.runq_slots, t.runq_above, t.runq_sum_ns};
 }
 
-// Cgroups whose tasks sleep (or are gone) are read at each collection but neither named nor
-// folded again, and keep their stages' figures exactly; one removed is retired with them.
+// Cgroups whose tasks sleep (or are gone) are neither read, named nor folded again while no
+// name changes, and keep their stages' figures exactly; one removed is retired with them.
 TEST(SchedProbeTest, CgroupsThatStopSwitchingKeepTheirFiguresUnfoldedAndAreRetiredOnceGone) {
   STAGEWATCH_REQUIRE_PRIVILEGES();
   const std::string tag = std::to_string(getpid());
@@ -908,8 +908,11 @@ TEST(SchedProbeTest, CgroupsThatStopSwitchingKeepTheirFiguresUnfoldedAndAreRetir
     EXPECT_EQ(all_figures(), before) << "collection " << i;
   }
   const SchedTracker::Folded folded = tracker.last_folded();
-  std::printf("last collection: %zu cgroups read, %zu folded\n", folded.read, folded.folded);
-  EXPECT_LE(folded.folded + kSleeping + 1, folded.read);
+  std::printf("last collection: %zu cgroups known, %zu read, %zu folded\n", folded.known,
+              folded.read, folded.folded);
+  EXPECT_LE(folded.folded + kSleeping + 1, folded.known);
+  EXPECT_LE(folded.read + kSleeping + 1, folded.known) << "slots that did not move were read";
+  EXPECT_GE(folded.read, 1u) << "the busy cgroup's slot moved";
 
   const std::string emptied_path = emptied->path();
   const uint64_t emptied_id = emptied->id();

@@ -240,6 +240,51 @@ TEST_F(SampleSnapshotTest, OomCountsAreReadOnTheirOwnClockAndScrapesOnlyAdaptThe
   EXPECT_EQ(Reads(), reads) << "a scrape read a cgroup file";
 }
 
+// A top whose memory usage and CPU time did not move had no task run: its pressure files are
+// read on its turn of the slower round and with its full reads, and at once when either moves.
+TEST_F(SampleSnapshotTest, AStillTopsPressureIsReadOnItsRoundAndAtOnceWhenItMoves) {
+  CgroupPathCache paths(root_);
+  StageResolver stages({}, DiscoveryConfig{});
+  CgroupNamer namer(&paths, &stages, absl::ZeroDuration());
+  SampleReader reader = Reader();
+  uint64_t usage = 100 << 20;  // as the stats reader's
+  reader.usage = [&usage](const NamedCgroup&) -> absl::StatusOr<uint64_t> { return usage; };
+  MemorySampler sampler(&namer, layout_, MemoryConfig{}, reader);
+  const std::string memory_psi = "memory.pressure " + std::string(kTop);
+  const std::string cpu_stat = "cpu.stat " + std::string(kTop);
+  const StageId id = stages.Resolve(kTop).id;
+  Serve(1);
+  const absl::Time t0 = absl::FromUnixSeconds(5000);
+  sampler.SampleOnce(t0);
+  ASSERT_EQ(reads_[memory_psi], 1);
+
+  // Still for 20 samples, while a blocked task's stall grows: read with the two full reads and
+  // on the top's two turns of the round (which may be the same samples), not every sample.
+  psi_["memory"].some_us += 5000000;
+  for (int s = 1; s <= 2 * int(kFullReadEvery); s++) sampler.SampleOnce(t0 + absl::Seconds(s));
+  EXPECT_EQ(reads_[cpu_stat], 1 + 2 * int(kFullReadEvery));
+  EXPECT_GE(reads_[memory_psi], 1 + 2);
+  EXPECT_LE(reads_[memory_psi], 1 + 4);
+  EXPECT_EQ(sampler.Latest()->pressure.at(id).memory_some_us, 8000000u)
+      << "the stall caught up with at a read";
+
+  // The CPU time moves: read at that sample.
+  int before = reads_[memory_psi];
+  cpu_.usage_ns = *cpu_.usage_ns + 1000000;
+  psi_["memory"].some_us += 1000000;
+  sampler.SampleOnce(t0 + absl::Seconds(21));
+  EXPECT_EQ(reads_[memory_psi], before + 1);
+  EXPECT_EQ(sampler.Latest()->pressure.at(id).memory_some_us, 9000000u);
+  EXPECT_EQ(sampler.Latest()->cpu.at(id).usage_ns, 7001000000u);
+
+  // The memory usage moves (its stats read in full): read at that sample too.
+  sampler.SampleOnce(t0 + absl::Seconds(22));
+  before = reads_[memory_psi];
+  usage += 4096;
+  sampler.SampleOnce(t0 + absl::Seconds(23));
+  EXPECT_EQ(reads_[memory_psi], before + 1);
+}
+
 // While the probe traces the kernel's kills, a kill no event told is one its ring buffer
 // dropped: every cgroup's count is read at the next sample after a drop, else every 10 minutes.
 TEST_F(SampleSnapshotTest, TracedKillsLeaveTheCountsToDroppedEventsAndASlowNet) {

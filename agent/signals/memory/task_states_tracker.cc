@@ -21,7 +21,7 @@ void TaskStatesTracker::Collect() {
   counts_ = std::move(counts);
 }
 
-std::map<StageId, TaskStateCounts> TaskStatesTracker::Counts(absl::Time now) {
+std::map<StageId, TaskStateCounts> TaskStatesTracker::Counts(absl::Time now) const {
   due_.Scraped(now);
   absl::MutexLock lock(&mu_);
   return counts_;

@@ -30,13 +30,13 @@ class TaskStatesTracker {
   // Whether Collect() is due now, ahead of the next scrape (the sampler's thread asks).
   bool Due(absl::Time now) { return due_.Due(now); }
   // The last count, for a scrape at `now`.
-  std::map<StageId, TaskStateCounts> Counts(absl::Time now);
+  std::map<StageId, TaskStateCounts> Counts(absl::Time now) const;
 
  private:
   TaskStateSource source_;  // used by Collect() alone
   CgroupNamer* const namer_;
   const std::string key_root_;
-  ScrapeCadence due_;
+  mutable ScrapeCadence due_;  // a scrape tells it when it read (thread-safe)
   mutable absl::Mutex mu_;
   std::map<StageId, TaskStateCounts> counts_ ABSL_GUARDED_BY(mu_);
 };

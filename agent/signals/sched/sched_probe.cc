@@ -164,13 +164,13 @@ std::string SchedProbe::runq_source() const {
 
 std::map<uint64_t, sched_cgroup_stats> SchedProbe::ReadCgroups() const {
   std::map<uint64_t, sched_cgroup_stats> out;
-  ForEachCgroupCopy(
-      [&out](int, const sched_cgroup_stats& copy) { AddSchedCopy(out[copy.cgroup], copy); });
+  ForEachCgroupCopy([&out](uint32_t, int, const sched_cgroup_stats& copy) {
+    AddSchedCopy(out[copy.cgroup], copy);
+  });
   return out;
 }
 
-void SchedProbe::ForEachCgroupCopy(
-    absl::FunctionRef<void(int cpu, const sched_cgroup_stats&)> fn) const {
+void SchedProbe::ForEachCgroupCopy(SlotCopyFn fn) const {
   // Slots are taken from the bottom: read up to the highest any CPU has counted in.
   uint32_t slots = 0;
   ForEachPerCpuArrayCopy<uint32_t>(
@@ -178,9 +178,36 @@ void SchedProbe::ForEachCgroupCopy(
       [&slots](uint32_t, int, uint32_t n) { slots = std::max(slots, n); });
   ForEachPerCpuArrayCopy<sched_cgroup_stats>(
       bpf_map__fd(skel_->maps.sched_stats), std::min<uint32_t>(slots, SCHED_MAX_CGROUPS),
-      [&fn](uint32_t, int cpu, const sched_cgroup_stats& copy) {
-        if (copy.cgroup) fn(cpu, copy);  // else counting for no one
+      [&fn](uint32_t slot, int cpu, const sched_cgroup_stats& copy) {
+        if (copy.cgroup) fn(slot, cpu, copy);  // else counting for no one
       });
+}
+
+void SchedProbe::ForEachCopyOfSlots(const std::vector<uint32_t>& slots, SlotCopyFn fn) const {
+  const int fd = bpf_map__fd(skel_->maps.sched_stats);
+  for (uint32_t slot : slots) {
+    ForEachCpuCopyOf<uint32_t, sched_cgroup_stats>(
+        fd, slot, [&](int cpu, const sched_cgroup_stats& copy) {
+          if (copy.cgroup) fn(slot, cpu, copy);
+        });
+  }
+}
+
+std::vector<uint32_t> SchedProbe::TakeMovedSlots() {
+  // A word of eight marks at a time: an exchange, so that a mark set meanwhile stays.
+  static_assert(SCHED_MAX_CGROUPS % sizeof(uint64_t) == 0);
+  auto* words = reinterpret_cast<uint64_t*>(skel_->bss->sched_moved);
+  std::vector<uint32_t> moved;
+  for (uint32_t w = 0; w < SCHED_MAX_CGROUPS / sizeof(uint64_t); w++) {
+    if (__atomic_load_n(&words[w], __ATOMIC_RELAXED) == 0) continue;
+    const uint64_t marks = __atomic_exchange_n(&words[w], 0, __ATOMIC_SEQ_CST);
+    unsigned char bytes[sizeof(uint64_t)];
+    std::memcpy(bytes, &marks, sizeof(marks));
+    for (uint32_t b = 0; b < sizeof(uint64_t); b++) {
+      if (bytes[b]) moved.push_back(w * sizeof(uint64_t) + b);
+    }
+  }
+  return moved;
 }
 
 std::optional<sched_cgroup_stats> SchedProbe::ReadCgroup(uint64_t cgroup_id) const {

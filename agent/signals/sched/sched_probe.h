@@ -56,9 +56,16 @@ class SchedProbe {
 
   // Per cgroup id, summed over CPUs.
   std::map<uint64_t, sched_cgroup_stats> ReadCgroups() const;
-  // What ReadCgroups sums: `fn(cpu, copy)` for each CPU's copy of each slot that counts for a
-  // cgroup, for a caller that keeps its sums from read to read (or splits them by CPU).
-  void ForEachCgroupCopy(absl::FunctionRef<void(int cpu, const sched_cgroup_stats&)> fn) const;
+  // What ReadCgroups sums: `fn(slot, cpu, copy)` for each CPU's copy of each slot that counts
+  // for a cgroup, for a caller that keeps its sums from read to read (or splits them by CPU).
+  using SlotCopyFn = absl::FunctionRef<void(uint32_t slot, int cpu, const sched_cgroup_stats&)>;
+  void ForEachCgroupCopy(SlotCopyFn fn) const;
+  // The same for the given slots only.
+  void ForEachCopyOfSlots(const std::vector<uint32_t>& slots, SlotCopyFn fn) const;
+  // The slots that counted since the last call, ascending, their marks cleared: a caller that
+  // takes them before each read can read only those (and, since a mark is set as a count
+  // begins, those of the call before too, to have the counts finished).
+  std::vector<uint32_t> TakeMovedSlots();
   // One cgroup's, summed over CPUs; nullopt if the probe has no entry for it.
   std::optional<sched_cgroup_stats> ReadCgroup(uint64_t cgroup_id) const;
   // One cgroup's on-CPU nanoseconds by the CPU they ran on (a run's CPU time by node at its

@@ -78,13 +78,15 @@ bool SchedTracker::SlotsFillingFast() const {
   return probe_->slots_in_use() >= slots_after_collect_.load() + kEarlyCollectSlots;
 }
 
-// Each collection reads every slot, but names and folds only the cgroups and pairs whose
-// counts moved (at 10,000 live cgroups nearly all sleep): the rest are still live, unchanged.
+// A collection names and folds only the cgroups and pairs whose counts moved (at 10,000 live
+// cgroups nearly all sleep): the rest are still live, unchanged. Where no name changed, it
+// reads only their slots too; after a change every slot, as each cgroup is named again.
 void SchedTracker::CollectCounters() {
   naming_.Begin();
   const bool renamed = TakeNames();
   reads_done_++;
-  FoldCgroups(ReadCgroups(), renamed);
+  const bool whole = renamed;
+  FoldCgroups(ReadCgroups(whole), renamed, whole);
   FoldPairs(renamed);
   const absl::flat_hash_set<StageId> known = naming_.stages()->KnownStageIds();
   cgroups_->KeepStages(known);
@@ -106,34 +108,67 @@ bool SchedTracker::TakeNames() {
 
 // The sums live only through the collection: 272 bytes a cgroup kept between collections
 // would hold 10 MB after a churn beside 10,000 cgroups (bench/README.md, RSS after a churn).
-SchedTracker::CgroupSums SchedTracker::ReadCgroups() {
+SchedTracker::CgroupSums SchedTracker::ReadCgroups(bool whole) {
+  std::vector<uint32_t> slots = SlotsToRead();  // takes the marks, whole or not
   CgroupSums sums;
-  sums.reserve(cgroup_reads_.size());  // about as many as last time: no rehash as it fills
-  probe_->ForEachCgroupCopy([&](int cpu, const sched_cgroup_stats& copy) {
+  absl::flat_hash_map<uint64_t, uint32_t> slot_of;
+  auto add = [&](uint32_t slot, int cpu, const sched_cgroup_stats& copy) {
     CgroupSum& sum = sums[copy.cgroup];
     AddSchedCopy(sum.stats, copy);
     sum.oncpu_by_group.resize(cpu_groups_);
     const size_t at = static_cast<size_t>(cpu);
     sum.oncpu_by_group[at < group_of_cpu_.size() ? group_of_cpu_[at] : 0] += copy.oncpu_ns;
-  });
-  for (const auto& [id, sum] : sums) cgroup_reads_[id].read = reads_done_;
+    slot_of[copy.cgroup] = slot;
+  };
+  if (whole) {
+    sums.reserve(cgroup_reads_.size());  // about as many as last time: no rehash as it fills
+    probe_->ForEachCgroupCopy(add);
+  } else {
+    probe_->ForEachCopyOfSlots(slots, add);
+  }
+  for (const auto& [id, slot] : slot_of) {
+    CgroupRead& r = cgroup_reads_[id];
+    r.read = reads_done_;
+    r.slot = slot;
+  }
+  last_folded_.read = sums.size();
   return sums;
+}
+
+// The slots marked since the last collection and at the one before (a mark is set as a count
+// begins: the collection after it reads the count finished), and those of the cgroups whose
+// counts moved at the last read or that are not named yet, which are folded again.
+std::vector<uint32_t> SchedTracker::SlotsToRead() {
+  std::vector<uint32_t> moved = probe_->TakeMovedSlots();
+  std::vector<uint32_t> slots = moved;
+  slots.insert(slots.end(), moved_before_.begin(), moved_before_.end());
+  for (const auto& [id, r] : cgroup_reads_) {
+    if (r.moved || !r.named) slots.push_back(r.slot);
+  }
+  std::sort(slots.begin(), slots.end());
+  slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
+  moved_before_ = std::move(moved);
+  return slots;
 }
 
 bool SchedTracker::NamedAlive(uint64_t id, const std::optional<StageId>& stage) {
   return stage && !naming_.dead().contains(id);
 }
 
-void SchedTracker::FoldCgroups(const CgroupSums& sums, bool renamed) {
+void SchedTracker::FoldCgroups(const CgroupSums& sums, bool renamed, bool whole) {
   std::vector<CgroupCounterSample> changed;
   std::vector<uint64_t> gone;
   size_t folded = 0;
   for (auto it = cgroup_reads_.begin(); it != cgroup_reads_.end();) {
     const uint64_t id = it->first;
     CgroupRead& r = it->second;
-    if (r.read != reads_done_) {  // its slot was given up
-      gone.push_back(id);
-      cgroup_reads_.erase(it++);
+    if (r.read != reads_done_) {
+      if (whole || forgotten_.contains(id)) {  // its slot was given up
+        gone.push_back(id);
+        cgroup_reads_.erase(it++);
+      } else {
+        ++it;  // not read: settled, and its slot did not move
+      }
       continue;
     }
     ++it;
@@ -155,9 +190,11 @@ void SchedTracker::FoldCgroups(const CgroupSums& sums, bool renamed) {
       gone.push_back(id);  // not named this time: out of the sample, as if gone
     }
   }
+  forgotten_.clear();
   cgroups_->UpdateChanged(changed, gone);
   ShrinkIfSparse(cgroup_reads_);
-  last_folded_ = {cgroup_reads_.size(), folded};
+  last_folded_.known = cgroup_reads_.size();
+  last_folded_.folded = folded;
 }
 
 // The matrix is read whole (the kernel cannot say which entries moved), but only pairs whose
@@ -196,6 +233,7 @@ void SchedTracker::ForgetDead() {
   const std::set<uint64_t>& dead = naming_.dead();
   if (dead.empty()) return;
   probe_->Forget(dead);
+  forgotten_.insert(dead.begin(), dead.end());
   // A pair seen again after this counts anew, under a new key.
   absl::erase_if(pair_reads_, [&](const auto& entry) {
     const auto& [pair, read] = entry;

@@ -71,10 +71,11 @@ class SchedTracker {
     uint64_t stats = 0, pairs = 0;
   };
   Overflows overflows() const;
-  // Of the cgroups the last collection read, how many it named and folded: those whose counts
-  // moved, or whose names may have. A collection costs a read of the rest, nothing more.
+  // Of the cgroups known at the last collection, how many it read and how many it named and
+  // folded: those whose counts moved, or whose names may have. A collection where no name
+  // changed reads only the slots that moved since the one before (SchedProbe::TakeMovedSlots).
   struct Folded {
-    size_t read = 0, folded = 0;
+    size_t known = 0, read = 0, folded = 0;
   };
   Folded last_folded() const;
 
@@ -82,6 +83,7 @@ class SchedTracker {
   // One cgroup of the probe's stats array, from read to read.
   struct CgroupRead {
     uint64_t read = 0;         // the last read that found it
+    uint32_t slot = 0;         // where it found it
     uint64_t events = 0;       // its switches and exits at the read before
     bool moved = true;         // whether they had moved at the read before
     bool named = false;        // the last naming found it alive in a stage
@@ -103,8 +105,11 @@ class SchedTracker {
     absl::InlinedVector<uint64_t, 4> oncpu_by_group;
   };
   using CgroupSums = absl::flat_hash_map<uint64_t, CgroupSum>;
-  CgroupSums ReadCgroups() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void FoldCgroups(const CgroupSums& sums, bool renamed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Every slot's when `whole`, else only those that may have moved or must be folded again.
+  CgroupSums ReadCgroups(bool whole) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<uint32_t> SlotsToRead() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FoldCgroups(const CgroupSums& sums, bool renamed, bool whole)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FoldPairs(bool renamed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ForgetDead() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool NamedAlive(uint64_t id, const std::optional<StageId>& stage)
@@ -118,6 +123,8 @@ class SchedTracker {
   std::shared_ptr<const std::vector<NamedCgroup>> names_ ABSL_GUARDED_BY(mu_);
   uint64_t reads_done_ ABSL_GUARDED_BY(mu_) = 0;
   absl::flat_hash_map<uint64_t, CgroupRead> cgroup_reads_ ABSL_GUARDED_BY(mu_);
+  std::vector<uint32_t> moved_before_ ABSL_GUARDED_BY(mu_);  // marked at the collection before
+  std::set<uint64_t> forgotten_ ABSL_GUARDED_BY(mu_);  // their slots freed: retired at the next fold
   std::vector<uint32_t> group_of_cpu_ ABSL_GUARDED_BY(mu_);
   size_t cpu_groups_ ABSL_GUARDED_BY(mu_) = 1;
   // Made again, wider, by SplitOncpuByCpuGroup (StageCounters' width is fixed).

@@ -914,6 +914,15 @@ TEST(SchedProbeTest, CgroupsThatStopSwitchingKeepTheirFiguresUnfoldedAndAreRetir
   EXPECT_LE(folded.read + kSleeping + 1, folded.known) << "slots that did not move were read";
   EXPECT_GE(folded.read, 1u) << "the busy cgroup's slot moved";
 
+  // A cgroup that sat out a collection unread is read again once it moves: its slot is marked.
+  tracker.Collect();
+  tracker.Collect();  // the busy cgroup settled, unread
+  const Figures busy_before = figures(busy);
+  ASSERT_EQ(testing::WaitForChild(busy.Spawn("sw-busy", [] { usleep(1000); })), 0);
+  tracker.Collect();
+  EXPECT_EQ(std::get<3>(figures(busy)), std::get<3>(busy_before) + 1) << "its exit";
+  EXPECT_GT(std::get<0>(figures(busy)), std::get<0>(busy_before)) << "its switches";
+
   const std::string emptied_path = emptied->path();
   const uint64_t emptied_id = emptied->id();
   emptied.reset();  // removed

@@ -268,20 +268,23 @@ TEST_F(SampleSnapshotTest, AStillTopsPressureIsReadOnItsRoundAndAtOnceWhenItMove
   EXPECT_EQ(sampler.Latest()->pressure.at(id).memory_some_us, 8000000u)
       << "the stall caught up with at a read";
 
-  // The CPU time moves: read at that sample.
+  // The CPU time moves, on a sample that is not the top's turn of the round: read at once.
+  uint64_t top_id = 0;
+  for (const NamedCgroup& c : *namer.Live()) top_id = c.path == kTop ? c.id : top_id;
+  int s = 21;
+  if ((top_id + s) % kFullReadEvery == 0) sampler.SampleOnce(t0 + absl::Seconds(s++));
   int before = reads_[memory_psi];
   cpu_.usage_ns = *cpu_.usage_ns + 1000000;
   psi_["memory"].some_us += 1000000;
-  sampler.SampleOnce(t0 + absl::Seconds(21));
+  sampler.SampleOnce(t0 + absl::Seconds(s++));
   EXPECT_EQ(reads_[memory_psi], before + 1);
   EXPECT_EQ(sampler.Latest()->pressure.at(id).memory_some_us, 9000000u);
   EXPECT_EQ(sampler.Latest()->cpu.at(id).usage_ns, 7001000000u);
 
   // The memory usage moves (its stats read in full): read at that sample too.
-  sampler.SampleOnce(t0 + absl::Seconds(22));
   before = reads_[memory_psi];
   usage += 4096;
-  sampler.SampleOnce(t0 + absl::Seconds(23));
+  sampler.SampleOnce(t0 + absl::Seconds(s));
   EXPECT_EQ(reads_[memory_psi], before + 1);
 }
 

@@ -66,6 +66,12 @@ class SampleSnapshotTest : public ::testing::Test {
         },
     };
   }
+  // Reads of the files whose key starts with `prefix` (e.g. "oom_kill ": every cgroup's).
+  int ReadsOf(std::string_view prefix) const {
+    int n = 0;
+    for (const auto& [file, count] : reads_) n += file.starts_with(prefix) ? count : 0;
+    return n;
+  }
   int Reads() const {
     int n = 0;
     for (const auto& [file, count] : reads_) n += count;
@@ -179,11 +185,7 @@ TEST_F(SampleSnapshotTest, OomCountsAreReadOnTheirOwnClockAndScrapesOnlyAdaptThe
   OomTracker tracker(&paths, &stages, layout_.key);
   exporters::OomCollector oom(&tracker, &stages, &sampler);
   const std::string file = "oom_kill " + std::string(kTop);
-  auto oom_reads = [this] {
-    int n = 0;
-    for (const auto& [f, count] : reads_) n += f.starts_with("oom_kill ") ? count : 0;
-    return n;
-  };
+  auto oom_reads = [this] { return ReadsOf("oom_kill "); };
   const Labels train = {{"pipeline_stage", "snapshot-train"}};
   Serve(1);
 
@@ -296,11 +298,7 @@ TEST_F(SampleSnapshotTest, TracedKillsLeaveTheCountsToDroppedEventsAndASlowNet) 
   CgroupNamer namer(&paths, &stages, absl::ZeroDuration());
   MemorySampler sampler(&namer, layout_, MemoryConfig{}, Reader(), kMemoryPart | kOomPart);
   Serve(1);
-  auto oom_reads = [this] {
-    int n = 0;
-    for (const auto& [f, count] : reads_) n += f.starts_with("oom_kill ") ? count : 0;
-    return n;
-  };
+  auto oom_reads = [this] { return ReadsOf("oom_kill "); };
   const absl::Time t0 = absl::FromUnixSeconds(5000);
   oom_kills_ = 2;
   sampler.ReadOomBaseline(t0);

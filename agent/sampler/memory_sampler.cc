@@ -58,6 +58,12 @@ SampleReader WithCgroupfs(SampleReader reader, const CgroupLayout& layout,
       return ReadCpuStats(layout, top.path,
                           [&](const std::string& file) { return files->Read(top.id, file); });
     };
+    if (!reader.cpu_time && layout.key != CGROUP_KEY_DEFAULT) {
+      reader.cpu_time = [layout, files](const NamedCgroup& top) {
+        return ReadCpuacctUsage(layout, top.path,
+                                [&](const std::string& file) { return files->Read(top.id, file); });
+      };
+    }
   }
   if (!reader.oom_kills) {
     reader.oom_kills = [layout](const NamedCgroup& c) {
@@ -221,7 +227,8 @@ std::vector<MemorySampler::Domain> MemorySampler::ReadDomains(
     });
   }
   for (const NamedCgroup* top : by_depth) {
-    domains.push_back(ReadDomain(*top, true, nested.contains(top->id) || Written(top->id)));
+    const bool full = nested.contains(top->id) || Written(top->id);
+    domains.push_back(ReadDomain(*top, true, full, !full && still_.contains(top->id)));
   }
   // Oldest cgroup (lowest id) first, so that past the bound the same ones stay watched.
   std::vector<const NamedCgroup*> limited;
@@ -238,7 +245,7 @@ std::vector<MemorySampler::Domain> MemorySampler::ReadDomains(
       continue;
     }
     room--;
-    Domain d = ReadDomain(*c, false, Written(c->id));
+    Domain d = ReadDomain(*c, false, Written(c->id), false);
     if (d.stats && !d.limit) {
       limited_.erase(c->id);  // its limit was lifted: no longer a domain
       continue;
@@ -248,22 +255,27 @@ std::vector<MemorySampler::Domain> MemorySampler::ReadDomains(
   return domains;
 }
 
-MemorySampler::Domain MemorySampler::ReadDomain(const NamedCgroup& c, bool top, bool full) {
+MemorySampler::Domain MemorySampler::ReadDomain(const NamedCgroup& c, bool top, bool full,
+                                                bool still) {
   Domain d{.cgroup = c, .top = top};
   auto last = full_reads_.find(c.id);
+  auto keep_last = [&] {
+    d.stats = last->second.stats;
+    d.limit = LowerLimit(d.stats->limit_bytes, d.stats->high_bytes);
+    return d;
+  };
+  if (still && last != full_reads_.end()) return keep_last();
   if (!full && reader_.usage && last != full_reads_.end() &&
       samples_ - last->second.sample < kFullReadEvery) {
     if (absl::StatusOr<uint64_t> usage = reader_.usage(c);
-        usage.ok() && *usage == last->second.stats.usage_bytes) {
-      d.stats = last->second.stats;
-      d.limit = LowerLimit(d.stats->limit_bytes, d.stats->high_bytes);
-      return d;
+        usage.ok() && *usage == last->second.stats->usage_bytes) {
+      return keep_last();
     }
   }
   if (absl::StatusOr<MemoryCgroupStats> m = reader_.stats(c); m.ok()) {
     d.limit = LowerLimit(m->limit_bytes, m->high_bytes);
-    full_reads_[c.id] = {.stats = *m, .sample = samples_};
-    d.stats = std::move(*m);
+    d.stats = std::make_shared<const MemoryCgroupStats>(*std::move(m));
+    full_reads_[c.id] = {.stats = d.stats, .sample = samples_};
   } else {
     // Removed since the refresh, or a file that does not parse: this domain sits the sample
     // out, the others go on.
@@ -289,31 +301,47 @@ MemorySampler::TopPressure MemorySampler::ReadTopPressure(const NamedCgroup& top
   return p;
 }
 
+bool MemorySampler::MayStayStill(uint64_t top_id) const {
+  return top_pressure_.contains(top_id) && full_reads_.contains(top_id) &&
+         (top_id + samples_) % kFullReadEvery != 0;
+}
+
+void MemorySampler::ReadTopsCpu(const std::vector<NamedCgroup>& tops, Snapshot* next) {
+  still_.clear();
+  if (!(parts_ & kCpuPart)) return;
+  absl::flat_hash_map<uint64_t, CpuCgroupStats> read;
+  read.reserve(tops.size());
+  for (const NamedCgroup& top : tops) {
+    auto last = top_cpu_.find(top.id);
+    const bool may_stay = last != top_cpu_.end() && last->second.usage_ns && MayStayStill(top.id);
+    if (may_stay && reader_.cpu_time) {  // v1: cpuacct.usage alone, before cpu.stat
+      if (absl::StatusOr<uint64_t> time = reader_.cpu_time(top);
+          time.ok() && *time == *last->second.usage_ns) {
+        still_.insert(top.id);
+        read[top.id] = last->second;
+        continue;
+      }
+    }
+    absl::StatusOr<CpuCgroupStats> stat = reader_.cpu(top);
+    if (!stat.ok() && !absl::IsNotFound(stat.status()) && next->cpu_error.ok()) {
+      next->cpu_error = stat.status();
+    }
+    read[top.id] = stat.value_or(CpuCgroupStats{});
+    if (may_stay && read[top.id].usage_ns == last->second.usage_ns) still_.insert(top.id);
+  }
+  top_cpu_ = std::move(read);  // a removed top's goes with it
+}
+
 std::map<StageId, std::optional<double>> MemorySampler::ReadTops(
     const std::vector<NamedCgroup>& tops, Snapshot* next) {
   std::map<StageId, std::optional<double>> memory_full;
   std::vector<CgroupCounterSample> pressure, cpu;
   absl::flat_hash_map<uint64_t, TopPressure> kept;
+  kept.reserve(tops.size());
   for (const NamedCgroup& top : tops) {
-    std::optional<CpuCgroupStats> stat;
-    if (parts_ & kCpuPart) {
-      absl::StatusOr<CpuCgroupStats> read = reader_.cpu(top);
-      if (!read.ok() && !absl::IsNotFound(read.status()) && next->cpu_error.ok()) {
-        next->cpu_error = read.status();
-      }
-      stat = read.value_or(CpuCgroupStats{});
-    }
-    // A top whose memory usage and CPU time did not move this sample had no task run: its
-    // pressure can grow only by a task blocked all along, whose stall the slower round (a
-    // tenth of the tops each sample) catches up with.
     auto last = top_pressure_.find(top.id);
-    auto full = full_reads_.find(top.id);
-    const bool still = last != top_pressure_.end() && stat && stat->usage_ns &&
-                       stat->usage_ns == last->second.cpu_usage_ns &&
-                       full != full_reads_.end() && full->second.sample != samples_ &&
-                       (top.id + samples_) % kFullReadEvery != 0;
-    TopPressure p = still ? last->second : ReadTopPressure(top);
-    if (stat) p.cpu_usage_ns = stat->usage_ns;
+    const bool still = still_.contains(top.id);
+    const TopPressure p = still ? last->second : ReadTopPressure(top);
     if (p.has_psi) {
       memory_full[top.stage.id] =
           memory_full[top.stage.id].value_or(0) + p.memory.full_us.value_or(0) * 1e-6;
@@ -322,8 +350,8 @@ std::map<StageId, std::optional<double>> MemorySampler::ReadTops(
     pressure.push_back(
         {top.id, top.stage.id,
          {mem.some_us, mem.full_us.value_or(0), io.some_us, io.full_us.value_or(0)}});
-    if (stat) {
-      const CpuCgroupStats& c = *stat;
+    if (auto stat = top_cpu_.find(top.id); stat != top_cpu_.end()) {
+      const CpuCgroupStats& c = stat->second;
       cpu.push_back({top.id, top.stage.id,
                      {c.usage_ns.value_or(0), c.nr_periods.value_or(0),
                       c.nr_throttled.value_or(0), c.throttled_ns.value_or(0), cpu_psi.some_us,
@@ -354,9 +382,10 @@ void MemorySampler::SampleOnce(absl::Time now) {
   namer_->Refresh();
   const std::shared_ptr<const std::vector<NamedCgroup>> live = namer_->Live();
   const std::vector<NamedCgroup>& tops = Tops(live);
-  const std::vector<Domain> domains = ReadDomains(live, tops);
   auto next = std::make_shared<Snapshot>();
   next->taken = now;
+  ReadTopsCpu(tops, next.get());  // first: which tops are still
+  const std::vector<Domain> domains = ReadDomains(live, tops);
   const std::map<StageId, std::optional<double>> psi = ReadTops(tops, next.get());
   absl::flat_hash_set<uint64_t> read_ids;
   for (const Domain& d : domains) read_ids.insert(d.cgroup.id);
@@ -455,7 +484,7 @@ void MemorySampler::Fold(absl::Time now, const std::vector<Domain>& domains) {
     StageSum& s = sums[d.cgroup.stage.id];
     s.stage = d.cgroup.stage;
     s.domains.push_back({.id = d.cgroup.id, .path = d.cgroup.path, .top = d.top,
-                         .sampled = d.stats.has_value(), .limit_bytes = d.limit});
+                         .sampled = d.stats != nullptr, .limit_bytes = d.limit});
     if (!d.stats) continue;
     const MemoryCgroupStats& m = *d.stats;
     DomainMemory& read = s.domains.back();

@@ -63,6 +63,10 @@ struct SampleReader {
   // its cpu.stat (with cpuacct.usage on v1): from files kept open between samples.
   std::function<absl::StatusOr<PsiTotals>(const NamedCgroup&, std::string_view)> pressure;
   std::function<absl::StatusOr<CpuCgroupStats>(const NamedCgroup&)> cpu;
+  // Only a top's CPU time, asked first where `cpu` reads two files (v1's cpuacct.usage, beside
+  // cpu.stat): a top whose time did not move keeps its last readings (kFullReadEvery). Left
+  // empty on v2, whose cpu.stat holds the time, and while `cpu` is given.
+  std::function<absl::StatusOr<uint64_t>(const NamedCgroup&)> cpu_time;
   // A cgroup's own oom_kill count (ReadOomKillCount), with kOomPart, on the clock below.
   std::function<absl::StatusOr<uint64_t>(const NamedCgroup&)> oom_kills;
   // With kPlacementPart, a stage top's memory.numa_stat and effective cpuset, from files kept
@@ -87,6 +91,11 @@ inline constexpr uint64_t kLimitRecheckSamples = 60;
 // (a limit written, an event counted, a peak of the same height) waits at most as long.
 // A top's memory.numa_stat is read with its memory.stat; its cpuset, which only an
 // administrator changes, once every kFullReadEvery samples (a tenth of the tops each sample).
+// A stage top whose CPU time did not move since the last sample ran no task, and is still:
+// its memory can move only by a charge from outside it (a socket's receive buffers) or by
+// reclaim, its pressure only by a task blocked all along. With kCpuPart, a still top's CPU
+// time is its only file read in that sample; it keeps its last memory, cpu.stat and pressure
+// readings, read again on its turn of the same round.
 inline constexpr uint64_t kFullReadEvery = 10;
 // The oom_kill counts are a file per live cgroup, and they move only with kills: every
 // cgroup's is read first as the agent starts (ReadOomBaseline, else the first sample), then in
@@ -146,7 +155,8 @@ class MemorySampler {
   struct Domain {
     NamedCgroup cgroup;
     bool top = false;
-    std::optional<MemoryCgroupStats> stats;  // none: could not be read, sits the sample out
+    // Shared with full_reads_ while kept. None: could not be read, sits the sample out.
+    std::shared_ptr<const MemoryCgroupStats> stats;
     std::optional<uint64_t> limit;  // the lower of the hard and the soft limit
   };
   // The namer's stage tops, asked again only when its live cgroups (or their stages) changed.
@@ -164,10 +174,16 @@ class MemorySampler {
   std::vector<Domain> ReadDomains(const std::shared_ptr<const std::vector<NamedCgroup>>& live,
                                   const std::vector<NamedCgroup>& tops);
   // One domain's stats: its last full reading while its usage has not moved (kFullReadEvery),
-  // unless `full`.
-  Domain ReadDomain(const NamedCgroup& c, bool top, bool full);
-  // Pressure (and cpu.stat with kCpuPart) of every top, folded per stage into `next`; also
-  // memory PSI "full" seconds per stage, for the detectors.
+  // unless `full`; with no read at all while `still` (a still top's).
+  Domain ReadDomain(const NamedCgroup& c, bool top, bool full, bool still);
+  // Whether a top may be still in this sample: it has readings to keep, and this is not its
+  // turn of the round.
+  bool MayStayStill(uint64_t top_id) const;
+  // With kCpuPart, every top's CPU time into top_cpu_ (its cpu.stat too, unless still), and
+  // which tops are still into still_; a cpu.stat that could not be read into `next`.
+  void ReadTopsCpu(const std::vector<NamedCgroup>& tops, Snapshot* next);
+  // Pressure of every top (a still one's kept) and its cpu.stat with kCpuPart, folded per
+  // stage into `next`; also memory PSI "full" seconds per stage, for the detectors.
   std::map<StageId, std::optional<double>> ReadTops(const std::vector<NamedCgroup>& tops,
                                                     Snapshot* next);
   struct TopPressure;
@@ -208,17 +224,18 @@ class MemorySampler {
   // Tops without a memory.pressure file (on a hybrid host, a path only the v1 memory hierarchy
   // has): asked again on the slower round, not every sample.
   absl::flat_hash_set<uint64_t> no_psi_;
-  // Each top's pressure totals and CPU time as last read: kept while it is still.
+  // Each top's pressure totals and cpu.stat as last read: kept while it is still.
   struct TopPressure {
     bool has_psi = false;
     PsiTotals memory, io, cpu;
-    std::optional<uint64_t> cpu_usage_ns;
   };
   absl::flat_hash_map<uint64_t, TopPressure> top_pressure_;
+  absl::flat_hash_map<uint64_t, CpuCgroupStats> top_cpu_;  // with kCpuPart
+  absl::flat_hash_set<uint64_t> still_;                    // this sample's still tops
   std::shared_ptr<const std::vector<NamedCgroup>> tops_live_;  // what tops_ was found for
   std::vector<NamedCgroup> tops_;
   struct FullRead {
-    MemoryCgroupStats stats;
+    std::shared_ptr<const MemoryCgroupStats> stats;
     uint64_t sample = 0;  // samples_ when read
   };
   absl::flat_hash_map<uint64_t, FullRead> full_reads_;  // by domain, the last of each

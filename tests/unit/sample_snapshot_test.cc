@@ -242,52 +242,85 @@ TEST_F(SampleSnapshotTest, OomCountsAreReadOnTheirOwnClockAndScrapesOnlyAdaptThe
   EXPECT_EQ(Reads(), reads) << "a scrape read a cgroup file";
 }
 
-// A top whose memory usage and CPU time did not move had no task run: its pressure files are
-// read on its turn of the slower round and with its full reads, and at once when either moves.
-TEST_F(SampleSnapshotTest, AStillTopsPressureIsReadOnItsRoundAndAtOnceWhenItMoves) {
-  CgroupPathCache paths(root_);
-  StageResolver stages({}, DiscoveryConfig{});
-  CgroupNamer namer(&paths, &stages, absl::ZeroDuration());
-  SampleReader reader = Reader();
-  uint64_t usage = 100 << 20;  // as the stats reader's
-  reader.usage = [&usage](const NamedCgroup&) -> absl::StatusOr<uint64_t> { return usage; };
-  MemorySampler sampler(&namer, layout_, MemoryConfig{}, reader);
-  const std::string memory_psi = "memory.pressure " + std::string(kTop);
-  const std::string cpu_stat = "cpu.stat " + std::string(kTop);
-  const StageId id = stages.Resolve(kTop).id;
-  Serve(1);
-  const absl::Time t0 = absl::FromUnixSeconds(5000);
-  sampler.SampleOnce(t0);
-  ASSERT_EQ(reads_[memory_psi], 1);
+// A top whose CPU time did not move had no task run: it is still, and its CPU time is its only
+// file read in that sample. Its memory, cpu.stat and pressure are read on its turn of the
+// slower round, and at once when the time moves.
+TEST_F(SampleSnapshotTest, AStillTopReadsOnlyItsCpuTimeUntilItsRoundOrItMoves) {
+  for (const bool v1 : {true, false}) {
+    SCOPED_TRACE(v1 ? "v1 layout" : "v2 layout");
+    reads_.clear();
+    CgroupPathCache paths(root_);
+    StageResolver stages({}, DiscoveryConfig{});
+    CgroupNamer namer(&paths, &stages, absl::ZeroDuration());
+    SampleReader reader = Reader();
+    uint64_t usage = 100 << 20;
+    reader.stats = [&](const NamedCgroup& c) -> absl::StatusOr<MemoryCgroupStats> {
+      reads_["memory " + c.path]++;
+      return MemoryCgroupStats{.usage_bytes = usage, .working_set_bytes = usage};
+    };
+    reader.usage = [&](const NamedCgroup& c) -> absl::StatusOr<uint64_t> {
+      reads_["memory usage " + c.path]++;
+      return usage;
+    };
+    if (v1) {  // cpuacct.usage asked first; on v2 cpu.stat holds the time
+      reader.cpu_time = [&](const NamedCgroup& c) -> absl::StatusOr<uint64_t> {
+        reads_["cpu time " + c.path]++;
+        return *cpu_.usage_ns;
+      };
+    }
+    MemorySampler sampler(&namer, layout_, MemoryConfig{}, reader);
+    const std::string memory_psi = "memory.pressure " + std::string(kTop);
+    const std::string cpu_stat = "cpu.stat " + std::string(kTop);
+    const StageId id = stages.Resolve(kTop).id;
+    Serve(1);
+    const absl::Time t0 = absl::FromUnixSeconds(5000);
+    sampler.SampleOnce(t0);
+    ASSERT_EQ(reads_[memory_psi], 1);
+    ASSERT_EQ(ReadsOf("memory "), 1);
+    uint64_t top_id = 0;
+    for (const NamedCgroup& c : *namer.Live()) top_id = c.path == kTop ? c.id : top_id;
 
-  // Still for 20 samples, while a blocked task's stall grows: read with the two full reads and
-  // on the top's two turns of the round (which may be the same samples), not every sample.
-  psi_["memory"].some_us += 5000000;
-  for (int s = 1; s <= 2 * int(kFullReadEvery); s++) sampler.SampleOnce(t0 + absl::Seconds(s));
-  EXPECT_EQ(reads_[cpu_stat], 1 + 2 * int(kFullReadEvery));
-  EXPECT_GE(reads_[memory_psi], 1 + 2);
-  EXPECT_LE(reads_[memory_psi], 1 + 4);
-  EXPECT_EQ(sampler.Latest()->pressure.at(id).memory_some_us, 8000000u)
-      << "the stall caught up with at a read";
+    // Still for 20 samples, while a blocked task's stall grows: everything but the CPU time is
+    // read only on the top's two turns of the round.
+    psi_["memory"].some_us += 5000000;
+    for (int s = 1; s <= 2 * int(kFullReadEvery); s++) sampler.SampleOnce(t0 + absl::Seconds(s));
+    const int read_again = reads_[memory_psi] - 1;
+    EXPECT_EQ(read_again, 2);
+    const int still = 2 * int(kFullReadEvery) - read_again;
+    EXPECT_EQ(reads_["cpu time " + std::string(kTop)], v1 ? still : 0);
+    EXPECT_EQ(reads_[cpu_stat], 1 + read_again + (v1 ? 0 : still));
+    EXPECT_EQ(ReadsOf("memory "), 1 + read_again) << "one memory file each time it was read";
+    EXPECT_EQ(sampler.Latest()->pressure.at(id).memory_some_us, 8000000u)
+        << "the stall caught up with at a read";
 
-  // The CPU time moves, on a sample that is not the top's turn of the round: read at once.
-  uint64_t top_id = 0;
-  for (const NamedCgroup& c : *namer.Live()) top_id = c.path == kTop ? c.id : top_id;
-  int s = 21;
-  if ((top_id + s) % kFullReadEvery == 0) sampler.SampleOnce(t0 + absl::Seconds(s++));
-  int before = reads_[memory_psi];
-  cpu_.usage_ns = *cpu_.usage_ns + 1000000;
-  psi_["memory"].some_us += 1000000;
-  sampler.SampleOnce(t0 + absl::Seconds(s++));
-  EXPECT_EQ(reads_[memory_psi], before + 1);
-  EXPECT_EQ(sampler.Latest()->pressure.at(id).memory_some_us, 9000000u);
-  EXPECT_EQ(sampler.Latest()->cpu.at(id).usage_ns, 7001000000u);
+    // Memory charged from outside while no task runs (a socket's receive buffers): seen within
+    // kFullReadEvery samples, not at the next one unless that is the top's turn.
+    int s = 2 * int(kFullReadEvery) + 1;
+    if ((top_id + s) % kFullReadEvery == 0) sampler.SampleOnce(t0 + absl::Seconds(s++));
+    usage += 1 << 20;
+    int samples_to_see = 0;
+    while (sampler.Latest()->memory.at(id).usage_bytes != usage && samples_to_see <= 20) {
+      sampler.SampleOnce(t0 + absl::Seconds(s++));
+      samples_to_see++;
+    }
+    EXPECT_GT(samples_to_see, 1);
+    EXPECT_LE(samples_to_see, int(kFullReadEvery));
 
-  // The memory usage moves (its stats read in full): read at that sample too.
-  before = reads_[memory_psi];
-  usage += 4096;
-  sampler.SampleOnce(t0 + absl::Seconds(s));
-  EXPECT_EQ(reads_[memory_psi], before + 1);
+    // The CPU time moves, on a sample that is not the top's turn of the round: read at once.
+    if ((top_id + s) % kFullReadEvery == 0) sampler.SampleOnce(t0 + absl::Seconds(s++));
+    const int psi_before = reads_[memory_psi], stat_before = reads_[cpu_stat];
+    const int memory_before = ReadsOf("memory ");
+    cpu_.usage_ns = *cpu_.usage_ns + 1000000;
+    psi_["memory"].some_us += 1000000;
+    usage += 4096;
+    sampler.SampleOnce(t0 + absl::Seconds(s++));
+    EXPECT_EQ(reads_[memory_psi], psi_before + 1);
+    EXPECT_EQ(reads_[cpu_stat], stat_before + 1);
+    EXPECT_EQ(ReadsOf("memory "), memory_before + 2) << "its usage, moved, then its stats";
+    EXPECT_EQ(sampler.Latest()->pressure.at(id).memory_some_us, 9000000u);
+    EXPECT_EQ(sampler.Latest()->cpu.at(id).usage_ns, 7001000000u);
+    EXPECT_EQ(sampler.Latest()->memory.at(id).usage_bytes, usage);
+  }
 }
 
 // While the probe traces the kernel's kills, a kill no event told is one its ring buffer

@@ -13,6 +13,9 @@
 # (build/bench/task_states_cost: /proc against the task_states iterator) before the agent.
 # With SMAPS_OUT=DIR, the agent's /proc/<pid>/smaps before the churn and once settled after it
 # are copied there, to find which mappings grew.
+# With CPU_MIRRORS=1 on a v1 or hybrid host, each cgroup is also made at the same path in the
+# v1 cpu and cpuacct hierarchies, its sleeper moved there too, as Kubernetes, Docker and Slurm
+# lay out a job: the agent then reads each stage's CPU time as well.
 # Usage: [AGENT_BIN=build/stagewatch] [OOM_EVERY=1000] bench/cgroup_scale.sh [idle-seconds] [churn-cgroups] [SIZE...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,6 +38,13 @@ else
   own=$(awk -F: '$1 == 0 {print $3}' /proc/self/cgroup)
 fi
 top="$root${own%/}/sw-bench-scale-$$"
+# The same path in the v1 cpu and cpuacct hierarchies (CPU_MIRRORS=1), where they are mounted.
+mirrors=()
+if [ "${CPU_MIRRORS:-0}" = 1 ] && [ "$root" != /sys/fs/cgroup ]; then
+  for h in cpu cpuacct; do
+    [ -d "/sys/fs/cgroup/$h" ] && mirrors+=("/sys/fs/cgroup/$h${own%/}/sw-bench-scale-$$")
+  done
+fi
 sleepers=()
 
 kill_sleepers() {
@@ -44,7 +54,10 @@ kill_sleepers() {
 }
 remove_tree() {
   kill_sleepers
-  [ -d "$top" ] && find "$top" -depth -type d -exec rmdir {} + 2>/dev/null || true
+  local t
+  for t in "$top" "${mirrors[@]}"; do
+    [ -d "$t" ] && find "$t" -depth -type d -exec rmdir {} + 2>/dev/null || true
+  done
 }
 
 config=$(mktemp /tmp/stagewatch-bench-scale-XXXXXX.yaml)
@@ -106,6 +119,10 @@ measure() {  # measure CGROUPS STAGES
       sleep 100000 &
       sleepers+=($!)
       echo $! >"$dir/cgroup.procs"
+      for m in "${mirrors[@]}"; do
+        mkdir -p "$m/stagewatch/stage_$s/run_$r"
+        echo $! >"$m/stagewatch/stage_$s/run_$r/cgroup.procs"
+      done
     done
   done
 
@@ -205,6 +222,7 @@ measure() {  # measure CGROUPS STAGES
   kill_sleepers
   find "$top/stagewatch" -mindepth 1 -depth -type d -exec rmdir {} +
   removed_at=$(date +%s.%N)
+  for m in "${mirrors[@]}"; do find "$m/stagewatch" -mindepth 1 -depth -type d -exec rmdir {} +; done
   while :; do
     now=$(awk -v a="$removed_at" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')
     if [ -z "$closed_s" ]; then

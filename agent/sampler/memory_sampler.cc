@@ -148,9 +148,21 @@ void MemorySampler::OnOomKill(absl::Time at, uint64_t victim) {
 
 const std::vector<NamedCgroup>& MemorySampler::Tops(
     const std::shared_ptr<const std::vector<NamedCgroup>>& live) {
-  if (live != tops_live_) {
-    tops_ = namer_->StageTops();
-    tops_live_ = live;
+  if (live == tops_live_) return tops_;
+  tops_ = namer_->StageTops();
+  tops_live_ = live;
+  top_ids_.clear();
+  for (const NamedCgroup& top : tops_) top_ids_.insert(top.id);
+  // Nested tops are read in full, shallower first (sampler/memcg_faults.h).
+  nested_tops_ = config_.fault_source == PageFaultSource::kBpf ? absl::flat_hash_set<uint64_t>{}
+                                                               : NestedTops(tops_);
+  tops_by_depth_.clear();
+  for (const NamedCgroup& top : tops_) tops_by_depth_.push_back(&top);
+  if (!nested_tops_.empty()) {
+    std::stable_sort(tops_by_depth_.begin(), tops_by_depth_.end(), [](const auto* a, const auto* b) {
+      return std::count(a->path.begin(), a->path.end(), '/') <
+             std::count(b->path.begin(), b->path.end(), '/');
+    });
   }
   return tops_;
 }
@@ -209,26 +221,14 @@ void MemorySampler::FindLimited(const std::shared_ptr<const std::vector<NamedCgr
 std::vector<MemorySampler::Domain> MemorySampler::ReadDomains(
     const std::shared_ptr<const std::vector<NamedCgroup>>& live,
     const std::vector<NamedCgroup>& tops) {
-  absl::flat_hash_set<uint64_t> top_ids;
-  for (const NamedCgroup& top : tops) top_ids.insert(top.id);
+  const absl::flat_hash_set<uint64_t>& top_ids = top_ids_;
   FindLimited(live, top_ids);
 
   std::vector<Domain> domains;
-  // Nested tops are read in full, shallower first (sampler/memcg_faults.h).
-  const absl::flat_hash_set<uint64_t> nested =
-      config_.fault_source == PageFaultSource::kBpf ? absl::flat_hash_set<uint64_t>{}
-                                                    : NestedTops(tops);
-  std::vector<const NamedCgroup*> by_depth;
-  for (const NamedCgroup& top : tops) by_depth.push_back(&top);
-  if (!nested.empty()) {
-    std::stable_sort(by_depth.begin(), by_depth.end(), [](const auto* a, const auto* b) {
-      return std::count(a->path.begin(), a->path.end(), '/') <
-             std::count(b->path.begin(), b->path.end(), '/');
-    });
-  }
-  for (const NamedCgroup* top : by_depth) {
-    const bool full = nested.contains(top->id) || Written(top->id);
-    domains.push_back(ReadDomain(*top, true, full, !full && still_.contains(top->id)));
+  domains.reserve(tops.size());
+  for (const NamedCgroup* top : tops_by_depth_) {
+    const bool full = nested_tops_.contains(top->id) || Written(top->id);
+    domains.push_back(ReadDomain(*top, true, full, !full && top_readings_[top->id].still));
   }
   // Oldest cgroup (lowest id) first, so that past the bound the same ones stay watched.
   std::vector<const NamedCgroup*> limited;
@@ -257,7 +257,7 @@ std::vector<MemorySampler::Domain> MemorySampler::ReadDomains(
 
 MemorySampler::Domain MemorySampler::ReadDomain(const NamedCgroup& c, bool top, bool full,
                                                 bool still) {
-  Domain d{.cgroup = c, .top = top};
+  Domain d{.cgroup = &c, .top = top};
   auto last = full_reads_.find(c.id);
   auto keep_last = [&] {
     d.stats = last->second.stats;
@@ -301,47 +301,46 @@ MemorySampler::TopPressure MemorySampler::ReadTopPressure(const NamedCgroup& top
   return p;
 }
 
-bool MemorySampler::MayStayStill(uint64_t top_id) const {
-  return top_pressure_.contains(top_id) && full_reads_.contains(top_id) &&
-         (top_id + samples_) % kFullReadEvery != 0;
-}
-
 void MemorySampler::ReadTopsCpu(const std::vector<NamedCgroup>& tops, Snapshot* next) {
-  still_.clear();
-  if (!(parts_ & kCpuPart)) return;
-  absl::flat_hash_map<uint64_t, CpuCgroupStats> read;
-  read.reserve(tops.size());
+  // Updated in place, not rebuilt: a map of every top allocated each sample costs more than
+  // the reads of a still one.
+  if (top_readings_.size() > tops.size()) {
+    absl::erase_if(top_readings_, [this](const auto& e) { return !top_ids_.contains(e.first); });
+  }
   for (const NamedCgroup& top : tops) {
-    auto last = top_cpu_.find(top.id);
-    const bool may_stay = last != top_cpu_.end() && last->second.usage_ns && MayStayStill(top.id);
+    TopReading& r = top_readings_[top.id];
+    const std::optional<uint64_t> last_time = r.cpu.usage_ns;
+    // It has readings to keep, and this is not its turn of the round.
+    const bool may_stay = (parts_ & kCpuPart) && last_time && r.sampled &&
+                          full_reads_.contains(top.id) &&
+                          (top.id + samples_) % kFullReadEvery != 0;
+    r.still = false;
+    if (!(parts_ & kCpuPart)) continue;
     if (may_stay && reader_.cpu_time) {  // v1: cpuacct.usage alone, before cpu.stat
-      if (absl::StatusOr<uint64_t> time = reader_.cpu_time(top);
-          time.ok() && *time == *last->second.usage_ns) {
-        still_.insert(top.id);
-        read[top.id] = last->second;
-        continue;
-      }
+      absl::StatusOr<uint64_t> time = reader_.cpu_time(top);
+      r.still = time.ok() && *time == *last_time;
+      if (r.still) continue;
     }
     absl::StatusOr<CpuCgroupStats> stat = reader_.cpu(top);
     if (!stat.ok() && !absl::IsNotFound(stat.status()) && next->cpu_error.ok()) {
       next->cpu_error = stat.status();
     }
-    read[top.id] = stat.value_or(CpuCgroupStats{});
-    if (may_stay && read[top.id].usage_ns == last->second.usage_ns) still_.insert(top.id);
+    r.cpu = stat.value_or(CpuCgroupStats{});
+    r.still = may_stay && r.cpu.usage_ns == last_time;
   }
-  top_cpu_ = std::move(read);  // a removed top's goes with it
 }
 
 std::map<StageId, std::optional<double>> MemorySampler::ReadTops(
     const std::vector<NamedCgroup>& tops, Snapshot* next) {
   std::map<StageId, std::optional<double>> memory_full;
   std::vector<CgroupCounterSample> pressure, cpu;
-  absl::flat_hash_map<uint64_t, TopPressure> kept;
-  kept.reserve(tops.size());
+  pressure.reserve(tops.size());
+  cpu.reserve(parts_ & kCpuPart ? tops.size() : 0);
   for (const NamedCgroup& top : tops) {
-    auto last = top_pressure_.find(top.id);
-    const bool still = still_.contains(top.id);
-    const TopPressure p = still ? last->second : ReadTopPressure(top);
+    TopReading& r = top_readings_[top.id];
+    if (!r.still) r.pressure = ReadTopPressure(top);
+    r.sampled = true;
+    const TopPressure& p = r.pressure;
     if (p.has_psi) {
       memory_full[top.stage.id] =
           memory_full[top.stage.id].value_or(0) + p.memory.full_us.value_or(0) * 1e-6;
@@ -350,16 +349,14 @@ std::map<StageId, std::optional<double>> MemorySampler::ReadTops(
     pressure.push_back(
         {top.id, top.stage.id,
          {mem.some_us, mem.full_us.value_or(0), io.some_us, io.full_us.value_or(0)}});
-    if (auto stat = top_cpu_.find(top.id); stat != top_cpu_.end()) {
-      const CpuCgroupStats& c = stat->second;
+    if (parts_ & kCpuPart) {
+      const CpuCgroupStats& c = r.cpu;
       cpu.push_back({top.id, top.stage.id,
                      {c.usage_ns.value_or(0), c.nr_periods.value_or(0),
                       c.nr_throttled.value_or(0), c.throttled_ns.value_or(0), cpu_psi.some_us,
                       cpu_psi.full_us.value_or(0)}});
     }
-    kept[top.id] = p;
   }
-  top_pressure_ = std::move(kept);  // a removed top's go with it
   const absl::flat_hash_set<StageId> known = namer_->stages()->KnownStageIds();
   pressure_.Update(pressure);
   pressure_.KeepStages(known);
@@ -388,7 +385,7 @@ void MemorySampler::SampleOnce(absl::Time now) {
   const std::vector<Domain> domains = ReadDomains(live, tops);
   const std::map<StageId, std::optional<double>> psi = ReadTops(tops, next.get());
   absl::flat_hash_set<uint64_t> read_ids;
-  for (const Domain& d : domains) read_ids.insert(d.cgroup.id);
+  for (const Domain& d : domains) read_ids.insert(d.cgroup->id);
   for (const NamedCgroup& top : tops) read_ids.insert(top.id);
   files_.Retain(read_ids);  // the files of a removed top or a domain no more close
   if (parts_ & kPlacementPart) ReadPlacement(tops, next.get());  // before the full reads go
@@ -404,7 +401,7 @@ void MemorySampler::SampleOnce(absl::Time now) {
     std::vector<TopFaultReading> readings;
     for (const Domain& d : domains) {
       if (!d.top) continue;
-      readings.push_back({.top = d.cgroup,
+      readings.push_back({.top = *d.cgroup,
                           .pgfault = d.stats ? d.stats->pgfault : std::nullopt,
                           .pgmajfault = d.stats ? d.stats->pgmajfault : std::nullopt});
     }
@@ -427,9 +424,11 @@ void MemorySampler::ReadPlacement(const std::vector<NamedCgroup>& tops, Snapshot
   } else {
     next->placement_error = topology_.status();
   }
-  absl::flat_hash_map<uint64_t, TopPlacement> kept;
+  if (placements_.size() > tops.size()) {  // a removed top's readings go with it
+    absl::erase_if(placements_, [this](const auto& e) { return !top_ids_.contains(e.first); });
+  }
   for (const NamedCgroup& top : tops) {
-    TopPlacement p = std::move(placements_[top.id]);
+    TopPlacement& p = placements_[top.id];
     // With its memory.stat, which ReadDomains read in full this sample or kept.
     auto full = full_reads_.find(top.id);
     if (!p.numa || (full != full_reads_.end() && full->second.sample == samples_)) {
@@ -458,9 +457,7 @@ void MemorySampler::ReadPlacement(const std::vector<NamedCgroup>& tops, Snapshot
     } else if (next->placement_error.ok()) {
       next->placement_error = p.cpuset->status();
     }
-    kept[top.id] = std::move(p);
   }
-  placements_ = std::move(kept);  // a removed top's readings go with it
 }
 
 struct MemorySampler::StageSum {
@@ -481,9 +478,9 @@ void MemorySampler::Fold(absl::Time now, const std::vector<Domain>& domains) {
   // oom_kill per cgroup: every domain's own count is added.
   const bool hierarchical_events = layout_.key == CGROUP_KEY_DEFAULT;
   for (const Domain& d : domains) {
-    StageSum& s = sums[d.cgroup.stage.id];
-    s.stage = d.cgroup.stage;
-    s.domains.push_back({.id = d.cgroup.id, .path = d.cgroup.path, .top = d.top,
+    StageSum& s = sums[d.cgroup->stage.id];
+    s.stage = d.cgroup->stage;
+    s.domains.push_back({.id = d.cgroup->id, .path = d.cgroup->path, .top = d.top,
                          .sampled = d.stats != nullptr, .limit_bytes = d.limit});
     if (!d.stats) continue;
     const MemoryCgroupStats& m = *d.stats;
@@ -519,7 +516,7 @@ void MemorySampler::Fold(absl::Time now, const std::vector<Domain>& domains) {
         auto it = m.events.find(e);
         values.push_back(it == m.events.end() ? 0 : it->second);
       }
-      event_samples.push_back({d.cgroup.id, d.cgroup.stage.id, std::move(values)});
+      event_samples.push_back({d.cgroup->id, d.cgroup->stage.id, std::move(values)});
     }
   }
 

@@ -153,7 +153,7 @@ class MemorySampler {
 
  private:
   struct Domain {
-    NamedCgroup cgroup;
+    const NamedCgroup* cgroup;  // in tops_ or the sample's live list, both kept through it
     bool top = false;
     // Shared with full_reads_ while kept. None: could not be read, sits the sample out.
     std::shared_ptr<const MemoryCgroupStats> stats;
@@ -176,11 +176,8 @@ class MemorySampler {
   // One domain's stats: its last full reading while its usage has not moved (kFullReadEvery),
   // unless `full`; with no read at all while `still` (a still top's).
   Domain ReadDomain(const NamedCgroup& c, bool top, bool full, bool still);
-  // Whether a top may be still in this sample: it has readings to keep, and this is not its
-  // turn of the round.
-  bool MayStayStill(uint64_t top_id) const;
-  // With kCpuPart, every top's CPU time into top_cpu_ (its cpu.stat too, unless still), and
-  // which tops are still into still_; a cpu.stat that could not be read into `next`.
+  // With kCpuPart, every top's CPU time into top_readings_ (its cpu.stat too, unless still),
+  // and whether it is still; a cpu.stat that could not be read into `next`.
   void ReadTopsCpu(const std::vector<NamedCgroup>& tops, Snapshot* next);
   // Pressure of every top (a still one's kept) and its cpu.stat with kCpuPart, folded per
   // stage into `next`; also memory PSI "full" seconds per stage, for the detectors.
@@ -224,16 +221,26 @@ class MemorySampler {
   // Tops without a memory.pressure file (on a hybrid host, a path only the v1 memory hierarchy
   // has): asked again on the slower round, not every sample.
   absl::flat_hash_set<uint64_t> no_psi_;
-  // Each top's pressure totals and cpu.stat as last read: kept while it is still.
   struct TopPressure {
     bool has_psi = false;
     PsiTotals memory, io, cpu;
   };
-  absl::flat_hash_map<uint64_t, TopPressure> top_pressure_;
-  absl::flat_hash_map<uint64_t, CpuCgroupStats> top_cpu_;  // with kCpuPart
-  absl::flat_hash_set<uint64_t> still_;                    // this sample's still tops
+  // Each top's pressure totals and cpu.stat (with kCpuPart) as last read: kept while it is
+  // still.
+  struct TopReading {
+    TopPressure pressure;
+    CpuCgroupStats cpu;
+    bool sampled = false;  // its pressure was read at least once
+    bool still = false;    // in this sample
+  };
+  absl::flat_hash_map<uint64_t, TopReading> top_readings_;
   std::shared_ptr<const std::vector<NamedCgroup>> tops_live_;  // what tops_ was found for
   std::vector<NamedCgroup> tops_;
+  // Found with tops_: their ids, those nested in another or enclosing one (read in full), and
+  // all of them shallower first.
+  absl::flat_hash_set<uint64_t> top_ids_;
+  absl::flat_hash_set<uint64_t> nested_tops_;
+  std::vector<const NamedCgroup*> tops_by_depth_;
   struct FullRead {
     std::shared_ptr<const MemoryCgroupStats> stats;
     uint64_t sample = 0;  // samples_ when read

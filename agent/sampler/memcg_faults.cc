@@ -39,6 +39,52 @@ absl::flat_hash_set<uint64_t> NestedTops(const std::vector<NamedCgroup>& tops) {
 
 void MemcgFaults::Update(const std::vector<TopFaultReading>& tops,
                          const absl::flat_hash_set<StageId>& known) {
+  // Which tops enclose which changes only with the tops themselves.
+  bool same_tops = tops.size() == tops_.size();
+  for (size_t i = 0; same_tops && i < tops.size(); i++) same_tops = tops_.contains(tops[i].top.id);
+  if (!same_tops) Retop(tops);
+
+  for (const TopFaultReading& t : tops) {
+    Top& top = tops_[t.top.id];
+    if (t.pgfault && t.pgmajfault) {
+      top.reading = {*t.pgfault, *t.pgmajfault};
+      top.read = true;
+    }
+  }
+  // Every top's reading first, then each one's own count: its nested tops' readings are needed.
+  absl::flat_hash_map<uint64_t, Pair> nested;  // by top: its nested tops' readings, summed
+  for (const auto& [id, top] : tops_) {
+    if (top.enclosing == 0 || !top.read) continue;
+    Pair& n = nested[top.enclosing];
+    for (size_t i = 0; i < n.size(); i++) n[i] += top.reading[i];
+  }
+
+  std::vector<CgroupCounterSample> samples;
+  samples.reserve(tops.size());
+  uncovered_.clear();
+  for (const TopFaultReading& t : tops) {
+    Top& top = tops_[t.top.id];
+    if (!top.read) {
+      uncovered_.insert(t.top.stage.id);
+      continue;
+    }
+    Pair others{};
+    for (const auto* taken : {&nested, &departed_}) {
+      if (auto it = taken->find(t.top.id); it != taken->end()) {
+        for (size_t i = 0; i < others.size(); i++) others[i] += it->second[i];
+      }
+    }
+    for (size_t i = 0; i < top.own.size(); i++) {
+      const uint64_t own = top.reading[i] > others[i] ? top.reading[i] - others[i] : 0;
+      top.own[i] = std::max(top.own[i], own);
+    }
+    samples.push_back({t.top.id, t.top.stage.id, {top.own[0], top.own[1]}});
+  }
+  counters_.Update(samples);
+  counters_.KeepStages(known);
+}
+
+void MemcgFaults::Retop(const std::vector<TopFaultReading>& tops) {
   absl::flat_hash_map<std::string_view, uint64_t> top_of_path;
   absl::flat_hash_set<uint64_t> live;
   for (const TopFaultReading& t : tops) {
@@ -61,49 +107,18 @@ void MemcgFaults::Update(const std::vector<TopFaultReading>& tops,
     departed_.erase(id);
   }
   for (uint64_t id : gone) tops_.erase(id);
-
-  // Every top's reading first, then each one's own count: its nested tops' readings are needed.
   for (const TopFaultReading& t : tops) {
-    Top& top = tops_[t.top.id];
-    top.enclosing = EnclosingTop(t.top.path, top_of_path);
-    if (t.pgfault && t.pgmajfault) {
-      top.reading = {*t.pgfault, *t.pgmajfault};
-      top.read = true;
-    }
+    tops_[t.top.id].enclosing = EnclosingTop(t.top.path, top_of_path);
   }
-  absl::flat_hash_map<uint64_t, Pair> nested;  // by top: its nested tops' readings, summed
-  for (const auto& [id, top] : tops_) {
-    if (top.enclosing == 0 || !top.read) continue;
-    Pair& n = nested[top.enclosing];
-    for (size_t i = 0; i < n.size(); i++) n[i] += top.reading[i];
-  }
-
-  std::vector<CgroupCounterSample> samples;
-  uncovered_.clear();
-  for (const TopFaultReading& t : tops) {
-    Top& top = tops_[t.top.id];
-    if (!top.read) {
-      uncovered_.insert(t.top.stage.id);
-      continue;
-    }
-    const Pair less_nested = nested[t.top.id], less_departed = departed_[t.top.id];
-    for (size_t i = 0; i < top.own.size(); i++) {
-      const uint64_t others = less_nested[i] + less_departed[i];
-      const uint64_t own = top.reading[i] > others ? top.reading[i] - others : 0;
-      top.own[i] = std::max(top.own[i], own);
-    }
-    samples.push_back({t.top.id, t.top.stage.id, {top.own[0], top.own[1]}});
-  }
-  counters_.Update(samples);
-  counters_.KeepStages(known);
 }
 
 std::map<StageId, StageFaults> MemcgFaults::Totals() const {
   std::map<StageId, StageFaults> out;
-  for (const auto& [stage, v] : counters_.Totals()) {
+  counters_.ForEachTotal([&out](StageId stage, const std::vector<uint64_t>& v) {
     // pgfault counts every fault, minor and major.
-    out[stage] = {.minor = v[0] > v[1] ? v[0] - v[1] : 0, .major = v[1]};
-  }
+    out.emplace_hint(out.end(), stage,
+                     StageFaults{.minor = v[0] > v[1] ? v[0] - v[1] : 0, .major = v[1]});
+  });
   return out;
 }
 

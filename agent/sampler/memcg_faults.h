@@ -47,6 +47,9 @@ class MemcgFaults {
 
  private:
   using Pair = std::array<uint64_t, 2>;  // pgfault (every fault), pgmajfault
+  // When the tops changed: folds the gone ones into their enclosing tops' departed_, and
+  // finds each one's enclosing top.
+  void Retop(const std::vector<TopFaultReading>& tops);
   struct Top {
     uint64_t enclosing = 0;  // the nearest top above it, 0 if none
     Pair reading{};          // hierarchical, as last read

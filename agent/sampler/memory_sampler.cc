@@ -360,17 +360,20 @@ std::map<StageId, std::optional<double>> MemorySampler::ReadTops(
   const absl::flat_hash_set<StageId> known = namer_->stages()->KnownStageIds();
   pressure_.Update(pressure);
   pressure_.KeepStages(known);
-  for (const auto& [id, v] : pressure_.Totals()) {
-    next->pressure[id] = {.memory_some_us = v[0], .memory_full_us = v[1], .io_some_us = v[2],
-                          .io_full_us = v[3]};
-  }
+  pressure_.ForEachTotal([next](StageId id, const std::vector<uint64_t>& v) {
+    next->pressure.emplace_hint(next->pressure.end(), id,
+                                StagePressure{.memory_some_us = v[0], .memory_full_us = v[1],
+                                              .io_some_us = v[2], .io_full_us = v[3]});
+  });
   if (parts_ & kCpuPart) {
     cpu_.Update(cpu);
     cpu_.KeepStages(known);
-    for (const auto& [id, v] : cpu_.Totals()) {
-      next->cpu[id] = {.usage_ns = v[0], .periods = v[1], .throttled_periods = v[2],
-                       .throttled_ns = v[3], .pressure_some_us = v[4], .pressure_full_us = v[5]};
-    }
+    cpu_.ForEachTotal([next](StageId id, const std::vector<uint64_t>& v) {
+      next->cpu.emplace_hint(next->cpu.end(), id,
+                             StageCpu{.usage_ns = v[0], .periods = v[1], .throttled_periods = v[2],
+                                      .throttled_ns = v[3], .pressure_some_us = v[4],
+                                      .pressure_full_us = v[5]});
+    });
   }
   return memory_full;
 }
@@ -384,12 +387,21 @@ void MemorySampler::SampleOnce(absl::Time now) {
   ReadTopsCpu(tops, next.get());  // first: which tops are still
   const std::vector<Domain> domains = ReadDomains(live, tops);
   const std::map<StageId, std::optional<double>> psi = ReadTops(tops, next.get());
-  absl::flat_hash_set<uint64_t> read_ids;
-  for (const Domain& d : domains) read_ids.insert(d.cgroup->id);
-  for (const NamedCgroup& top : tops) read_ids.insert(top.id);
-  files_.Retain(read_ids);  // the files of a removed top or a domain no more close
+  // Every top is a domain. The files and full reads of a removed top or a domain no more go,
+  // looked for only when the domains changed.
+  bool same_domains = domains.size() == domain_ids_.size();
+  for (size_t i = 0; same_domains && i < domains.size(); i++) {
+    same_domains = domain_ids_.contains(domains[i].cgroup->id);
+  }
+  if (!same_domains) {
+    domain_ids_.clear();
+    for (const Domain& d : domains) domain_ids_.insert(d.cgroup->id);
+    files_.Retain(domain_ids_);
+  }
   if (parts_ & kPlacementPart) ReadPlacement(tops, next.get());  // before the full reads go
-  absl::erase_if(full_reads_, [&read_ids](const auto& e) { return !read_ids.contains(e.first); });
+  if (!same_domains) {
+    absl::erase_if(full_reads_, [this](const auto& e) { return !domain_ids_.contains(e.first); });
+  }
   if (parts_ & kOomPart) {
     ReadOomKills(now, *live);
     next->oom_kills = oom_kills_;
@@ -398,13 +410,18 @@ void MemorySampler::SampleOnce(absl::Time now) {
   samples_++;
   Fold(now, domains);
   if (config_.fault_source != PageFaultSource::kBpf) {
-    std::vector<TopFaultReading> readings;
+    // Assigned over the last sample's, whose strings keep their room: no allocation per top.
+    std::vector<TopFaultReading>& readings = fault_readings_;
+    size_t n = 0;
     for (const Domain& d : domains) {
       if (!d.top) continue;
-      readings.push_back({.top = *d.cgroup,
-                          .pgfault = d.stats ? d.stats->pgfault : std::nullopt,
-                          .pgmajfault = d.stats ? d.stats->pgmajfault : std::nullopt});
+      if (n == readings.size()) readings.emplace_back();
+      TopFaultReading& r = readings[n++];
+      r.top = *d.cgroup;
+      r.pgfault = d.stats ? d.stats->pgfault : std::nullopt;
+      r.pgmajfault = d.stats ? d.stats->pgmajfault : std::nullopt;
     }
+    readings.resize(n);
     memcg_faults_.Update(readings, namer_->stages()->KnownStageIds());
     next->faults = memcg_faults_.Totals();
     next->faults_uncovered = memcg_faults_.uncovered();
@@ -523,7 +540,6 @@ void MemorySampler::Fold(absl::Time now, const std::vector<Domain>& domains) {
   const absl::flat_hash_set<StageId> known = namer_->stages()->KnownStageIds();
   events_.Update(event_samples);
   events_.KeepStages(known);
-  const auto event_totals = events_.Totals();
   // A forgotten stage's peak and near-limit time start again if it comes back.
   std::erase_if(stages_, [&known](const auto& entry) { return !known.contains(entry.first); });
   for (auto& [stage, m] : stages_) {
@@ -536,10 +552,13 @@ void MemorySampler::Fold(absl::Time now, const std::vector<Domain>& domains) {
       }
       continue;
     }
-    StageMemory& m = stages_[stage];
-    FoldStage(now, s, m);
-    if (auto it = event_totals.find(stage); it != event_totals.end()) m.events = it->second;
+    FoldStage(now, s, stages_[stage]);
   }
+  events_.ForEachTotal([&](StageId stage, const std::vector<uint64_t>& v) {
+    auto sum = sums.find(stage);
+    if (sum == sums.end() || sum->second.tops == 0) return;
+    stages_[stage].events.assign(v.begin(), v.end());  // into its room: no allocation
+  });
 }
 
 void MemorySampler::FoldStage(absl::Time now, StageSum& s, StageMemory& m) const {

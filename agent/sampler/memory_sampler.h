@@ -246,6 +246,7 @@ class MemorySampler {
     uint64_t sample = 0;  // samples_ when read
   };
   absl::flat_hash_map<uint64_t, FullRead> full_reads_;  // by domain, the last of each
+  absl::flat_hash_set<uint64_t> domain_ids_;  // of the last sample
   struct TopPlacement {  // the last reading of each, and when the cpuset was
     std::optional<absl::StatusOr<NumaMemory>> numa;
     std::optional<absl::StatusOr<EffectiveCpuset>> cpuset;
@@ -256,6 +257,7 @@ class MemorySampler {
   StageCounters pressure_;  // memory some, memory full, io some, io full (µs) per top
   StageCounters cpu_;       // usage, periods, throttled periods, throttled ns, PSI some, full
   MemcgFaults memcg_faults_;  // unless memory.fault_source is bpf
+  std::vector<TopFaultReading> fault_readings_;  // its input, kept for its strings' room
   struct OomCount {
     NamedCgroup cgroup;
     uint64_t kills = 0;

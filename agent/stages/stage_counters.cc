@@ -144,13 +144,34 @@ void StageCountersOf<Key>::KeepStages(const absl::flat_hash_set<StageId>& known)
 
 template <typename Key>
 std::map<Key, std::vector<uint64_t>> StageCountersOf<Key>::Totals() const {
-  std::map<Key, std::vector<uint64_t>> totals = retired_;
-  for (const auto& [stage, sum] : live_sums_) {
-    std::vector<uint64_t>& total = totals[stage];
-    total.resize(width_, 0);
-    for (size_t i = 0; i < width_; ++i) total[i] += sum[i];
-  }
+  std::map<Key, std::vector<uint64_t>> totals;
+  ForEachTotal([&totals](const Key& stage, const std::vector<uint64_t>& total) {
+    totals.emplace_hint(totals.end(), stage, total);
+  });
   return totals;
+}
+
+template <typename Key>
+void StageCountersOf<Key>::ForEachTotal(
+    absl::FunctionRef<void(const Key&, const std::vector<uint64_t>&)> fn) const {
+  // Both maps are in stage order: one walk of each.
+  std::vector<uint64_t> total(width_);
+  auto retired = retired_.begin();
+  auto live = live_sums_.begin();
+  while (retired != retired_.end() || live != live_sums_.end()) {
+    const bool from_retired =
+        retired != retired_.end() && (live == live_sums_.end() || !(live->first < retired->first));
+    const bool from_live =
+        live != live_sums_.end() && (retired == retired_.end() || !(retired->first < live->first));
+    const Key& stage = from_retired ? retired->first : live->first;
+    for (size_t i = 0; i < width_; ++i) {
+      total[i] = (from_retired && i < retired->second.size() ? retired->second[i] : 0) +
+                 (from_live ? live->second[i] : 0);
+    }
+    fn(stage, total);
+    if (from_retired) ++retired;
+    if (from_live) ++live;
+  }
 }
 
 template class StageCountersOf<StageId>;

@@ -16,6 +16,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
 #include "stages/stage_id.h"
 
 namespace stagewatch {
@@ -49,6 +50,8 @@ class StageCountersOf {
 
   // stage → totals (`width` values). Stages stay once seen.
   std::map<Key, std::vector<uint64_t>> Totals() const;
+  // The same, stage by stage in order, without building the map (a per-sample caller's).
+  void ForEachTotal(absl::FunctionRef<void(const Key&, const std::vector<uint64_t>&)> fn) const;
 
   // Drops every stage `keep` refuses, totals and cgroups: forgotten stages, which count from
   // zero if they come back.

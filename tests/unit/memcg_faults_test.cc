@@ -7,7 +7,7 @@
 namespace stagewatch {
 namespace {
 
-constexpr StageId kTrain = 1, kEval = 2;
+constexpr StageId kTrain = 1, kEval = 2, kIngest = 3;
 
 TopFaultReading Top(uint64_t id, std::string path, StageId stage, uint64_t pgfault,
                     uint64_t pgmajfault) {
@@ -47,6 +47,18 @@ TEST(MemcgFaultsTest, ANestedStageThatGoesStaysTakenOffWhileTheKernelKeepsItsCou
   f.Update({Top(10, "/train", kTrain, 1100, 0)}, kKnown);
   EXPECT_EQ(Of(f, kTrain).minor, 700u);
   EXPECT_EQ(Of(f, kEval).minor, 400u);  // folded, not lost
+}
+
+TEST(MemcgFaultsTest, ATopReplacedInOneSampleIsFoldedAndItsSuccessorNested) {
+  MemcgFaults f;
+  f.Update({Top(10, "/train", kTrain, 1000, 0), Top(11, "/train/eval", kEval, 400, 0)}, kKnown);
+  // As many tops as before, not the same ones: eval's went (its 400 stay in /train's count)
+  // and another stage's came beneath /train.
+  f.Update({Top(10, "/train", kTrain, 1300, 0), Top(12, "/train/ingest", kIngest, 200, 0)},
+           {kTrain, kEval, kIngest});
+  EXPECT_EQ(Of(f, kTrain).minor, 700u) << "1300 less the new nested 200 and the departed 400";
+  EXPECT_EQ(Of(f, kEval).minor, 400u);
+  EXPECT_EQ(Of(f, kIngest).minor, 200u);
 }
 
 TEST(MemcgFaultsTest, ATopThatGoesAndComesBackUnderANewIdNeverGoesBackwards) {

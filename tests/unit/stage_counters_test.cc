@@ -49,6 +49,23 @@ TEST(StageCountersTest, DeadCgroupIsFoldedIntoRetiredTotals) {
   EXPECT_EQ(counters.live_cgroups(), 0u);
 }
 
+// ForEachTotal walks the retired and the live sums together, in stage order: a stage only
+// retired, one only live and one with both each come once, summed.
+TEST(StageCountersTest, EachTotalComesOnceInStageOrderFromRetiredAndLive) {
+  StageCounters counters(2);
+  counters.Update({S(1, "train", {10, 1}), S(2, "eval", {5, 2}), S(3, "ingest", {7, 0}),
+                   S(4, "eval", {1, 1})});
+  counters.Update({S(2, "eval", {6, 2}), S(3, "ingest", {9, 3}), S(5, "a", {4, 4})});
+  std::vector<std::pair<std::string, V>> walked;
+  counters.ForEachTotal([&walked](StageId stage, const V& total) {
+    walked.emplace_back(kNames.at(stage), total);
+  });
+  const std::vector<std::pair<std::string, V>> expected = {
+      {"train", {10, 1}}, {"eval", {7, 3}}, {"ingest", {9, 3}}, {"a", {4, 4}}};
+  EXPECT_EQ(walked, expected) << "in StageId order: train, eval, ingest, a";
+  EXPECT_EQ(Named(counters.Totals()), (Totals(expected.begin(), expected.end())));
+}
+
 TEST(StageCountersTest, RecreatedCgroupWithNewIdKeepsCountingUp) {
   StageCounters counters(1);
   counters.Update({S(100, "train", {40})});

@@ -8,10 +8,7 @@
 namespace stagewatch {
 namespace {
 
-struct Line {
-  double slope;  // per second
-  double at;     // value at x = 0 (the newest sample)
-};
+using Line = LimitEtaDetector::Line;
 
 // Least squares over (x, y) with x in seconds relative to the newest sample; deviations
 // from the means keep the sums well conditioned for values in the 1e10 range.
@@ -41,27 +38,52 @@ std::optional<Line> Fit(const std::vector<double>& x, const std::vector<double>&
 LimitEtaDetector::LimitEtaDetector(const Config& config)
     : config_(config), window_(config.window) {}
 
+bool LimitEtaDetector::Points(std::vector<double>* x, std::vector<double>* y) const {
+  // The fit uses the window proper, not the anchor sample before it. Whole nanoseconds: a
+  // Duration's division is the costlier part of a fit.
+  const int64_t now_ns = absl::ToUnixNanos(window_.newest().t);
+  const int64_t window_ns = absl::ToInt64Nanoseconds(config_.window);
+  for (const Sample& s : window_.samples()) {
+    const int64_t before_ns = now_ns - absl::ToUnixNanos(s.t);
+    if (before_ns > window_ns) continue;
+    x->push_back(static_cast<double>(-before_ns) * 1e-9);
+    y->push_back(s.value);
+  }
+  return !x->empty() && x->size() >= config_.min_points &&
+         -x->front() >= absl::ToDoubleSeconds(config_.min_span);
+}
+
+std::optional<LimitEtaDetector::Line> LimitEtaDetector::WindowLine() const {
+  std::vector<double> x, y;
+  if (window_.samples().empty() || !Points(&x, &y)) return std::nullopt;
+  return Fit(x, y, 0, x.size());
+}
+
+std::optional<double> LimitEtaDetector::slope() const {
+  if (slope_) return slope_;
+  const std::optional<Line> line = WindowLine();
+  return line ? std::optional<double>(line->slope) : std::nullopt;
+}
+
+std::optional<double> LimitEtaDetector::fitted_usage() const {
+  if (fitted_) return fitted_;
+  const std::optional<Line> line = WindowLine();
+  return line ? std::optional<double>(line->at) : std::nullopt;
+}
+
 void LimitEtaDetector::Estimate(std::optional<double> limit) {
   slope_.reset();
   fitted_.reset();
   eta_s_.reset();
+  if (!limit || *limit <= 0) return;
 
-  // The fit uses the window proper, not the anchor sample before it.
-  const absl::Time now = window_.newest().t;
   std::vector<double> x, y;
-  for (const Sample& s : window_.samples()) {
-    if (s.t < now - config_.window) continue;
-    x.push_back(absl::ToDoubleSeconds(s.t - now));
-    y.push_back(s.value);
-  }
-  if (x.size() < config_.min_points || -x.front() < absl::ToDoubleSeconds(config_.min_span)) {
-    return;
-  }
+  if (!Points(&x, &y)) return;
   const std::optional<Line> line = Fit(x, y, 0, x.size());
   if (!line) return;
   slope_ = line->slope;
   fitted_ = line->at;
-  if (!limit || *limit <= 0 || line->slope <= 0) return;
+  if (line->slope <= 0) return;
 
   double peak = y.front(), drop = 0;
   for (double v : y) {

@@ -25,6 +25,7 @@
 #include <cstddef>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "config/anomaly_config.h"
@@ -48,11 +49,22 @@ class LimitEtaDetector {
   // Seconds until the fitted usage reaches the limit (0 when already there); none when
   // there is no limit, too little data, or usage is not steadily growing.
   std::optional<double> EtaSeconds() const { return eta_s_; }
-  // The fit's slope in bytes/s and its usage at the newest sample, once there is a fit.
-  std::optional<double> slope() const { return slope_; }
-  std::optional<double> fitted_usage() const { return fitted_; }
+  // The fit's slope in bytes/s and its usage at the newest sample, once there is a fit. Where
+  // the last update had no limit, fitted when asked: no line is drawn every sample for a stage
+  // that has nothing to forecast.
+  std::optional<double> slope() const;
+  std::optional<double> fitted_usage() const;
+
+  struct Line {
+    double slope;  // per second
+    double at;     // value at x = 0 (the newest sample)
+  };
 
  private:
+  // The window's points, x in seconds before the newest sample; false when too few or too
+  // short a span to fit.
+  bool Points(std::vector<double>* x, std::vector<double>* y) const;
+  std::optional<Line> WindowLine() const;
   void Estimate(std::optional<double> limit);
   // Whether the domain is judged at `usage` (past its warm-up, or above its usual at its age), and
   // the usual memory it was compared with and the age it was read at, if any.

@@ -158,6 +158,12 @@ const std::vector<NamedCgroup>& MemorySampler::Tops(
                                                                : NestedTops(tops_);
   tops_by_depth_.clear();
   for (const NamedCgroup& top : tops_) tops_by_depth_.push_back(&top);
+  if (tasks_ran_) {
+    live_by_id_.clear();
+    for (const NamedCgroup& c : *live) live_by_id_[c.id] = &c;
+    top_by_path_.clear();
+    for (const NamedCgroup& top : tops_) top_by_path_[top.path] = top.id;
+  }
   if (!nested_tops_.empty()) {
     std::stable_sort(tops_by_depth_.begin(), tops_by_depth_.end(), [](const auto* a, const auto* b) {
       return std::count(a->path.begin(), a->path.end(), '/') <
@@ -218,17 +224,18 @@ void MemorySampler::FindLimited(const std::shared_ptr<const std::vector<NamedCgr
 
 // The stage tops first (always tracked: their hierarchical usage is the stage's), then every
 // other cgroup of a stage known to have a limit of its own, up to memory.max_limit_domains.
-std::vector<MemorySampler::Domain> MemorySampler::ReadDomains(
-    const std::shared_ptr<const std::vector<NamedCgroup>>& live,
-    const std::vector<NamedCgroup>& tops) {
+void MemorySampler::ReadDomains(const std::shared_ptr<const std::vector<NamedCgroup>>& live,
+                                const std::vector<NamedCgroup>& tops) {
   const absl::flat_hash_set<uint64_t>& top_ids = top_ids_;
   FindLimited(live, top_ids);
 
-  std::vector<Domain> domains;
-  domains.reserve(tops.size());
+  std::vector<Domain>& domains = domains_;
+  domains.clear();
   for (const NamedCgroup* top : tops_by_depth_) {
     const bool full = nested_tops_.contains(top->id) || Written(top->id);
-    domains.push_back(ReadDomain(*top, true, full, !full && top_readings_[top->id].still));
+    const TopReading& r = top_readings_[top->id];
+    domains.push_back(ReadDomain(*top, true, full, !full && r.still,
+                                 r.quiet ? kQuietFullReadEvery : kFullReadEvery));
   }
   // Oldest cgroup (lowest id) first, so that past the bound the same ones stay watched.
   std::vector<const NamedCgroup*> limited;
@@ -252,11 +259,10 @@ std::vector<MemorySampler::Domain> MemorySampler::ReadDomains(
     }
     domains.push_back(std::move(d));
   }
-  return domains;
 }
 
 MemorySampler::Domain MemorySampler::ReadDomain(const NamedCgroup& c, bool top, bool full,
-                                                bool still) {
+                                                bool still, uint64_t full_read_every) {
   Domain d{.cgroup = &c, .top = top};
   auto last = full_reads_.find(c.id);
   auto keep_last = [&] {
@@ -266,7 +272,7 @@ MemorySampler::Domain MemorySampler::ReadDomain(const NamedCgroup& c, bool top, 
   };
   if (still && last != full_reads_.end()) return keep_last();
   if (!full && reader_.usage && last != full_reads_.end() &&
-      samples_ - last->second.sample < kFullReadEvery) {
+      samples_ - last->second.sample < full_read_every) {
     if (absl::StatusOr<uint64_t> usage = reader_.usage(c);
         usage.ok() && *usage == last->second.stats->usage_bytes) {
       return keep_last();
@@ -301,6 +307,29 @@ MemorySampler::TopPressure MemorySampler::ReadTopPressure(const NamedCgroup& top
   return p;
 }
 
+void MemorySampler::FindTopsThatRan() {
+  ran_tops_.clear();
+  ran_known_ = false;
+  if (!tasks_ran_) return;
+  const std::optional<std::vector<uint64_t>> ran = tasks_ran_();
+  if (!ran) return;
+  for (uint64_t id : *ran) {
+    auto c = live_by_id_.find(id);
+    if (c == live_by_id_.end()) return;  // born since the refresh, or gone: could be anywhere
+    // The cgroup and each ancestor (paths start at "/", the root).
+    std::string_view path = c->second->path;
+    for (;;) {
+      if (auto top = top_by_path_.find(path); top != top_by_path_.end()) {
+        ran_tops_.insert(top->second);
+      }
+      const size_t slash = path.rfind('/');
+      if (slash == std::string_view::npos || path.size() <= 1) break;
+      path = path.substr(0, std::max<size_t>(slash, 1));
+    }
+  }
+  ran_known_ = true;
+}
+
 void MemorySampler::ReadTopsCpu(const std::vector<NamedCgroup>& tops, Snapshot* next) {
   // Updated in place, not rebuilt: a map of every top allocated each sample costs more than
   // the reads of a still one.
@@ -311,14 +340,22 @@ void MemorySampler::ReadTopsCpu(const std::vector<NamedCgroup>& tops, Snapshot* 
     TopReading& r = top_readings_[top.id];
     const std::optional<uint64_t> last_time = r.cpu.usage_ns;
     // It has readings to keep, and this is not its turn of the round.
-    const bool may_stay = (parts_ & kCpuPart) && last_time && r.sampled &&
-                          full_reads_.contains(top.id) &&
-                          (top.id + samples_) % kFullReadEvery != 0;
-    r.still = false;
-    if (!(parts_ & kCpuPart)) continue;
+    const bool off_round = r.sampled && full_reads_.contains(top.id) &&
+                           (top.id + samples_) % kFullReadEvery != 0;
+    // By the sched probe, where it can tell (keyed by the memory cgroup on v1).
+    const bool ran_here = ran_known_ && ran_tops_.contains(top.id);
+    const bool none_ran = ran_known_ && !ran_here;
+    // v1 with a CPU hierarchy of its own: its time is read even if no task ran in the memory
+    // cgroup, as a task may be in one and not the other.
+    const bool own_cpu_time = (parts_ & kCpuPart) && reader_.cpu_time && last_time;
+    r.still = off_round && none_ran && !own_cpu_time;
+    r.quiet = none_ran;
+    if (r.still || !(parts_ & kCpuPart)) continue;
+    const bool may_stay = off_round && last_time && !ran_here;
     if (may_stay && reader_.cpu_time) {  // v1: cpuacct.usage alone, before cpu.stat
       absl::StatusOr<uint64_t> time = reader_.cpu_time(top);
       r.still = time.ok() && *time == *last_time;
+      r.quiet |= r.still;
       if (r.still) continue;
     }
     absl::StatusOr<CpuCgroupStats> stat = reader_.cpu(top);
@@ -327,6 +364,7 @@ void MemorySampler::ReadTopsCpu(const std::vector<NamedCgroup>& tops, Snapshot* 
     }
     r.cpu = stat.value_or(CpuCgroupStats{});
     r.still = may_stay && r.cpu.usage_ns == last_time;
+    r.quiet |= last_time && !ran_here && r.cpu.usage_ns == last_time;
   }
 }
 
@@ -384,8 +422,10 @@ void MemorySampler::SampleOnce(absl::Time now) {
   const std::vector<NamedCgroup>& tops = Tops(live);
   auto next = std::make_shared<Snapshot>();
   next->taken = now;
+  FindTopsThatRan();
   ReadTopsCpu(tops, next.get());  // first: which tops are still
-  const std::vector<Domain> domains = ReadDomains(live, tops);
+  ReadDomains(live, tops);
+  const std::vector<Domain>& domains = domains_;
   const std::map<StageId, std::optional<double>> psi = ReadTops(tops, next.get());
   // Every top is a domain. The files and full reads of a removed top or a domain no more go,
   // looked for only when the domains changed.
@@ -431,6 +471,7 @@ void MemorySampler::SampleOnce(absl::Time now) {
     m.psi_full_seconds = it == psi.end() ? std::nullopt : it->second;
   }
   next->memory = stages_;
+  domains_.clear();  // its cgroups are this sample's; its room stays for the next
   absl::MutexLock lock(&mu_);
   latest_ = std::move(next);
 }
@@ -601,6 +642,11 @@ void MemorySampler::ReadOomKills(absl::Time now, const std::vector<NamedCgroup>&
     oom_cgroups_[c.id] = {c, *kills};
   }
   FoldOomKills(now);
+}
+
+void MemorySampler::OnTasksRanTraced(std::function<std::optional<std::vector<uint64_t>>()> ran) {
+  tasks_ran_ = std::move(ran);
+  tops_live_ = nullptr;  // the indexes above are found with the next sample's tops
 }
 
 void MemorySampler::OnOomKillsTraced(std::function<uint64_t()> dropped) {

@@ -97,6 +97,12 @@ inline constexpr uint64_t kLimitRecheckSamples = 60;
 // time is its only file read in that sample; it keeps its last memory, cpu.stat and pressure
 // readings, read again on its turn of the same round.
 inline constexpr uint64_t kFullReadEvery = 10;
+// A top none of whose tasks ran since the last sample (by the sched probe, or its CPU time)
+// is quiet: on its turn of the round its usage and pressure are read, its memory.stat only if
+// the usage moved or after this many samples. Without a task running, what memory.stat holds
+// beside the usage moves only by reclaim aging its pages (the working set); its faults and
+// events need a task.
+inline constexpr uint64_t kQuietFullReadEvery = 60;
 // The oom_kill counts are a file per live cgroup, and they move only with kills: every
 // cgroup's is read first as the agent starts (ReadOomBaseline, else the first sample), then in
 // every sample within kAfterOomKill of a traced kill event, else once per kOomCountsInterval,
@@ -141,6 +147,10 @@ class MemorySampler {
   // Before Start(): the OOM probe traces the kernel's kills, and `dropped` returns how many
   // kill events its ring buffer dropped so far.
   void OnOomKillsTraced(std::function<uint64_t()> dropped);
+  // Before Start(): the sched probe traces switches, and `ran` returns the cgroups a task of
+  // which ran since its last call (nullopt: it cannot tell). A top none of whose cgroups ran
+  // is read only on its turn of the round, as a top whose CPU time did not move.
+  void OnTasksRanTraced(std::function<std::optional<std::vector<uint64_t>>()> ran);
   // Reads the oom_kill count of the victims OnOomKill named since the last call (every live
   // cgroup's if one was unknown) into a new snapshot (the thread calls it when woken by a
   // kill; tests call it directly, from the thread that calls SampleOnce).
@@ -171,14 +181,18 @@ class MemorySampler {
   // round), and forgets what was known of cgroups that are gone.
   void FindLimited(const std::shared_ptr<const std::vector<NamedCgroup>>& live,
                    const absl::flat_hash_set<uint64_t>& tops);
-  std::vector<Domain> ReadDomains(const std::shared_ptr<const std::vector<NamedCgroup>>& live,
-                                  const std::vector<NamedCgroup>& tops);
+  // Into domains_, whose room is kept from sample to sample.
+  void ReadDomains(const std::shared_ptr<const std::vector<NamedCgroup>>& live,
+                   const std::vector<NamedCgroup>& tops);
   // One domain's stats: its last full reading while its usage has not moved (kFullReadEvery),
   // unless `full`; with no read at all while `still` (a still top's).
-  Domain ReadDomain(const NamedCgroup& c, bool top, bool full, bool still);
+  Domain ReadDomain(const NamedCgroup& c, bool top, bool full, bool still,
+                    uint64_t full_read_every = kFullReadEvery);
   // With kCpuPart, every top's CPU time into top_readings_ (its cpu.stat too, unless still),
   // and whether it is still; a cpu.stat that could not be read into `next`.
   void ReadTopsCpu(const std::vector<NamedCgroup>& tops, Snapshot* next);
+  // ran_tops_ from the sched probe's cgroups that ran; ran_known_ when it could tell.
+  void FindTopsThatRan();
   // Pressure of every top (a still one's kept) and its cpu.stat with kCpuPart, folded per
   // stage into `next`; also memory PSI "full" seconds per stage, for the detectors.
   std::map<StageId, std::optional<double>> ReadTops(const std::vector<NamedCgroup>& tops,
@@ -232,6 +246,7 @@ class MemorySampler {
     CpuCgroupStats cpu;
     bool sampled = false;  // its pressure was read at least once
     bool still = false;    // in this sample
+    bool quiet = false;    // no task of it ran since the last sample (still, or on its round)
   };
   absl::flat_hash_map<uint64_t, TopReading> top_readings_;
   std::shared_ptr<const std::vector<NamedCgroup>> tops_live_;  // what tops_ was found for
@@ -241,11 +256,19 @@ class MemorySampler {
   absl::flat_hash_set<uint64_t> top_ids_;
   absl::flat_hash_set<uint64_t> nested_tops_;
   std::vector<const NamedCgroup*> tops_by_depth_;
+  // With tasks_ran_, also found with tops_: each live cgroup by id (in tops_live_), each top
+  // by path (in tops_). Then per sample, the tops beneath which a task ran.
+  std::function<std::optional<std::vector<uint64_t>>()> tasks_ran_;
+  absl::flat_hash_map<uint64_t, const NamedCgroup*> live_by_id_;
+  absl::flat_hash_map<std::string_view, uint64_t> top_by_path_;
+  absl::flat_hash_set<uint64_t> ran_tops_;
+  bool ran_known_ = false;
   struct FullRead {
     std::shared_ptr<const MemoryCgroupStats> stats;
     uint64_t sample = 0;  // samples_ when read
   };
   absl::flat_hash_map<uint64_t, FullRead> full_reads_;  // by domain, the last of each
+  std::vector<Domain> domains_;                // of this sample
   absl::flat_hash_set<uint64_t> domain_ids_;  // of the last sample
   struct TopPlacement {  // the last reading of each, and when the cpuset was
     std::optional<absl::StatusOr<NumaMemory>> numa;

@@ -650,6 +650,77 @@ TEST(SchedProbeTest, RunningNowCountsTheCpusRunningACgroup) {
   kill(sleeper, SIGKILL);
 }
 
+// The cgroups a task ran in since the last asking: one running now, one woken once (only
+// until it blocks again), never one whose task sleeps along. The counts' reader still finds
+// the woken one's slot moved: each reader keeps the marks the other took.
+TEST(SchedProbeTest, CgroupsThatRanAreThoseSwitchedOrOnACpuSinceTheLastAsking) {
+  STAGEWATCH_REQUIRE_PRIVILEGES();
+  TestCgroup busy("stagewatch/ran-busy");
+  TestCgroup woken("stagewatch/ran-woken");
+  TestCgroup asleep("stagewatch/ran-asleep");
+  auto probe = StartProbe(busy.layout().key);
+  ASSERT_NE(probe, nullptr);
+  EXPECT_EQ(probe->TakeCgroupsThatRan(), std::nullopt) << "the first asking has no since";
+  (void)probe->TakeCgroupsThatRan();
+  int wake[2];
+  ASSERT_EQ(pipe(wake), 0);
+  pid_t hog = busy.Spawn("sw-ran-hog", [] { BusyFor(std::chrono::milliseconds(3000)); });
+  pid_t waiter = woken.Spawn("sw-ran-waiter", [&wake] {
+    close(wake[1]);  // so that the test's close ends it
+    char byte;
+    while (read(wake[0], &byte, 1) == 1) {
+    }
+  });
+  pid_t sleeper = asleep.Spawn("sw-ran-sleeper", [] { pause(); });
+  auto ran_now = [&] {
+    std::optional<std::vector<uint64_t>> ran = probe->TakeCgroupsThatRan();
+    EXPECT_TRUE(ran.has_value());
+    std::set<uint64_t> ids;
+    if (ran) ids.insert(ran->begin(), ran->end());
+    return ids;
+  };
+  // Past their start-up (a child runs on after Spawn returns): neither ran in the last 50 ms.
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        const std::set<uint64_t> ran = ran_now();
+        return !ran.contains(woken.id()) && !ran.contains(asleep.id());
+      },
+      5000));
+  (void)probe->TakeMovedSlots();
+
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::set<uint64_t> ran = ran_now();
+  EXPECT_TRUE(ran.contains(busy.id())) << "running all along";
+  EXPECT_FALSE(ran.contains(woken.id()));
+  EXPECT_FALSE(ran.contains(asleep.id()));
+
+  ASSERT_EQ(write(wake[1], "x", 1), 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(AwaitBlocked(waiter));
+  ran = ran_now();
+  EXPECT_TRUE(ran.contains(woken.id())) << "woken once, blocked again";
+  EXPECT_TRUE(ran.contains(busy.id()));
+  EXPECT_FALSE(ran.contains(asleep.id()));
+  ran = ran_now();
+  EXPECT_FALSE(ran.contains(woken.id())) << "not since the last asking";
+  EXPECT_FALSE(ran.contains(asleep.id()));
+
+  std::set<uint64_t> counted;
+  probe->ForEachCopyOfSlots(probe->TakeMovedSlots(),
+                            [&](uint32_t, int, const sched_cgroup_stats& c) { counted.insert(c.cgroup); });
+  EXPECT_TRUE(counted.contains(woken.id())) << "the counts' reader sees its switches too";
+  EXPECT_FALSE(counted.contains(asleep.id()));
+
+  // The waiter ends at end of file, once every copy of the write end is closed.
+  kill(sleeper, SIGKILL);
+  testing::WaitForChild(sleeper);
+  EXPECT_EQ(testing::WaitForChild(hog), -0);
+  close(wake[1]);
+  close(wake[0]);
+  EXPECT_EQ(testing::WaitForChild(waiter), -0);
+}
+
 // Exits are counted per process (thread-group leader), in the process's own cgroup.
 TEST(SchedProbeTest, ExitedProcessesAreCountedOncePerProcess) {
   STAGEWATCH_REQUIRE_PRIVILEGES();

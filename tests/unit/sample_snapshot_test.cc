@@ -323,6 +323,109 @@ TEST_F(SampleSnapshotTest, AStillTopReadsOnlyItsCpuTimeUntilItsRoundOrItMoves) {
   }
 }
 
+// With the sched probe saying which cgroups a task ran in since the last sample, a top none of
+// whose tasks ran reads no file off its turn of the round (its CPU time too, unless that is
+// another hierarchy's, v1's cpuacct), and on its turn its memory.stat only after
+// kQuietFullReadEvery samples. A task that ran in it or beneath it, a cgroup the probe
+// names that the sampler does not know, or a sample the probe cannot speak for (then the CPU
+// time decides, where the top has one), has it read at once; a task that ran in another top,
+// an ancestor or the root does not.
+TEST_F(SampleSnapshotTest, ATopNoTaskOfWhichRanReadsNothingUntilItsRoundOrATaskRuns) {
+  enum Layout { kV1MemoryOnly, kV1WithCpuMirror, kV2 };
+  for (const Layout layout : {kV1MemoryOnly, kV1WithCpuMirror, kV2}) {
+    SCOPED_TRACE(layout == kV1MemoryOnly      ? "v1, the memory hierarchy only"
+                 : layout == kV1WithCpuMirror ? "v1, with cpu and cpuacct mirrors"
+                                              : "v2");
+    reads_.clear();
+    const std::string top = kTop;
+    std::filesystem::create_directories(root_ + top + "/run_1");
+    std::filesystem::create_directories(root_ + "/stagewatch/snapshot-serve");
+    CgroupPathCache paths(root_);
+    StageResolver stages({}, DiscoveryConfig{});
+    CgroupNamer namer(&paths, &stages, absl::ZeroDuration());
+    SampleReader reader = Reader();
+    reader.usage = [&](const NamedCgroup& c) -> absl::StatusOr<uint64_t> {
+      reads_["memory usage " + c.path]++;
+      return 100 << 20;
+    };
+    if (layout == kV1MemoryOnly) {
+      reader.cpu = [&](const NamedCgroup& c) -> absl::StatusOr<CpuCgroupStats> {
+        reads_["cpu.stat " + c.path]++;
+        return absl::NotFoundError("no cpu hierarchy at this path");
+      };
+    }
+    if (layout != kV2) {
+      reader.cpu_time = [&](const NamedCgroup& c) -> absl::StatusOr<uint64_t> {
+        reads_["cpu time " + c.path]++;
+        if (layout == kV1MemoryOnly) return absl::NotFoundError("no cpuacct hierarchy");
+        return *cpu_.usage_ns;
+      };
+    }
+    std::optional<std::vector<uint64_t>> ran = std::vector<uint64_t>{};
+    MemorySampler sampler(&namer, layout_, MemoryConfig{}, reader);
+    sampler.OnTasksRanTraced([&ran] { return ran; });
+    Serve(1);
+    const absl::Time t0 = absl::FromUnixSeconds(5000);
+    int s = 0;
+    sampler.SampleOnce(t0);
+    std::map<std::string, uint64_t> id;
+    for (const NamedCgroup& c : *namer.Live()) id[c.path] = c.id;
+    ASSERT_TRUE(id.contains(top) && id.contains(top + "/run_1") && id.contains("/"));
+    const std::string memory_psi = "memory.pressure " + top, cpu_time = "cpu time " + top;
+    auto top_reads = [&] {
+      int n = 0;
+      for (const auto& [file, count] : reads_) n += file.ends_with(" " + top) ? count : 0;
+      return n;
+    };
+
+    // Nothing ran for 20 samples: the top is read on its two turns of the round only.
+    int samples_read = 0, cpu_times_before = reads_[cpu_time];
+    for (int i = 0; i < 2 * int(kFullReadEvery); i++) {
+      const int before = top_reads() - reads_[cpu_time];
+      sampler.SampleOnce(t0 + absl::Seconds(++s));
+      samples_read += top_reads() - reads_[cpu_time] > before;
+    }
+    EXPECT_EQ(samples_read, 2);
+    EXPECT_EQ(reads_[memory_psi], 1 + 2);
+    EXPECT_EQ(reads_[cpu_time] - cpu_times_before,
+              layout == kV1WithCpuMirror ? 2 * int(kFullReadEvery) - 2 : 0);
+    // Quiet on its turns too: its usage read, its memory.stat not again (the first sample's).
+    const std::string usage = "memory usage " + top, stats = "memory " + top;
+    EXPECT_EQ(reads_[usage], 2);
+    EXPECT_EQ(reads_[stats], 1);
+    // Read in full once kQuietFullReadEvery samples have passed since, on its next turn.
+    for (int i = 0; i < int(kQuietFullReadEvery); i++) sampler.SampleOnce(t0 + absl::Seconds(++s));
+    EXPECT_EQ(reads_[stats], 2);
+    EXPECT_EQ(reads_[usage], 2 + int(kQuietFullReadEvery / kFullReadEvery) - 1)
+        << "a turn each, but the one read in full";
+
+    // One sample off the top's round with `tasks` said to have run: whether it was read.
+    auto read_when_ran = [&](std::optional<std::vector<uint64_t>> tasks, bool cpu_moves = false) {
+      if ((id[top] + s + 1) % kFullReadEvery == 0) sampler.SampleOnce(t0 + absl::Seconds(++s));
+      ran = std::move(tasks);
+      if (cpu_moves) cpu_.usage_ns = *cpu_.usage_ns + 1000000;
+      const int before = reads_[memory_psi];
+      sampler.SampleOnce(t0 + absl::Seconds(++s));
+      ran = std::vector<uint64_t>{};
+      return reads_[memory_psi] > before;
+    };
+    const std::vector<uint64_t> elsewhere = {id["/stagewatch/snapshot-serve"], id["/stagewatch"],
+                                             id["/"]};
+    EXPECT_FALSE(read_when_ran(elsewhere)) << "another top, an ancestor and the root";
+    EXPECT_TRUE(read_when_ran(std::vector<uint64_t>{id[top + "/run_1"]})) << "beneath it";
+    EXPECT_TRUE(read_when_ran(std::vector<uint64_t>{id[top]})) << "in it";
+    // Where the probe cannot tell, the top's CPU time does, if it has one.
+    const std::vector<uint64_t> unknown = {id["/"], id[top] + 1000000};
+    EXPECT_EQ(read_when_ran(unknown), layout == kV1MemoryOnly)
+        << "in a cgroup the sampler does not know";
+    EXPECT_EQ(read_when_ran(std::nullopt), layout == kV1MemoryOnly) << "the probe cannot tell";
+    EXPECT_TRUE(read_when_ran(unknown, /*cpu_moves=*/true));
+    EXPECT_TRUE(read_when_ran(std::nullopt, /*cpu_moves=*/true));
+    std::filesystem::remove(root_ + top + "/run_1");
+    std::filesystem::remove(root_ + "/stagewatch/snapshot-serve");
+  }
+}
+
 // While the probe traces the kernel's kills, a kill no event told is one its ring buffer
 // dropped: every cgroup's count is read at the next sample after a drop, else every 10 minutes.
 TEST_F(SampleSnapshotTest, TracedKillsLeaveTheCountsToDroppedEventsAndASlowNet) {

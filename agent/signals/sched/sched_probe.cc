@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -144,6 +145,7 @@ absl::StatusOr<std::unique_ptr<SchedProbe>> SchedProbe::Start(const SchedProbeOp
       tp_btf ? AttachOne(kSwitchProbe, "tp_btf", s->progs.sched_switch_btf, &s->links.sched_switch_btf)
              : AttachOne(kSwitchProbe, "raw_tracepoint", s->progs.sched_switch_raw,
                          &s->links.sched_switch_raw));
+  probe->traces_switches_ = probe->statuses_.back().attached;
   probe->statuses_.push_back(AttachOne(kExitProbe, "raw_tracepoint", s->progs.sched_process_exit_raw,
                                        &s->links.sched_process_exit_raw));
   if (!sched_info) {
@@ -193,14 +195,21 @@ void SchedProbe::ForEachCopyOfSlots(const std::vector<uint32_t>& slots, SlotCopy
   }
 }
 
-std::vector<uint32_t> SchedProbe::TakeMovedSlots() {
+std::vector<uint32_t> SchedProbe::TakeMarks(MarkReader reader) {
   // A word of eight marks at a time: an exchange, so that a mark set meanwhile stays.
   static_assert(SCHED_MAX_CGROUPS % sizeof(uint64_t) == 0);
+  constexpr uint32_t kWords = SCHED_MAX_CGROUPS / sizeof(uint64_t);
   auto* words = reinterpret_cast<uint64_t*>(skel_->bss->sched_moved);
+  std::lock_guard lock(marks_mu_);
+  for (std::vector<uint64_t>& pending : pending_marks_) pending.resize(kWords);
   std::vector<uint32_t> moved;
-  for (uint32_t w = 0; w < SCHED_MAX_CGROUPS / sizeof(uint64_t); w++) {
-    if (__atomic_load_n(&words[w], __ATOMIC_RELAXED) == 0) continue;
-    const uint64_t marks = __atomic_exchange_n(&words[w], 0, __ATOMIC_SEQ_CST);
+  for (uint32_t w = 0; w < kWords; w++) {
+    if (__atomic_load_n(&words[w], __ATOMIC_RELAXED) != 0) {
+      const uint64_t marks = __atomic_exchange_n(&words[w], 0, __ATOMIC_SEQ_CST);
+      for (std::vector<uint64_t>& pending : pending_marks_) pending[w] |= marks;
+    }
+    const uint64_t marks = std::exchange(pending_marks_[reader][w], 0);
+    if (marks == 0) continue;
     unsigned char bytes[sizeof(uint64_t)];
     std::memcpy(bytes, &marks, sizeof(marks));
     for (uint32_t b = 0; b < sizeof(uint64_t); b++) {
@@ -208,6 +217,27 @@ std::vector<uint32_t> SchedProbe::TakeMovedSlots() {
     }
   }
   return moved;
+}
+
+std::vector<uint32_t> SchedProbe::TakeMovedSlots() { return TakeMarks(kCountsReader); }
+
+std::optional<std::vector<uint64_t>> SchedProbe::TakeCgroupsThatRan() {
+  // Overflows first: a switch that found no slot after this read is seen at the next call.
+  const uint64_t overflows = stats_overflows();
+  const bool known = traces_switches_ && ran_overflows_seen_ == overflows;
+  ran_overflows_seen_ = overflows;
+  std::vector<uint64_t> ran;
+  // A slot's copies can count for two cgroups a moment (one forgotten, its slot taken again):
+  // both are said.
+  ForEachCopyOfSlots(TakeMarks(kRanReader), [&ran](uint32_t, int, const sched_cgroup_stats& c) {
+    ran.push_back(c.cgroup);
+  });
+  const std::optional<std::map<uint64_t, int>> running = RunningIfKnown();
+  if (!known || !running) return std::nullopt;
+  for (const auto& [cgroup, cpus] : *running) ran.push_back(cgroup);
+  std::sort(ran.begin(), ran.end());
+  ran.erase(std::unique(ran.begin(), ran.end()), ran.end());
+  return ran;
 }
 
 std::optional<sched_cgroup_stats> SchedProbe::ReadCgroup(uint64_t cgroup_id) const {
@@ -259,20 +289,24 @@ std::vector<std::pair<sched_pair, uint64_t>> SchedProbe::ReadPreemptionEntries()
 }
 
 std::map<uint64_t, int> SchedProbe::ReadRunning() const {
+  return RunningIfKnown().value_or(std::map<uint64_t, int>{});
+}
+
+std::optional<std::map<uint64_t, int>> SchedProbe::RunningIfKnown() const {
   static const int cpus = libbpf_num_possible_cpus();
   std::vector<uint64_t> per_cpu(cpus);
   uint32_t zero = 0;
-  std::map<uint64_t, int> out;
   const int map_fd = bpf_map__fd(skel_->maps.sched_cpu_cgroup);
-  // Offline CPUs refuse the run below and keep these zeros.
-  if (bpf_map_update_elem(map_fd, &zero, per_cpu.data(), BPF_ANY) != 0) return out;
+  if (bpf_map_update_elem(map_fd, &zero, per_cpu.data(), BPF_ANY) != 0) return std::nullopt;
   const int prog_fd = bpf_program__fd(skel_->progs.sched_running_now);
   for (int cpu = 0; cpu < cpus; cpu++) {
     LIBBPF_OPTS(bpf_test_run_opts, run, .flags = BPF_F_TEST_RUN_ON_CPU,
                 .cpu = static_cast<__u32>(cpu));
-    (void)bpf_prog_test_run_opts(prog_fd, &run);
+    // Offline CPUs refuse the run (ENXIO) and keep their zero.
+    if (bpf_prog_test_run_opts(prog_fd, &run) != 0 && errno != ENXIO) return std::nullopt;
   }
-  if (bpf_map_lookup_elem(map_fd, &zero, per_cpu.data()) != 0) return out;
+  if (bpf_map_lookup_elem(map_fd, &zero, per_cpu.data()) != 0) return std::nullopt;
+  std::map<uint64_t, int> out;
   for (uint64_t cgroup : per_cpu) {
     if (cgroup) out[cgroup]++;
   }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -66,6 +67,11 @@ class SchedProbe {
   // takes them before each read can read only those (and, since a mark is set as a count
   // begins, those of the call before too, to have the counts finished).
   std::vector<uint32_t> TakeMovedSlots();
+  // The cgroups a task of which ran since the last call: switched out (the slots that moved,
+  // as TakeMovedSlots sees them too) or on a CPU now. nullopt when the probe cannot tell: a
+  // switch found no free slot since the last call, this is the first call, or switches are
+  // not traced.
+  std::optional<std::vector<uint64_t>> TakeCgroupsThatRan();
   // One cgroup's, summed over CPUs; nullopt if the probe has no entry for it.
   std::optional<sched_cgroup_stats> ReadCgroup(uint64_t cgroup_id) const;
   // One cgroup's on-CPU nanoseconds by the CPU they ran on (a run's CPU time by node at its
@@ -95,7 +101,18 @@ class SchedProbe {
   SkeletonPtr<sched_bpf, DestroySchedSkeleton> skel_;
   std::vector<ProbeStatus> statuses_;
   bool splits_throttled_wait_ = false;
+  bool traces_switches_ = false;  // the switch program attached: its marks mean something
   std::atomic<uint64_t> slots_freed_{0};
+
+  // The kernel's moved marks are taken once for both readers, TakeMovedSlots and
+  // TakeCgroupsThatRan; each keeps those the other took until it asks.
+  enum MarkReader { kCountsReader, kRanReader, kMarkReaders };
+  std::vector<uint32_t> TakeMarks(MarkReader reader);
+  // ReadRunning's, nullopt where a CPU could not be asked.
+  std::optional<std::map<uint64_t, int>> RunningIfKnown() const;
+  std::mutex marks_mu_;
+  std::vector<uint64_t> pending_marks_[kMarkReaders];
+  std::optional<uint64_t> ran_overflows_seen_;
 };
 
 }  // namespace stagewatch

@@ -61,6 +61,8 @@ std::unique_ptr<exporters::Collector> Start(const SignalContext& ctx) {
     tracker = r.Keep(std::make_unique<SchedTracker>(probe, ctx.namer));
     r.unknown_cgroup_counts.push_back([tracker] { return tracker->unknown_cgroups(); });
     ObserveRuns(probe, ctx.namer, r.run_readers);
+    // A stage top none of whose tasks ran needs no file read off its round (memory_sampler.h).
+    if (ctx.sampler) ctx.sampler->OnTasksRanTraced([probe] { return probe->TakeCgroupsThatRan(); });
     r.sample_hooks.push_back([tracker, engine = ctx.anomalies, due = Cadence(kCollectInterval)](
                                  absl::Time now, const StageDirectory& known) mutable {
       // Early while a churn takes slots: the dead give theirs back only at a collection.

@@ -371,9 +371,12 @@ void MemorySampler::ReadTopsCpu(const std::vector<NamedCgroup>& tops, Snapshot* 
 std::map<StageId, std::optional<double>> MemorySampler::ReadTops(
     const std::vector<NamedCgroup>& tops, Snapshot* next) {
   std::map<StageId, std::optional<double>> memory_full;
-  std::vector<CgroupCounterSample> pressure, cpu;
-  pressure.reserve(tops.size());
-  cpu.reserve(parts_ & kCpuPart ? tops.size() : 0);
+  // Assigned over the last sample's, in place: no allocation per top.
+  std::vector<CgroupCounterSample>& pressure = top_pressure_samples_;
+  std::vector<CgroupCounterSample>& cpu = top_cpu_samples_;
+  pressure.resize(tops.size());
+  cpu.resize(parts_ & kCpuPart ? tops.size() : 0);
+  size_t i = 0;
   for (const NamedCgroup& top : tops) {
     TopReading& r = top_readings_[top.id];
     if (!r.still) r.pressure = ReadTopPressure(top);
@@ -384,16 +387,20 @@ std::map<StageId, std::optional<double>> MemorySampler::ReadTops(
           memory_full[top.stage.id].value_or(0) + p.memory.full_us.value_or(0) * 1e-6;
     }
     const PsiTotals &mem = p.memory, &io = p.io, &cpu_psi = p.cpu;
-    pressure.push_back(
-        {top.id, top.stage.id,
-         {mem.some_us, mem.full_us.value_or(0), io.some_us, io.full_us.value_or(0)}});
+    CgroupCounterSample& psi = pressure[i];
+    psi.cgroup_id = top.id;
+    psi.stage = top.stage.id;
+    psi.values.assign({mem.some_us, mem.full_us.value_or(0), io.some_us, io.full_us.value_or(0)});
     if (parts_ & kCpuPart) {
       const CpuCgroupStats& c = r.cpu;
-      cpu.push_back({top.id, top.stage.id,
-                     {c.usage_ns.value_or(0), c.nr_periods.value_or(0),
-                      c.nr_throttled.value_or(0), c.throttled_ns.value_or(0), cpu_psi.some_us,
-                      cpu_psi.full_us.value_or(0)}});
+      CgroupCounterSample& time = cpu[i];
+      time.cgroup_id = top.id;
+      time.stage = top.stage.id;
+      time.values.assign({c.usage_ns.value_or(0), c.nr_periods.value_or(0),
+                          c.nr_throttled.value_or(0), c.throttled_ns.value_or(0),
+                          cpu_psi.some_us, cpu_psi.full_us.value_or(0)});
     }
+    i++;
   }
   const absl::flat_hash_set<StageId> known = namer_->stages()->KnownStageIds();
   pressure_.Update(pressure);

@@ -281,6 +281,8 @@ class MemorySampler {
   StageCounters cpu_;       // usage, periods, throttled periods, throttled ns, PSI some, full
   MemcgFaults memcg_faults_;  // unless memory.fault_source is bpf
   std::vector<TopFaultReading> fault_readings_;  // its input, kept for its strings' room
+  // pressure_'s and cpu_'s input, kept for their values' room
+  std::vector<CgroupCounterSample> top_pressure_samples_, top_cpu_samples_;
   struct OomCount {
     NamedCgroup cgroup;
     uint64_t kills = 0;

@@ -137,6 +137,12 @@ std::optional<NamedCgroup> CgroupNamer::LookupNow(uint64_t id) {
   return NamedCgroup{id, *std::move(path), std::move(stage)};
 }
 
+std::optional<std::string> CgroupNamer::StageNameNow(uint64_t id) {
+  std::optional<std::string> path = paths_->LookupNow(id);
+  if (!path) return std::nullopt;
+  return stages_->NameOf(*path);
+}
+
 std::shared_ptr<const std::vector<NamedCgroup>> CgroupNamer::Live() {
   absl::MutexLock lock(&mu_);
   return live_;

@@ -72,6 +72,10 @@ class CgroupNamer {
   // on a miss without lifecycle events); nullopt if no cgroup has that id. For rare events
   // (OOM kills), as CgroupPathCache::LookupNow.
   std::optional<NamedCgroup> LookupNow(uint64_t id);
+  // The stage name of `id` from the path cache now, as LookupNow, discovering no stage
+  // (StageResolver::NameOf): a removed cgroup named in a report long after its stage was
+  // forgotten must not bring that stage back; nullopt if no cgroup has that id.
+  std::optional<std::string> StageNameNow(uint64_t id);
 
   // Every live cgroup, for collectors that read cgroupfs files. The same object until the
   // names change, so a caller can tell that nothing did.

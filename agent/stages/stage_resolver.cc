@@ -53,13 +53,22 @@ Stage StageResolver::Resolve(std::string_view cgroup_path, bool memoise) {
   return it->second.stage;
 }
 
+std::string StageResolver::NameOf(std::string_view cgroup_path) {
+  absl::MutexLock lock(&mu_);
+  if (auto it = memo_.find(std::string(cgroup_path)); it != memo_.end()) {
+    return it->second.stage.name;
+  }
+  return ResolveUncached(cgroup_path, /*discover=*/false).stage.name;
+}
+
 void StageResolver::ForgetPath(std::string_view cgroup_path) {
   absl::MutexLock lock(&mu_);
   memo_.erase(std::string(cgroup_path));
   ShrinkIfSparse(memo_);  // the slots a churn's paths took
 }
 
-StageResolver::Resolution StageResolver::ResolveUncached(std::string_view cgroup_path) {
+StageResolver::Resolution StageResolver::ResolveUncached(std::string_view cgroup_path,
+                                                          bool discover) {
   const std::vector<std::string_view> components = SplitNonEmpty(cgroup_path, '/');
   // Deepest ancestor first (the cgroup itself), up to the root (depth 0).
   for (size_t depth = components.size() + 1; depth-- > 0;) {
@@ -67,7 +76,7 @@ StageResolver::Resolution StageResolver::ResolveUncached(std::string_view cgroup
       return Resolution{Configured(stage), false};
     }
     if (discovery_.enabled && depth >= 2 && components[depth - 2] == discovery_.directory) {
-      return Discover(components[depth - 1]);
+      return Discover(components[depth - 1], discover);
     }
   }
   return Resolution{UnattributedStage(), false};
@@ -94,7 +103,7 @@ const StageConfig* StageResolver::MatchConfigured(const std::vector<std::string_
 
 // A `.../<directory>/<name>` cgroup. Invalid names and names past max_stages resolve to
 // `unattributed` rather than to an outer stage: the cgroup was made for a stage of its own.
-StageResolver::Resolution StageResolver::Discover(std::string_view name) {
+StageResolver::Resolution StageResolver::Discover(std::string_view name, bool add) {
   if (!IsValidStageName(name) || name == kUnattributedStage) {
     return Resolution{UnattributedStage(), false};
   }
@@ -104,10 +113,15 @@ StageResolver::Resolution StageResolver::Discover(std::string_view name) {
   }
   if (discovery_.max_stages > 0 &&
       discovered_.size() < static_cast<size_t>(discovery_.max_stages)) {
+    // Not added: named as it would be, with no id of its own.
+    if (!add) {
+      return Resolution{Stage{kUnattributedStageId, std::string(name), discovery_.pipeline},
+                        false};
+    }
     discovered_.push_back(Stage{next_id_++, std::string(name), discovery_.pipeline});
     return Resolution{discovered_.back(), false};
   }
-  if (!overflow_logged_) {
+  if (!overflow_logged_ && add) {
     overflow_logged_ = true;
     Log::Warn("discovery.max_stages reached: stage not discovered, its cgroups count as "
               "unattributed; raise discovery.max_stages",

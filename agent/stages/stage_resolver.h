@@ -49,6 +49,11 @@ class StageResolver {
   // for paths that will not be asked again (removed cgroups), so that churn cannot fill the
   // memo.
   Stage Resolve(std::string_view cgroup_path, bool memoise = true);
+  // The name of the stage `cgroup_path` resolves to, discovering none: a discovered name not
+  // known now (never seen, or forgotten) is given as it would resolve, and takes no slot. For
+  // naming cgroups in reports (a run's preemptors), which must not bring back a stage that
+  // was forgotten when its cgroups went.
+  std::string NameOf(std::string_view cgroup_path);
   // Drops the memoised answer for a removed cgroup's path.
   void ForgetPath(std::string_view cgroup_path);
 
@@ -73,11 +78,13 @@ class StageResolver {
   };
   static constexpr size_t kMaxMemo = 16384;  // cleared when full
 
-  Resolution ResolveUncached(std::string_view cgroup_path) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `discover` false: a new discovered name is resolved as it would be, but not added.
+  Resolution ResolveUncached(std::string_view cgroup_path, bool discover = true)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The configured stage matching the ancestor made of the first `depth` components.
   const StageConfig* MatchConfigured(const std::vector<std::string_view>& components,
                                      size_t depth) const;
-  Resolution Discover(std::string_view name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Resolution Discover(std::string_view name, bool add) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The configured stage of that name, with its id.
   const Stage* ConfiguredByName(std::string_view name) const;
   const Stage& Configured(const StageConfig* stage) const {

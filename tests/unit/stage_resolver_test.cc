@@ -229,6 +229,38 @@ TEST(StageResolverTest, AStageThatComesBackInTimeIsKept) {
   EXPECT_TRUE(resolver.ForgetGone({}, t0 + absl::Seconds(13)));
 }
 
+// NameOf names a path as Resolve would, but discovers nothing: a forgotten stage stays
+// forgotten, a new name takes no slot, and overflows are neither counted nor logged.
+TEST(StageResolverTest, NameOfDiscoversNothing) {
+  std::ostringstream log;
+  Log::SetSink(&log);
+  DiscoveryConfig discovery = Discovery(2, "nightly");
+  discovery.forget_after = absl::Seconds(5);
+  StageResolver resolver({MakeStage("train", {"/train"})}, discovery);
+  const absl::Time t0 = absl::FromUnixSeconds(1700000000);
+  EXPECT_EQ(NameOf(resolver, "/stagewatch/a/1"), "a");
+  EXPECT_FALSE(resolver.ForgetGone({}, t0));
+  EXPECT_TRUE(resolver.ForgetGone({}, t0 + absl::Seconds(6)));
+  ASSERT_EQ(KnownNames(resolver), (std::vector<std::string>{"train", "unattributed"}));
+
+  EXPECT_EQ(resolver.NameOf("/stagewatch/a/1"), "a");     // forgotten
+  EXPECT_EQ(resolver.NameOf("/stagewatch/new/2"), "new");  // never seen
+  EXPECT_EQ(resolver.NameOf("/train/x"), "train");
+  EXPECT_EQ(resolver.NameOf("/stagewatch/9bad"), kUnattributedStage);
+  EXPECT_EQ(resolver.NameOf("/elsewhere"), kUnattributedStage);
+  EXPECT_EQ(KnownNames(resolver), (std::vector<std::string>{"train", "unattributed"}));
+
+  // Discovered ones by their name; past max_stages, `unattributed` as Resolve says, uncounted.
+  EXPECT_EQ(NameOf(resolver, "/stagewatch/b/1"), "b");
+  EXPECT_EQ(NameOf(resolver, "/stagewatch/c/1"), "c");
+  EXPECT_EQ(resolver.NameOf("/stagewatch/b/7"), "b");
+  EXPECT_EQ(resolver.NameOf("/stagewatch/d/1"), kUnattributedStage);
+  EXPECT_EQ(resolver.discovery_overflows(), 0u);
+  Log::SetSink(nullptr);
+  EXPECT_EQ(log.str().find("max_stages"), std::string::npos) << log.str();
+  EXPECT_EQ(KnownNames(resolver), (std::vector<std::string>{"train", "b", "c", "unattributed"}));
+}
+
 TEST(StageResolverTest, ZeroForgetAfterNeverForgets) {
   DiscoveryConfig discovery = Discovery();
   discovery.forget_after = absl::ZeroDuration();

@@ -46,8 +46,9 @@ void ObserveRuns(const SchedProbe* sched, CgroupNamer* namer, RunProbeReaders& r
   r.stage_of = [namer](uint64_t id) {
     if (std::optional<Stage> stage = namer->StageOf(id)) return stage->name;
     // A preemptor born since the namer's last refresh (a run that ends soon after another
-    // stage's run started): named from the path cache now, as for an OOM kill.
-    if (std::optional<NamedCgroup> now = namer->LookupNow(id)) return now->stage.name;
+    // stage's run started), or dead for longer than the namer keeps it: named from the path
+    // cache now, without discovering its stage again if it was forgotten.
+    if (std::optional<std::string> now = namer->StageNameNow(id)) return *now;
     return std::string(kUnattributedStage);
   };
 }

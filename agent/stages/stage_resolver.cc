@@ -149,8 +149,13 @@ std::vector<Stage> StageResolver::KnownStages() const {
 }
 
 absl::flat_hash_set<StageId> StageResolver::KnownStageIds() const {
+  // The ids alone, no copy of each name: asked several times a sample.
+  absl::MutexLock lock(&mu_);
   absl::flat_hash_set<StageId> ids;
-  for (const Stage& stage : KnownStages()) ids.insert(stage.id);
+  ids.reserve(configured_.size() + discovered_.size() + 1);
+  for (const Stage& stage : configured_) ids.insert(stage.id);
+  for (const Stage& stage : discovered_) ids.insert(stage.id);
+  ids.insert(kUnattributedStageId);
   return ids;
 }
 

@@ -9,6 +9,8 @@
 # long until every run is closed in the ledger and every stage forgotten
 # (discovery.forget_after: 5s). Each figure also per 1,000 cgroups.
 # Needs root and a built agent; AGENT_BIN picks the binary (to compare two builds).
+# With IDLE_AFTER=SECONDS, the idle CPU is measured that long after every run was recorded (the
+# steady state), not at once.
 # With TASK_STATES_PASSES=N, first times N passes of task-state reads over the tree
 # (build/bench/task_states_cost: /proc against the task_states iterator) before the agent.
 # With SMAPS_OUT=DIR, the agent's /proc/<pid>/smaps before the churn and once settled after it
@@ -139,6 +141,12 @@ measure() {  # measure CGROUPS STAGES
   done
   curl -s "$url" >/dev/null  # the first scrape names every stage
   sleep 15
+  # IDLE_AFTER: past the discovered runs' first samples (each new run's first one reads all its
+  # files: 10,000 take the runs' sampler 8-12 minutes at its 100 reads a second).
+  for ((t = 0; t < ${IDLE_AFTER:-0}; t += 15)); do
+    sleep 15
+    curl -s "$url" >/dev/null
+  done
 
   local before threads_before idle_ticks by_thread
   before=$(cpu_ticks)
@@ -249,11 +257,13 @@ measure() {  # measure CGROUPS STAGES
       -v f0="$file_start" -v f2="$file_settled" -v cg="$cgroups" -v stg="$stages" \
       -v closed="$closed_s" -v forgot="$forgotten_s" -v fa="$forget_after" \
       -v copen="$churn_open" -v crows="$churn_rows" -v em="$exits_made" -v km="$kills_made" \
-      -v ec="$exits_counted" -v kc="$kills_counted" -v losses="$losses" 'BEGIN {
+      -v ec="$exits_counted" -v kc="$kills_counted" -v losses="$losses" -v after="${IDLE_AFTER:-0}" 'BEGIN {
     k = cg / 1000
     printf "%s: %d cgroups in %d stages, %d stage series, %d runs recorded\n", bin, cg, stg, series, runs
-    printf "  idle CPU over %d s (scraped every 15 s): %.3f%% of one core (%.4f%% per 1,000 cgroups)\n",
-           s, 100 * it / hz / s, 100 * it / hz / s / k
+    when = ""
+    if (after > 0) when = sprintf(", from %d s after every run was recorded", after)
+    printf "  idle CPU over %d s%s (scraped every 15 s): %.3f%% of one core (%.4f%% per 1,000 cgroups)\n",
+           s, when, 100 * it / hz / s, 100 * it / hz / s / k
     printf "  idle CPU by thread: %s\n", threads
     printf "  /metrics median of %d: %.1f ms (%.2f ms per 1,000 cgroups); agent CPU per scrape: %.1f ms\n",
            n, med, med / k, 1000 * st / hz / n

@@ -31,13 +31,12 @@ absl::StatusOr<std::string> ReadFrom(int fd, const std::string& path, int* error
 }  // namespace
 
 OpenCgroupFiles::File::File(File&& other) noexcept
-    : cache_(other.cache_), path_(std::move(other.path_)), fd_(std::exchange(other.fd_, -1)) {}
+    : cache_(other.cache_), fd_(std::exchange(other.fd_, -1)) {}
 
 OpenCgroupFiles::File& OpenCgroupFiles::File::operator=(File&& other) noexcept {
   if (this != &other) {
     Close();
     cache_ = other.cache_;
-    path_ = std::move(other.path_);
     fd_ = std::exchange(other.fd_, -1);
   }
   return *this;
@@ -50,17 +49,18 @@ void OpenCgroupFiles::File::Close() {
   cache_->open_--;
 }
 
-absl::StatusOr<std::string> OpenCgroupFiles::File::Read(bool keep, Failure* failure) {
+absl::StatusOr<std::string> OpenCgroupFiles::File::Read(const std::string& path, bool keep,
+                                                         Failure* failure) {
   Failure unused;
   Failure& failed = failure != nullptr ? *failure : unused;
   failed = {};
   int fd = fd_;
   if (fd < 0) {
-    fd = open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
     cache_->opens_++;
     if (fd < 0) {
       failed = {errno, true};
-      return absl::ErrnoToStatus(failed.error, absl::StrCat("cannot open ", path_));
+      return absl::ErrnoToStatus(failed.error, absl::StrCat("cannot open ", path));
     }
     if (keep && cache_->open_ < cache_->max_open_) {
       cache_->open_++;
@@ -68,7 +68,7 @@ absl::StatusOr<std::string> OpenCgroupFiles::File::Read(bool keep, Failure* fail
     }
   }
   const bool kept = fd == fd_;
-  absl::StatusOr<std::string> contents = ReadFrom(fd, path_, &failed.error);
+  absl::StatusOr<std::string> contents = ReadFrom(fd, path, &failed.error);
   if (!kept) {
     close(fd);
   } else if (!contents.ok()) {
@@ -79,9 +79,9 @@ absl::StatusOr<std::string> OpenCgroupFiles::File::Read(bool keep, Failure* fail
 
 absl::StatusOr<std::string> OpenCgroupFiles::Read(uint64_t id, const std::string& path) {
   CgroupFiles& cgroup = cgroups_[id];
-  File& file = cgroup.files.try_emplace(path, this, path).first->second;
+  File& file = cgroup.files.try_emplace(path, this).first->second;
   if (file.is_open()) {
-    absl::StatusOr<std::string> contents = file.Read(true);
+    absl::StatusOr<std::string> contents = file.Read(path, true);
     if (contents.ok()) return contents;  // else closed: opened again below
   }
   auto missing = cgroup.missing.find(path);
@@ -90,7 +90,7 @@ absl::StatusOr<std::string> OpenCgroupFiles::Read(uint64_t id, const std::string
     return absl::NotFoundError(absl::StrCat("cannot open ", path, ": No such file or directory"));
   }
   File::Failure failure;
-  absl::StatusOr<std::string> contents = file.Read(true, &failure);
+  absl::StatusOr<std::string> contents = file.Read(path, true, &failure);
   if (!contents.ok() && failure.at_open) {
     if (failure.error == ENOENT) {
       Missing& m = cgroup.missing[path];

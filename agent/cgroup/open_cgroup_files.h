@@ -18,6 +18,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
+#include "cgroup/cgroup_file_ids.h"
 
 namespace stagewatch {
 
@@ -32,10 +33,10 @@ class OpenCgroupFiles {
   ~OpenCgroupFiles() = default;  // closes the files read by cgroup id; Files close their own
 
   // One file, for a reader that keeps its own account of it (RunCgroupFiles: which files it
-  // still looks for). Destroy it before its cache.
+  // still looks for) and its path. Destroy it before its cache.
   class File {
    public:
-    File(OpenCgroupFiles* cache, std::string path) : cache_(cache), path_(std::move(path)) {}
+    explicit File(OpenCgroupFiles* cache) : cache_(cache) {}
     File(File&& other) noexcept;
     File& operator=(File&& other) noexcept;
     ~File() { Close(); }
@@ -45,18 +46,18 @@ class OpenCgroupFiles {
       int error = 0;
       bool at_open = false;
     };
-    // The whole file from offset 0: on its kept descriptor, else opened for this read and kept
-    // open when `keep` and the cache's bound allows. A descriptor whose read fails is closed.
-    // Errors as ReadCgroupFile's (a missing file is NotFound); `failure` says which step failed.
-    absl::StatusOr<std::string> Read(bool keep, Failure* failure = nullptr);
+    // The whole file at `path` (always the same one for a File) from offset 0: on its kept
+    // descriptor, else opened for this read and kept open when `keep` and the cache's bound
+    // allows. A descriptor whose read fails is closed. Errors as ReadCgroupFile's (a missing
+    // file is NotFound); `failure` says which step failed.
+    absl::StatusOr<std::string> Read(const std::string& path, bool keep,
+                                     Failure* failure = nullptr);
     bool is_open() const { return fd_ >= 0; }
-    const std::string& path() const { return path_; }
 
    private:
     void Close();
 
     OpenCgroupFiles* cache_;
-    std::string path_;
     int fd_ = -1;
   };
 
@@ -71,6 +72,9 @@ class OpenCgroupFiles {
 
   // Closes the files read for every cgroup not in `alive` (removed ones).
   void Retain(const absl::flat_hash_set<uint64_t>& alive);
+
+  // The ids its readers' files go by (RunCgroupFiles).
+  CgroupFileIds& file_ids() { return file_ids_; }
 
   size_t open_files() const { return open_; }  // descriptors kept open now
   uint64_t opens() const { return opens_; }      // open(2) calls so far
@@ -88,6 +92,7 @@ class OpenCgroupFiles {
   const size_t max_open_;
   size_t open_ = 0;
   uint64_t opens_ = 0;
+  CgroupFileIds file_ids_;
   absl::flat_hash_map<uint64_t, CgroupFiles> cgroups_;  // last: its Files count in open_
 };
 

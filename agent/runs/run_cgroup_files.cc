@@ -66,14 +66,18 @@ RunCgroupFiles::RunCgroupFiles(const CgroupLayout& layout, const std::string& cg
 
 absl::StatusOr<std::string> RunCgroupFiles::FileText(const std::string& path, bool keep,
                                                      absl::Time now) {
-  File& f = files_.try_emplace(path, open_files_, path).first->second;
+  const std::optional<uint32_t> id = open_files_->file_ids().Of(path, cgroup_path_);
+  // Not a file of this cgroup's own (or past the ids' bound): read, keeping nothing of it.
+  if (!id) return OpenCgroupFiles::File(open_files_).Read(path, /*keep=*/false);
+  auto known = std::find_if(files_.begin(), files_.end(), [&](const File& f) { return f.id == *id; });
+  File& f = known != files_.end() ? *known : files_.emplace_back(open_files_, *id);
   // Not looked for again once the window is past.
   if (!f.gone && !f.file.is_open() && now - f.first_miss >= kOpenWindow) f.gone = true;
   // Not NotFound: a reader explains a missing file by looking at its directory (cgroup/psi),
   // a lookup that giving up is there to save.
   if (f.gone) return absl::FailedPreconditionError(absl::StrCat(path, ": no longer looked for"));
   OpenCgroupFiles::File::Failure failure;
-  absl::StatusOr<std::string> text = f.file.Read(keep, &failure);
+  absl::StatusOr<std::string> text = f.file.Read(path, keep, &failure);
   if (text.ok() || !failure.at_open) {
     f.first_miss = absl::InfiniteFuture();  // found: opened for each read if not kept open
   }

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "cgroup/cpu_stats.h"
@@ -91,13 +91,14 @@ class RunCgroupFiles {
 
  private:
   // What the run knows of one of its files besides its descriptor: whether it is still
-  // looked for.
+  // looked for. By id, not path: thousands of runs each hold a dozen.
   struct File {
-    File(OpenCgroupFiles* cache, const std::string& path) : file(cache, path) {}
+    File(OpenCgroupFiles* cache, uint32_t id) : file(cache), id(id) {}
     OpenCgroupFiles::File file;
-    int attempts = 0;
-    absl::Time first_miss = absl::InfiniteFuture();
+    uint32_t id;  // open_files_->file_ids()
+    uint8_t attempts = 0;
     bool gone = false;  // given up on
+    absl::Time first_miss = absl::InfiniteFuture();
   };
   class Reading;
 
@@ -113,7 +114,7 @@ class RunCgroupFiles {
   std::string cgroup_path_;
   bool v2_;
   OpenCgroupFiles* open_files_;
-  absl::flat_hash_map<std::string, File> files_;  // by path, each once a reader asked for it
+  std::vector<File> files_;  // each once a reader asked for it; a dozen at most: no index
   std::optional<double> cfs_period_;
   bool period_read_ = false;
   std::optional<RunLimits> limits_;

@@ -58,12 +58,18 @@ std::optional<SampledMemory> DiscoveredSampler::FromSnapshot(const Sampled& run)
                        .failcnt = d.failcnt};
 }
 
+size_t DiscoveredSampler::series_samples() const {
+  return std::clamp(kSeriesSamples / std::max<size_t>(runs_.size(), 1), kMinSeriesSamples,
+                    UsageSeries::kMaxSamples);
+}
+
 void DiscoveredSampler::Sample(absl::Time now) {
   RefreshSnapshot();
   const double elapsed = last_sample_ ? absl::ToDoubleSeconds(now - *last_sample_) : 1;
   last_sample_ = now;
   const double per_second = options_.reads_per_second;
   credit_ = std::min(per_second, credit_ + per_second * std::max(0.0, elapsed));
+  const size_t per_run = series_samples();
   // One pass at most: a run sampled now goes to the back of the turn.
   for (size_t n = turn_.size(); n > 0 && credit_ >= 1; --n) {
     const Runs::iterator run = turn_.front();
@@ -83,6 +89,7 @@ void DiscoveredSampler::Sample(absl::Time now) {
       s.usage.SetBaseline(now - options_.interval, std::nullopt);
     }
     if (s.points.empty()) with_points_.insert(run->first);
+    s.usage.set_max_samples(per_run);
     s.points.push_back(s.usage.Add(r->usage));
     if (NumaMemoryBytes(r->memory_by_node) >= NumaMemoryBytes(s.memory_by_node_peak)) {
       s.memory_by_node_peak = r->memory_by_node;

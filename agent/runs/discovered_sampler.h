@@ -36,6 +36,11 @@
 namespace stagewatch {
 
 inline constexpr int kPointCost = 1;  // in reads
+// The samples the open runs' series keep for their p95s, shared (4 MiB): each run keeps its
+// share, between kMinSeriesSamples and a launched run's UsageSeries::kMaxSamples. Without it
+// 10,000 long-lived runs would come to keep 4,096 each (640 MiB).
+inline constexpr size_t kSeriesSamples = 262'144;
+inline constexpr size_t kMinSeriesSamples = 64;
 
 struct DiscoveredSamplerOptions {
   CgroupLayout layout;
@@ -66,6 +71,8 @@ class DiscoveredSampler {
   std::optional<CgroupFacts> Remove(const std::string& run_id, std::vector<RunSample>& points);
 
   size_t runs() const { return runs_.size(); }
+  // The samples each run's series keeps for its p95s, as many runs as are open now share them.
+  size_t series_samples() const;
   uint64_t reads() const { return reads_; }  // file reads so far
   // Samples whose memory came from the memory sampler's snapshot.
   uint64_t from_snapshot() const { return from_snapshot_; }

@@ -47,6 +47,7 @@ class RunUsage {
   // Adds a reading with memory_bytes set; returns its point, with rates since the last one.
   RunSample Add(const CgroupReading& reading);
   UsageSummary Summary() const { return series_.Summary(); }
+  void set_max_samples(size_t n) { series_.set_max_samples(n); }  // the series' bound
 
  private:
   UsageSeries series_;

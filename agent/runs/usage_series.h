@@ -3,6 +3,7 @@
 // any length costs at most that many (the mean and near-limit time still count every sample).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -24,8 +25,13 @@ struct UsageSummary {
 
 class UsageSeries {
  public:
-  UsageSeries(double near_limit_fraction, size_t max_samples = 4096)
-      : near_limit_fraction_(near_limit_fraction), max_samples_(max_samples) {}
+  static constexpr size_t kMaxSamples = 4096;  // a launched run's
+  UsageSeries(double near_limit_fraction, size_t max_samples = kMaxSamples)
+      : near_limit_fraction_(near_limit_fraction), max_samples_(std::max<size_t>(max_samples, 2)) {}
+
+  // A new bound (at least 2), kept from the next Add on: the kept samples are halved as often
+  // as it takes, and their storage shrunk (thousands of discovered runs share a budget).
+  void set_max_samples(size_t max_samples) { max_samples_ = std::max<size_t>(max_samples, 2); }
 
   // Where the CPU rate of the first reading counts from (the command's start), no sample itself:
   // memory at the very start would only pull the mean down.
@@ -38,11 +44,12 @@ class UsageSeries {
            std::optional<uint64_t> cpu_usage_ns);
   UsageSummary Summary() const;
   size_t kept() const { return kept_.size(); }
+  size_t kept_capacity() const { return kept_.capacity(); }  // samples' room allocated
 
  private:
-  struct Sample {
+  struct Sample {  // 16 bytes: thousands of runs keep up to max_samples_ each
     double memory_bytes;
-    std::optional<double> cores;  // since the previous reading
+    double cores;  // since the previous reading; NaN when there is no rate
   };
 
   double near_limit_fraction_;

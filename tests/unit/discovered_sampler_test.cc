@@ -48,6 +48,24 @@ TEST_F(DiscoveredSamplerTest, KeepsWithinItsReadsASecondAndTakesEveryRunInTurn) 
   EXPECT_EQ(sampler.reads(), 60u);
 }
 
+// The runs' series share kSeriesSamples: a few runs keep as many as a launched run, thousands
+// keep kMinSeriesSamples each, and the share grows back as runs end.
+TEST_F(DiscoveredSamplerTest, TheOpenRunsShareTheSamplesTheirSeriesKeep) {
+  DiscoveredSampler sampler({.layout = layout_});
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  EXPECT_EQ(sampler.series_samples(), UsageSeries::kMaxSamples);
+  for (int i = 0; i < 5000; ++i) {
+    sampler.Add("run_" + std::to_string(i), "/stagewatch/s/run_" + std::to_string(i), 100 + i, t0);
+    if (i + 1 == 100) {
+      EXPECT_EQ(sampler.series_samples(), kSeriesSamples / 100);
+    }
+  }
+  EXPECT_EQ(sampler.series_samples(), kMinSeriesSamples);
+  std::vector<RunSample> points;
+  for (int i = 100; i < 5000; ++i) sampler.Remove("run_" + std::to_string(i), points);
+  EXPECT_EQ(sampler.series_samples(), kSeriesSamples / 100);
+}
+
 TEST_F(DiscoveredSamplerTest, EndFactsComeFromTheLastReadingAndTheSeries) {
   DiscoveredSampler sampler({.layout = layout_, .interval = absl::Seconds(1),
                              .near_limit_fraction = 0.9, .reads_per_second = 1000});

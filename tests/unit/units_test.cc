@@ -122,5 +122,30 @@ TEST(UsageSeriesTest, StaysBoundedOnLongRuns) {
   EXPECT_EQ(*s.near_limit_seconds, 0) << "no limit, never near it";
 }
 
+TEST(UsageSeriesTest, ALoweredBoundHalvesTheKeptSamplesAndFreesTheirRoom) {
+  UsageSeries series(0.9);
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  int i = 0;
+  for (; i < 1000; ++i) {
+    series.Add(t0 + absl::Seconds(i), uint64_t(i % 100), std::nullopt, uint64_t(i) * 500'000'000);
+  }
+  ASSERT_EQ(series.kept(), 1000u);
+  series.set_max_samples(64);
+  series.Add(t0 + absl::Seconds(i), uint64_t(i % 100), std::nullopt, uint64_t(i) * 500'000'000);
+  EXPECT_LT(series.kept(), 64u);
+  EXPECT_GE(series.kept(), 32u);
+  EXPECT_LE(series.kept_capacity(), 64u);
+  for (++i; i < 5000; ++i) {
+    series.Add(t0 + absl::Seconds(i), uint64_t(i % 100), std::nullopt, uint64_t(i) * 500'000'000);
+  }
+  EXPECT_LT(series.kept(), 64u);
+  EXPECT_LE(series.kept_capacity(), 64u);
+  const UsageSummary s = series.Summary();
+  EXPECT_EQ(s.samples, 5000);
+  EXPECT_EQ(*s.memory_mean_bytes, 49u);
+  EXPECT_NEAR(double(*s.memory_p95_bytes), 95, 6);
+  EXPECT_DOUBLE_EQ(*s.cpu_p95_cores, 0.5);  // every kept sample but the first has a rate
+}
+
 }  // namespace
 }  // namespace stagewatch

@@ -488,6 +488,11 @@ AgentProcess::AgentProcess(const std::vector<std::string>& args,
   pid_ = fork();
   if (pid_ == 0) {
     prctl(PR_SET_PDEATHSIG, SIGTERM);
+    // As a shell starts a command in the foreground: a suite started in the background by a
+    // non-interactive shell ignores SIGINT and SIGQUIT, and a command cannot trap a signal
+    // ignored when it started (LauncherTest's trap then never runs).
+    signal(SIGINT, SIG_DFL);
+    signal(SIGQUIT, SIG_DFL);
     dup2(log_fd, STDOUT_FILENO);
     dup2(log_fd, STDERR_FILENO);
     if (before_exec) before_exec();

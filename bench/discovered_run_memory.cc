@@ -3,7 +3,7 @@
 // them: no mirror in the other hierarchies), each added as a run, then sampled SAMPLES times a
 // second apart on a clock of its own (past the limits' and the full reading's periods, and the
 // window in which a missing file is looked for). Prints the heap in use (mallinfo2) per run
-// after the adds and after each pass, and the descriptors kept open. Needs root.
+// after the adds and after each pass, and the samples the runs' series keep. Needs root.
 // Usage: discovered_run_memory [COUNT] [SAMPLES]
 #include <malloc.h>
 #include <sys/stat.h>
@@ -65,8 +65,9 @@ int main(int argc, char** argv) {
     DiscoveredSampler sampler({.layout = *layout, .reads_per_second = 1000000000});
     const size_t before = HeapInUse();
     auto print = [&](const char* when) {
-      std::printf("%-14s heap_in_use=%8zu KiB  per_run=%6.0f B\n", when,
-                  (HeapInUse() - before) / 1024, double(HeapInUse() - before) / count);
+      std::printf("%-14s heap_in_use=%8zu KiB  per_run=%6.0f B  series_kept=%zu\n", when,
+                  (HeapInUse() - before) / 1024, double(HeapInUse() - before) / count,
+                  sampler.kept_samples());
       std::fflush(stdout);
     };
     absl::Time now = absl::Now();

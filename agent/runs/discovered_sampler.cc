@@ -59,8 +59,14 @@ std::optional<SampledMemory> DiscoveredSampler::FromSnapshot(const Sampled& run)
 }
 
 size_t DiscoveredSampler::series_samples() const {
-  return std::clamp(kSeriesSamples / std::max<size_t>(runs_.size(), 1), kMinSeriesSamples,
-                    UsageSeries::kMaxSamples);
+  return std::clamp(options_.series_samples / std::max<size_t>(runs_.size(), 1),
+                    kMinSeriesSamples, UsageSeries::kMaxSamples);
+}
+
+size_t DiscoveredSampler::kept_samples() const {
+  size_t kept = 0;
+  for (const auto& [id, run] : runs_) kept += run.usage.kept();
+  return kept;
 }
 
 void DiscoveredSampler::Sample(absl::Time now) {

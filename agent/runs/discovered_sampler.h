@@ -51,6 +51,7 @@ struct DiscoveredSamplerOptions {
   // comes from it when its cgroup is a domain there, read that sample, and the snapshot was
   // taken after the run's previous sample; otherwise the run's own files are read.
   std::function<std::shared_ptr<const Snapshot>()> latest_snapshot;
+  size_t series_samples = kSeriesSamples;  // shared by the runs' series (smaller in tests)
 };
 
 // Not thread-safe: the run watcher's thread calls it.
@@ -73,6 +74,9 @@ class DiscoveredSampler {
   size_t runs() const { return runs_.size(); }
   // The samples each run's series keeps for its p95s, as many runs as are open now share them.
   size_t series_samples() const;
+  // The samples every run's series keeps now, summed (a pass over the runs: for benches and
+  // tests).
+  size_t kept_samples() const;
   uint64_t reads() const { return reads_; }  // file reads so far
   // Samples whose memory came from the memory sampler's snapshot.
   uint64_t from_snapshot() const { return from_snapshot_; }

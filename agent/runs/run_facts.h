@@ -48,6 +48,7 @@ class RunUsage {
   RunSample Add(const CgroupReading& reading);
   UsageSummary Summary() const { return series_.Summary(); }
   void set_max_samples(size_t n) { series_.set_max_samples(n); }  // the series' bound
+  size_t kept() const { return series_.kept(); }
 
  private:
   UsageSeries series_;

@@ -66,6 +66,30 @@ TEST_F(DiscoveredSamplerTest, TheOpenRunsShareTheSamplesTheirSeriesKeep) {
   EXPECT_EQ(sampler.series_samples(), kSeriesSamples / 100);
 }
 
+// Each run's series keeps no more than its share, however long the runs live, and its end
+// facts still take every sample's mean.
+TEST_F(DiscoveredSamplerTest, ALongLivedRunKeepsNoMoreSamplesThanItsShare) {
+  DiscoveredSampler sampler({.layout = layout_, .reads_per_second = 1'000'000,
+                             .series_samples = 10 * kMinSeriesSamples});
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  for (int i = 0; i < 10; ++i) {
+    const std::string path = "/stagewatch/s/run_" + std::to_string(i);
+    MemoryFiles(path, 100 << 20, 200 << 20, 150 << 20);
+    sampler.Add("run_" + std::to_string(i), path, 100 + i, t0);
+  }
+  ASSERT_EQ(sampler.series_samples(), kMinSeriesSamples);
+  for (int second = 0; second < 300; ++second) {
+    sampler.Sample(t0 + absl::Seconds(second));
+    sampler.TakePoints();
+  }
+  EXPECT_LT(sampler.kept_samples(), 10 * kMinSeriesSamples);
+  EXPECT_GE(sampler.kept_samples(), 10 * kMinSeriesSamples / 2);
+  std::vector<RunSample> points;
+  std::optional<CgroupFacts> facts = sampler.Remove("run_0", points);
+  ASSERT_TRUE(facts && facts->memory_mean_bytes);
+  EXPECT_EQ(*facts->memory_mean_bytes, uint64_t{100} << 20);
+}
+
 TEST_F(DiscoveredSamplerTest, EndFactsComeFromTheLastReadingAndTheSeries) {
   DiscoveredSampler sampler({.layout = layout_, .interval = absl::Seconds(1),
                              .near_limit_fraction = 0.9, .reads_per_second = 1000});

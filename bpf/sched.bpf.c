@@ -202,6 +202,11 @@ static __always_inline struct sched_cgroup_stats *stats_of(__u64 cgroup, __u32 *
 	return s;
 }
 
+/* 1 once a pair counted since user space last took it: a collection reads the pairs map (all
+ * its buckets) only then. Set after the count, so that user space, which clears it before
+ * reading, reads every count it saw marked; set only when clear, as sched_moved. */
+__u8 sched_pairs_counted = 0;
+
 static __always_inline void count_pair(__u64 preempted, __u64 preempting)
 {
 	struct sched_pair pair = {.preempted = preempted, .preempting = preempting};
@@ -209,11 +214,13 @@ static __always_inline void count_pair(__u64 preempted, __u64 preempting)
 
 	if (n) {
 		(*n)++;
-		return;
+	} else {
+		__u64 one = 1;
+		if (bpf_map_update_elem(&sched_preemptions, &pair, &one, BPF_NOEXIST) == -E2BIG)
+			__sync_fetch_and_add(&sched_pairs_overflows, 1);
 	}
-	__u64 one = 1;
-	if (bpf_map_update_elem(&sched_preemptions, &pair, &one, BPF_NOEXIST) == -E2BIG)
-		__sync_fetch_and_add(&sched_pairs_overflows, 1);
+	if (!sched_pairs_counted)
+		sched_pairs_counted = 1;
 }
 
 /* Wakeup-hook source: how long `next` waited since its wakeup or preemption. */

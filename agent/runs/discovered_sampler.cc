@@ -36,26 +36,36 @@ void DiscoveredSampler::Add(const std::string& run_id, const std::string& cgroup
 void DiscoveredSampler::RefreshSnapshot() {
   std::shared_ptr<const Snapshot> latest =
       options_.latest_snapshot ? options_.latest_snapshot() : nullptr;
-  if (latest == snapshot_) return;
-  snapshot_ = std::move(latest);
-  domains_.clear();
-  if (!snapshot_) return;
-  for (const auto& [stage, memory] : snapshot_->memory) {
+  if (!latest) {
+    snapshot_taken_.reset();
+    domains_.clear();
+    return;
+  }
+  if (latest->taken == snapshot_taken_) return;  // a kill's snapshot has the sample's memory
+  snapshot_taken_ = latest->taken;
+  domains_.clear();  // its room stays for the next
+  for (const auto& [stage, memory] : latest->memory) {
     for (const DomainMemory& d : memory.domains) {
-      if (d.sampled) domains_[d.id] = &d;
+      if (!d.sampled) continue;
+      domains_.emplace_back(d.id, SampledMemory{.usage_bytes = d.usage_bytes,
+                                                .peak_bytes = d.peak_bytes,
+                                                .failcnt = d.failcnt});
     }
   }
+  std::sort(domains_.begin(), domains_.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
 }
 
 std::optional<SampledMemory> DiscoveredSampler::FromSnapshot(const Sampled& run) const {
   // A snapshot taken before the run's previous sample would give that sample's memory again.
   const absl::Time previous = run.last ? run.last->usage.at : absl::InfinitePast();
-  if (!snapshot_ || snapshot_->taken <= previous || run.cgroup_id == 0) return std::nullopt;
-  auto found = domains_.find(run.cgroup_id);
-  if (found == domains_.end()) return std::nullopt;
-  const DomainMemory& d = *found->second;
-  return SampledMemory{.usage_bytes = d.usage_bytes, .peak_bytes = d.peak_bytes,
-                       .failcnt = d.failcnt};
+  if (!snapshot_taken_ || *snapshot_taken_ <= previous || run.cgroup_id == 0) {
+    return std::nullopt;
+  }
+  auto found = std::lower_bound(domains_.begin(), domains_.end(), run.cgroup_id,
+                                [](const auto& d, uint64_t id) { return d.first < id; });
+  if (found == domains_.end() || found->first != run.cgroup_id) return std::nullopt;
+  return found->second;
 }
 
 size_t DiscoveredSampler::series_samples() const {

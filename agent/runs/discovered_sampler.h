@@ -97,7 +97,7 @@ class DiscoveredSampler {
 
   // The run's memory in the latest snapshot, if it may be used for a sample of it now.
   std::optional<SampledMemory> FromSnapshot(const Sampled& run) const;
-  // Asks for the latest snapshot and indexes its domains by cgroup id when it is a new one.
+  // Asks for the latest snapshot and copies its domains when it is a new one.
   void RefreshSnapshot();
 
   const DiscoveredSamplerOptions options_;
@@ -111,8 +111,10 @@ class DiscoveredSampler {
   double credit_ = 0;             // reads (and points) that may be made now
   std::optional<absl::Time> last_sample_;
   uint64_t reads_ = 0, from_snapshot_ = 0;
-  std::shared_ptr<const Snapshot> snapshot_;  // the one domains_ points into
-  absl::flat_hash_map<uint64_t, const DomainMemory*> domains_;  // sampled ones, by cgroup id
+  // The latest snapshot's sampled domains, copied (the snapshot is not held: the sampler's
+  // thread, which made it, frees it), by cgroup id, and when it was taken.
+  std::vector<std::pair<uint64_t, SampledMemory>> domains_;
+  std::optional<absl::Time> snapshot_taken_;
 };
 
 }  // namespace stagewatch

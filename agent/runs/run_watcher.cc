@@ -549,6 +549,10 @@ void RunWatcher::SeeStage(const std::string& stage, const std::string& pipeline)
 }
 
 void RunWatcher::ForgetForgottenStages() {
+  const uint64_t version = stages_->stages_version();
+  if (version == stages_version_ && !forget_waits_) return;
+  stages_version_ = version;
+  forget_waits_ = false;
   std::set<std::string> known;
   for (const Stage& stage : stages_->KnownStages()) known.insert(stage.name);
   std::vector<std::string> forgotten;
@@ -557,7 +561,10 @@ void RunWatcher::ForgetForgottenStages() {
   }
   if (!forgotten.empty()) {
     for (const std::string& name : forgotten) {
-      if (open_by_stage_.contains(name)) continue;  // its last runs close first, then it goes
+      if (open_by_stage_.contains(name)) {  // its last runs close first, then it goes
+        forget_waits_ = true;
+        continue;
+      }
       ForgetStage(counted_, name);
       recent_.erase(name);
       named_stages_.erase(name);

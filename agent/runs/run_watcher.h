@@ -236,9 +236,12 @@ class RunWatcher {
   void CountEnded(const std::string& id);
   void SeeStage(const std::string& stage, const std::string& pipeline);
   // Each tick: the runs' series of a stage the resolver has forgotten (discovery.forget_after)
-  // go too, once no run of it is open. A stage the resolver never named stays.
+  // go too, once no run of it is open. A stage the resolver never named stays. Only after the
+  // resolver's stages changed, or while a forgotten stage waits for its runs to close.
   void ForgetForgottenStages();
   std::set<std::string> named_stages_;  // stages the resolver named at some tick
+  std::optional<uint64_t> stages_version_;  // the resolver's, when they were last looked at
+  bool forget_waits_ = false;               // a forgotten stage had a run open then
   void Tick();
   // The run's baseline, looked up once when it is recorded, handed to options_.detectors
   // (run_watcher_expect.cc); JudgePaces tells them each tick which runs are slower than usual.

@@ -179,38 +179,59 @@ void MemorySampler::FindLimited(const std::shared_ptr<const std::vector<NamedCgr
   // is watched before its first check: what is written after that check is told.
   const bool first = samples_ == 0;
   if (live != seen_list_) {
-    absl::flat_hash_set<uint64_t> alive;
+    absl::flat_hash_map<uint64_t, const NamedCgroup*> alive;
     alive.reserve(live->size());
     for (const NamedCgroup& c : *live) {
-      alive.insert(c.id);
+      alive[c.id] = &c;
       if (seen_.contains(c.id)) continue;
       const bool watched =
           limit_watch_ && limit_watch_->Add(c.id, ControllerDir(layout_, "memory", c.path));
+      if (!watched) unwatched_.insert(c.id);
       if (!first) new_checks_[c.id] = watched ? 1 : kNewCgroupChecks;
     }
     auto gone = [&alive](uint64_t id) { return !alive.contains(id); };
     if (limit_watch_) {
-      for (uint64_t id : seen_) {
+      for (const auto& [id, c] : seen_) {
         if (gone(id)) limit_watch_->Remove(id);
       }
     }
     absl::erase_if(limited_, gone);
     absl::erase_if(new_checks_, [&gone](const auto& e) { return gone(e.first); });
     absl::erase_if(no_psi_, gone);
+    absl::erase_if(unwatched_, gone);
     seen_ = std::move(alive);
     seen_list_ = live;
   }
   written_ = limit_watch_ ? limit_watch_->Take() : LimitWatch::Written{};
-  for (const NamedCgroup& c : *live) {
-    bool due = first || Written(c.id) ||
-               ((!limit_watch_ || !limit_watch_->watched(c.id)) && InRound(c.id));
-    if (auto fresh = new_checks_.find(c.id); fresh != new_checks_.end()) {
-      due = true;
-      if (--fresh->second == 0) new_checks_.erase(fresh);
+  // Due: the cgroups checked every sample at first or after an overflow, else those whose
+  // limit was written, the new ones, and this sample's share of the unwatched (not a pass over
+  // every live cgroup: at 10,000 nearly none is due).
+  std::vector<uint64_t>& due = due_limit_checks_;
+  due.clear();
+  if (first || written_.all) {
+    for (const NamedCgroup& c : *live) due.push_back(c.id);
+  } else {
+    due.insert(due.end(), written_.ids.begin(), written_.ids.end());
+    for (uint64_t id : unwatched_) {
+      if (InRound(id)) due.push_back(id);
     }
+  }
+  for (auto it = new_checks_.begin(); it != new_checks_.end();) {
+    due.push_back(it->first);
+    if (--it->second == 0) {
+      new_checks_.erase(it++);
+    } else {
+      ++it;
+    }
+  }
+  std::sort(due.begin(), due.end());
+  due.erase(std::unique(due.begin(), due.end()), due.end());
+  for (uint64_t id : due) {
+    auto found = seen_.find(id);
+    if (found == seen_.end()) continue;  // a written limit of a cgroup gone since
+    const NamedCgroup& c = *found->second;
     // A domain's limit comes with its stats, every sample; unattributed cgroups are no stage's.
-    if (!due || c.stage.id == kUnattributedStageId || tops.contains(c.id) ||
-        limited_.contains(c.id)) {
+    if (c.stage.id == kUnattributedStageId || tops.contains(c.id) || limited_.contains(c.id)) {
       continue;
     }
     absl::StatusOr<std::optional<uint64_t>> limit = reader_.limit(c.path);
@@ -402,9 +423,9 @@ std::map<StageId, std::optional<double>> MemorySampler::ReadTops(
     }
     i++;
   }
-  const absl::flat_hash_set<StageId> known = namer_->stages()->KnownStageIds();
+  const auto known = namer_->stages()->KnownStageIds();
   pressure_.Update(pressure);
-  pressure_.KeepStages(known);
+  pressure_.KeepStages(*known);
   pressure_.ForEachTotal([next](StageId id, const std::vector<uint64_t>& v) {
     next->pressure.emplace_hint(next->pressure.end(), id,
                                 StagePressure{.memory_some_us = v[0], .memory_full_us = v[1],
@@ -412,7 +433,7 @@ std::map<StageId, std::optional<double>> MemorySampler::ReadTops(
   });
   if (parts_ & kCpuPart) {
     cpu_.Update(cpu);
-    cpu_.KeepStages(known);
+    cpu_.KeepStages(*known);
     cpu_.ForEachTotal([next](StageId id, const std::vector<uint64_t>& v) {
       next->cpu.emplace_hint(next->cpu.end(), id,
                              StageCpu{.usage_ns = v[0], .periods = v[1], .throttled_periods = v[2],
@@ -430,6 +451,8 @@ void MemorySampler::SampleOnce(absl::Time now) {
   auto next = std::make_shared<Snapshot>();
   next->taken = now;
   FindTopsThatRan();
+  if (!ran_known_ || !ran_tops_.empty()) samples_a_stage_ran_++;
+  next->samples_a_stage_ran = samples_a_stage_ran_;
   ReadTopsCpu(tops, next.get());  // first: which tops are still
   ReadDomains(live, tops);
   const std::vector<Domain>& domains = domains_;
@@ -469,7 +492,7 @@ void MemorySampler::SampleOnce(absl::Time now) {
       r.pgmajfault = d.stats ? d.stats->pgmajfault : std::nullopt;
     }
     readings.resize(n);
-    memcg_faults_.Update(readings, namer_->stages()->KnownStageIds());
+    memcg_faults_.Update(readings, *namer_->stages()->KnownStageIds());
     next->faults = memcg_faults_.Totals();
     next->faults_uncovered = memcg_faults_.uncovered();
   }
@@ -479,8 +502,18 @@ void MemorySampler::SampleOnce(absl::Time now) {
   }
   next->memory = stages_;
   domains_.clear();  // its cgroups are this sample's; its room stays for the next
-  absl::MutexLock lock(&mu_);
-  latest_ = std::move(next);
+  Publish(std::move(next));
+}
+
+void MemorySampler::Publish(std::shared_ptr<const Snapshot> next) {
+  {
+    absl::MutexLock lock(&mu_);
+    std::swap(latest_, next);
+  }
+  // The last one goes here, out of the lock, on the thread whose allocations it holds (other
+  // threads hold a snapshot only while they read it): freed into this thread's malloc caches,
+  // which the next sample's allocations take again, not across threads into its arena.
+  next.reset();
 }
 
 void MemorySampler::ReadPlacement(const std::vector<NamedCgroup>& tops, Snapshot* next) {
@@ -585,11 +618,11 @@ void MemorySampler::Fold(absl::Time now, const std::vector<Domain>& domains) {
     }
   }
 
-  const absl::flat_hash_set<StageId> known = namer_->stages()->KnownStageIds();
+  const auto known = namer_->stages()->KnownStageIds();
   events_.Update(event_samples);
-  events_.KeepStages(known);
+  events_.KeepStages(*known);
   // A forgotten stage's peak and near-limit time start again if it comes back.
-  std::erase_if(stages_, [&known](const auto& entry) { return !known.contains(entry.first); });
+  std::erase_if(stages_, [&known](const auto& entry) { return !known->contains(entry.first); });
   for (auto& [stage, m] : stages_) {
     if (!sums.contains(stage)) m.domains.clear();  // no cgroup left: its domains are gone
   }
@@ -693,8 +726,7 @@ void MemorySampler::ReadVictims(absl::Time now) {
   auto next = std::make_shared<Snapshot>(*Latest());
   next->oom_kills = oom_kills_;
   next->oom_kills_read = oom_kills_read_;
-  absl::MutexLock lock(&mu_);
-  latest_ = std::move(next);
+  Publish(std::move(next));
 }
 
 void MemorySampler::FoldOomKills(absl::Time now) {
@@ -703,7 +735,7 @@ void MemorySampler::FoldOomKills(absl::Time now) {
   samples.reserve(oom_cgroups_.size());
   for (const auto& [id, c] : oom_cgroups_) samples.push_back({id, c.cgroup.stage.id, {c.kills}});
   oom_counts_.Update(samples);
-  oom_counts_.KeepStages(namer_->stages()->KnownStageIds());
+  oom_counts_.KeepStages(*namer_->stages()->KnownStageIds());
   oom_kills_.clear();
   for (const auto& [stage, values] : oom_counts_.Totals()) oom_kills_[stage] = values[0];
 }

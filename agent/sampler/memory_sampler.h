@@ -210,6 +210,8 @@ class MemorySampler {
   void ReadOomKills(absl::Time now, const std::vector<NamedCgroup>& live);
   // Folds oom_cgroups_ into oom_kills_.
   void FoldOomKills(absl::Time now);
+  // Makes `next` the latest snapshot.
+  void Publish(std::shared_ptr<const Snapshot> next);
   // Until the next sample is due (true), a kill event (true) or the destructor (false).
   bool Wait(absl::Time due);
 
@@ -226,9 +228,11 @@ class MemorySampler {
   std::atomic<uint64_t> overflows_{0}, skips_{0};
   // Only SampleOnce touches these.
   uint64_t samples_ = 0;
-  // The namer's live cgroups as of the last sample, and their ids.
+  // The namer's live cgroups as of the last sample, and each by id.
   std::shared_ptr<const std::vector<NamedCgroup>> seen_list_;
-  absl::flat_hash_set<uint64_t> seen_;
+  absl::flat_hash_map<uint64_t, const NamedCgroup*> seen_;  // into seen_list_
+  absl::flat_hash_set<uint64_t> unwatched_;  // live cgroups LimitWatch could not watch
+  std::vector<uint64_t> due_limit_checks_;   // of a sample, its room kept for the next
   absl::flat_hash_map<uint64_t, int> new_checks_;  // new cgroups: limit checks left
   LimitWatch::Written written_;  // the limits written since the last sample
   absl::flat_hash_set<uint64_t> limited_;          // cgroups beneath a top with a limit
@@ -263,6 +267,7 @@ class MemorySampler {
   absl::flat_hash_map<std::string_view, uint64_t> top_by_path_;
   absl::flat_hash_set<uint64_t> ran_tops_;
   bool ran_known_ = false;
+  uint64_t samples_a_stage_ran_ = 0;  // Snapshot::samples_a_stage_ran
   struct FullRead {
     std::shared_ptr<const MemoryCgroupStats> stats;
     uint64_t sample = 0;  // samples_ when read

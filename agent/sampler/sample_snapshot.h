@@ -98,6 +98,9 @@ struct StagePlacement {
 
 struct Snapshot {
   absl::Time taken = absl::InfinitePast();  // InfinitePast: nothing sampled yet
+  // The samples so far in which a task of some stage ran (by the sched probe), or that could
+  // not tell: where two snapshots have the same count, no stage's task ran between them.
+  uint64_t samples_a_stage_ran = 0;
   std::map<StageId, StageMemory> memory;
   std::map<StageId, StagePressure> pressure;  // every stage that had a top
   std::map<StageId, StageCpu> cpu;            // likewise; empty without kCpuPart

@@ -119,6 +119,7 @@ StageResolver::Resolution StageResolver::Discover(std::string_view name, bool ad
                         false};
     }
     discovered_.push_back(Stage{next_id_++, std::string(name), discovery_.pipeline});
+    StagesChanged();
     return Resolution{discovered_.back(), false};
   }
   if (!overflow_logged_ && add) {
@@ -148,15 +149,26 @@ std::vector<Stage> StageResolver::KnownStages() const {
   return known;
 }
 
-absl::flat_hash_set<StageId> StageResolver::KnownStageIds() const {
-  // The ids alone, no copy of each name: asked several times a sample.
+std::shared_ptr<const StageResolver::StageIds> StageResolver::KnownStageIds() const {
   absl::MutexLock lock(&mu_);
-  absl::flat_hash_set<StageId> ids;
-  ids.reserve(configured_.size() + discovered_.size() + 1);
-  for (const Stage& stage : configured_) ids.insert(stage.id);
-  for (const Stage& stage : discovered_) ids.insert(stage.id);
-  ids.insert(kUnattributedStageId);
-  return ids;
+  if (known_ids_) return known_ids_;
+  auto ids = std::make_shared<StageIds>();
+  ids->reserve(configured_.size() + discovered_.size() + 1);
+  for (const Stage& stage : configured_) ids->insert(stage.id);
+  for (const Stage& stage : discovered_) ids->insert(stage.id);
+  ids->insert(kUnattributedStageId);
+  known_ids_ = std::move(ids);
+  return known_ids_;
+}
+
+uint64_t StageResolver::stages_version() const {
+  absl::MutexLock lock(&mu_);
+  return version_;
+}
+
+void StageResolver::StagesChanged() {
+  version_++;
+  known_ids_.reset();
 }
 
 bool StageResolver::ForgetGone(const absl::flat_hash_set<StageId>& populated, absl::Time now) {
@@ -179,6 +191,7 @@ bool StageResolver::ForgetGone(const absl::flat_hash_set<StageId>& populated, ab
                {"forget_after", absl::FormatDuration(discovery_.forget_after)}});
     empty_since_.erase(it->id);
     it = discovered_.erase(it);
+    StagesChanged();
     forgot = true;
   }
   // Memoised answers may name the forgotten stage, or `unattributed` for want of a slot.

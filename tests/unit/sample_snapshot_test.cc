@@ -426,6 +426,36 @@ TEST_F(SampleSnapshotTest, ATopNoTaskOfWhichRanReadsNothingUntilItsRoundOrATaskR
   }
 }
 
+// The task-state tracker skips its pass while this count stands still (task_states_tracker.h).
+TEST_F(SampleSnapshotTest, ItCountsTheSamplesInWhichAStagesTaskRanOrThatCouldNotTell) {
+  const std::string top = kTop;
+  std::filesystem::create_directories(root_ + top + "/run_1");
+  CgroupPathCache paths(root_);
+  StageResolver stages({}, DiscoveryConfig{});
+  CgroupNamer namer(&paths, &stages, absl::ZeroDuration());
+  std::optional<std::vector<uint64_t>> ran = std::vector<uint64_t>{};
+  MemorySampler sampler(&namer, layout_, MemoryConfig{}, Reader());
+  sampler.OnTasksRanTraced([&ran] { return ran; });
+  Serve(1);
+  const absl::Time t0 = absl::FromUnixSeconds(5000);
+  int s = 0;
+  sampler.SampleOnce(t0);
+  std::map<std::string, uint64_t> id;
+  for (const NamedCgroup& c : *namer.Live()) id[c.path] = c.id;
+  ASSERT_TRUE(id.contains(top + "/run_1") && id.contains("/stagewatch") && id.contains("/"));
+  auto counted = [&](std::optional<std::vector<uint64_t>> tasks) {
+    ran = std::move(tasks);
+    const uint64_t before = sampler.Latest()->samples_a_stage_ran;
+    sampler.SampleOnce(t0 + absl::Seconds(++s));
+    return sampler.Latest()->samples_a_stage_ran - before;
+  };
+  EXPECT_EQ(counted(std::vector<uint64_t>{}), 0u);
+  EXPECT_EQ(counted(std::vector<uint64_t>{id["/stagewatch"], id["/"]}), 0u) << "no stage's";
+  EXPECT_EQ(counted(std::vector<uint64_t>{id[top + "/run_1"]}), 1u) << "beneath a stage top";
+  EXPECT_EQ(counted(std::nullopt), 1u) << "the probe cannot tell";
+  EXPECT_EQ(counted(std::vector<uint64_t>{}), 0u);
+}
+
 // While the probe traces the kernel's kills, a kill no event told is one its ring buffer
 // dropped: every cgroup's count is read at the next sample after a drop, else every 10 minutes.
 TEST_F(SampleSnapshotTest, TracedKillsLeaveTheCountsToDroppedEventsAndASlowNet) {

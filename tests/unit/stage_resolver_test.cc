@@ -297,13 +297,13 @@ TEST(StageResolverTest, IdsOfForgottenStagesAreNeverReused) {
     const Stage next = resolver.Resolve(round % 2 == 0 ? "/stagewatch/b/1" : "/stagewatch/a/1");
     EXPECT_EQ(next.name, round % 2 == 0 ? "b" : "a");
     EXPECT_EQ(std::count(seen.begin(), seen.end(), next.id), 0) << "reused id " << next.id;
-    EXPECT_TRUE(resolver.KnownStageIds().contains(next.id));
+    EXPECT_TRUE(resolver.KnownStageIds()->contains(next.id));
     seen.push_back(next.id);
   }
   // Configured stages keep theirs, and the retired ids are not known any more.
   EXPECT_EQ(resolver.Resolve("/train").id, train.id);
-  EXPECT_FALSE(resolver.KnownStageIds().contains(a.id));
-  EXPECT_EQ(resolver.KnownStageIds().size(), 3u);  // train, the last discovered, unattributed
+  EXPECT_FALSE(resolver.KnownStageIds()->contains(a.id));
+  EXPECT_EQ(resolver.KnownStageIds()->size(), 3u);  // train, the last discovered, unattributed
 }
 
 TEST(StageResolverTest, KnownStagesListsConfiguredDiscoveredAndUnattributed) {

@@ -89,10 +89,10 @@ std::unique_ptr<exporters::Collector> Start(const SignalContext& ctx) {
       }
     });
   }
-  r.sample_hooks.push_back([tracker, task_states, engine = ctx.anomalies,
+  r.sample_hooks.push_back([tracker, task_states, engine = ctx.anomalies, sampler = ctx.sampler,
                             due = Cadence(kExpositionCollectInterval)](
                                absl::Time now, const StageDirectory& known) mutable {
-    if (task_states->Due(now)) task_states->Collect();
+    if (task_states->Due(now)) task_states->Collect(sampler->Latest()->samples_a_stage_ran);
     if (due.Due(now) && tracker) tracker->Collect();
     if (!tracker) return;
     // The fault-storm detector keeps every sample: it trims lone bursts out of its window by

@@ -43,7 +43,7 @@ void MemoryTracker::Collect() {
     }
   }
   cgroups_.Update(samples);
-  cgroups_.KeepStages(naming_.stages()->KnownStageIds());
+  cgroups_.KeepStages(*naming_.stages()->KnownStageIds());
   for (uint64_t id : naming_.dead()) probe_->Delete(id);  // folded above, retired next time
   naming_.End();
 }

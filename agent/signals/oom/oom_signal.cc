@@ -38,7 +38,7 @@ std::unique_ptr<exporters::Collector> Start(const SignalContext& ctx) {
   r.unknown_cgroup_counts.push_back([tracker] { return tracker->unknown_cgroups(); });
   // Forgotten stages' totals go on the sampler's clock, so that a scrape only reads.
   r.sample_hooks.push_back([tracker, stages = ctx.stages](absl::Time, const StageDirectory&) {
-    tracker->KeepStages(stages->KnownStageIds());
+    tracker->KeepStages(*stages->KnownStageIds());
   });
   // The kernel's own counts are the sampler's (kOomPart). Kills the kernel counted before the
   // agent started are the baseline, not news: read before the probe attaches (the sampler's

@@ -54,7 +54,7 @@ void PlacementTracker::Collect() {
   ShrinkIfSparse(cgroup_reads_);
   last_folded_ = {cgroup_reads_.size(), folded};
   cgroups_.UpdateChanged(changed, gone);
-  cgroups_.KeepStages(naming_.stages()->KnownStageIds());
+  cgroups_.KeepStages(*naming_.stages()->KnownStageIds());
   for (uint64_t id : naming_.dead()) probe_->Delete(id);  // folded above, retired next time
   naming_.End();
 }

@@ -288,6 +288,14 @@ std::vector<std::pair<sched_pair, uint64_t>> SchedProbe::ReadPreemptionEntries()
                                               AddCount);
 }
 
+bool SchedProbe::TakePairsCounted() {
+  uint8_t* mark = &skel_->bss->sched_pairs_counted;
+  // A load first: a mark that stays clear (a quiet host) is never written here.
+  const bool counted = __atomic_load_n(mark, __ATOMIC_RELAXED) != 0 &&
+                       __atomic_exchange_n(mark, 0, __ATOMIC_SEQ_CST) != 0;
+  return std::exchange(pairs_unread_, false) || counted;
+}
+
 std::map<uint64_t, int> SchedProbe::ReadRunning() const {
   return RunningIfKnown().value_or(std::map<uint64_t, int>{});
 }

@@ -81,6 +81,10 @@ class SchedProbe {
   std::map<std::pair<uint64_t, uint64_t>, uint64_t> ReadPreemptions() const;
   // The same, unordered: for a caller that looks each pair up in its own map.
   std::vector<std::pair<sched_pair, uint64_t>> ReadPreemptionEntries() const;
+  // Whether a pair counted since the last call (true at the first), clearing the kernel's
+  // mark: a reader that takes it before each ReadPreemptionEntries() and reads only when it
+  // is set misses no count. For one reader: the tracker's collection.
+  bool TakePairsCounted();
   // Cgroup id → CPUs running one of its tasks right now (asks each CPU: one IPI per CPU).
   std::map<uint64_t, int> ReadRunning() const;
   // Drops dead cgroups' entries so the maps stay bounded by the live tree: the pairs map is
@@ -102,6 +106,7 @@ class SchedProbe {
   std::vector<ProbeStatus> statuses_;
   bool splits_throttled_wait_ = false;
   bool traces_switches_ = false;  // the switch program attached: its marks mean something
+  bool pairs_unread_ = true;      // TakePairsCounted() not called yet
   std::atomic<uint64_t> slots_freed_{0};
 
   // The kernel's moved marks are taken once for both readers, TakeMovedSlots and

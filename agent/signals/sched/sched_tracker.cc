@@ -88,10 +88,10 @@ void SchedTracker::CollectCounters() {
   const bool whole = renamed;
   FoldCgroups(ReadCgroups(whole), renamed, whole);
   FoldPairs(renamed);
-  const absl::flat_hash_set<StageId> known = naming_.stages()->KnownStageIds();
-  cgroups_->KeepStages(known);
+  const auto known = naming_.stages()->KnownStageIds();
+  cgroups_->KeepStages(*known);
   pairs_.KeepStages([&known](const StagePair& pair) {
-    return known.contains(pair.first) && known.contains(pair.second);
+    return known->contains(pair.first) && known->contains(pair.second);
   });
   ForgetDead();
   naming_.End();
@@ -198,11 +198,16 @@ void SchedTracker::FoldCgroups(const CgroupSums& sums, bool renamed, bool whole)
 }
 
 // The matrix is read whole (the kernel cannot say which entries moved), but only pairs whose
-// count moved are named and folded.
+// count moved are named and folded; and only when a pair counted since the last read, or the
+// names changed (a pair not named yet waits for that): otherwise every count is as folded.
 void SchedTracker::FoldPairs(bool renamed) {
   std::vector<CgroupCounterSampleOf<StagePair>> changed;
   std::vector<uint64_t> gone = std::move(forgotten_pair_keys_);
   forgotten_pair_keys_.clear();
+  if (!probe_->TakePairsCounted() && !renamed) {
+    pairs_.UpdateChanged(changed, gone);
+    return;
+  }
   for (const auto& [pair, n] : probe_->ReadPreemptionEntries()) {
     auto [it, fresh] = pair_reads_.try_emplace({pair.preempted, pair.preempting});
     PairRead& p = it->second;

@@ -115,9 +115,19 @@ void AnomalyEngine::OnMemory(const Stage& stage, absl::Time t,
   {
     absl::MutexLock lock(&mu_);
     PerStage& s = StageState(stage);
+    // Most stages have a domain or two: those are looked for in the list, not in a set made
+    // for each stage each sample.
+    constexpr size_t kListedInPlace = 8;
     absl::flat_hash_set<uint64_t> present;
-    for (const MemoryDomainSample& d : domains) present.insert(d.id);
-    std::erase_if(s.domains, [&present](const auto& e) { return !present.contains(e.first); });
+    if (domains.size() > kListedInPlace) {
+      for (const MemoryDomainSample& d : domains) present.insert(d.id);
+    }
+    auto gone = [&](const auto& e) {
+      if (domains.size() > kListedInPlace) return !present.contains(e.first);
+      return std::none_of(domains.begin(), domains.end(),
+                          [&e](const MemoryDomainSample& d) { return d.id == e.first; });
+    };
+    std::erase_if(s.domains, gone);
     for (const MemoryDomainSample& d : domains) {
       if (!d.fresh) continue;
       auto it = s.domains.find(d.id);

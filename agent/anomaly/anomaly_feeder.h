@@ -4,6 +4,7 @@
 // latency), then lets the engine judge.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "anomaly/anomaly_engine.h"
@@ -22,12 +23,17 @@ class AnomalyFeeder {
       : engine_(engine), stages_(stages), hooks_(std::move(hooks)) {}
 
   // `sampled` is the sampler's snapshot of `now`: its memory part feeds the memory detectors.
+  // Called from one thread (the sampler's).
   void Feed(absl::Time now, const Snapshot& sampled);
 
  private:
   AnomalyEngine* const engine_;
   StageResolver* const stages_;
   const std::vector<SampleHook> hooks_;
+  // The known stages as of stages_version() known_version_.
+  std::unique_ptr<const StageDirectory> known_;
+  uint64_t known_version_ = 0;
+  std::vector<MemoryDomainSample> domains_;  // a stage's, its room kept for the next
 };
 
 }  // namespace stagewatch

@@ -59,8 +59,8 @@ void MemcgFaults::Update(const std::vector<TopFaultReading>& tops,
     for (size_t i = 0; i < n.size(); i++) n[i] += top.reading[i];
   }
 
-  std::vector<CgroupCounterSample> samples;
-  samples.reserve(tops.size());
+  std::vector<CgroupCounterSample>& samples = samples_;  // over the last sample's, in place
+  size_t n = 0;
   uncovered_.clear();
   for (const TopFaultReading& t : tops) {
     Top& top = tops_[t.top.id];
@@ -78,8 +78,13 @@ void MemcgFaults::Update(const std::vector<TopFaultReading>& tops,
       const uint64_t own = top.reading[i] > others[i] ? top.reading[i] - others[i] : 0;
       top.own[i] = std::max(top.own[i], own);
     }
-    samples.push_back({t.top.id, t.top.stage.id, {top.own[0], top.own[1]}});
+    if (n == samples.size()) samples.emplace_back();
+    CgroupCounterSample& sample = samples[n++];
+    sample.cgroup_id = t.top.id;
+    sample.stage = t.top.stage.id;
+    sample.values.assign(top.own.begin(), top.own.end());
   }
+  samples.resize(n);
   counters_.Update(samples);
   counters_.KeepStages(known);
 }
@@ -112,8 +117,8 @@ void MemcgFaults::Retop(const std::vector<TopFaultReading>& tops) {
   }
 }
 
-std::map<StageId, StageFaults> MemcgFaults::Totals() const {
-  std::map<StageId, StageFaults> out;
+StageMap<StageFaults> MemcgFaults::Totals() const {
+  StageMap<StageFaults> out;
   counters_.ForEachTotal([&out](StageId stage, const std::vector<uint64_t>& v) {
     // pgfault counts every fault, minor and major.
     out.emplace_hint(out.end(), stage,

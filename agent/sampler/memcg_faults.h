@@ -41,9 +41,9 @@ class MemcgFaults {
   // One sample: every stage top, read or not. `known`: the stages still known.
   void Update(const std::vector<TopFaultReading>& tops, const absl::flat_hash_set<StageId>& known);
   // Stages any of whose tops has had memcg figures: their faults since each top was made.
-  std::map<StageId, StageFaults> Totals() const;
+  StageMap<StageFaults> Totals() const;
   // Stages with a top that has never had memcg figures (no memory controller there).
-  const std::set<StageId>& uncovered() const { return uncovered_; }
+  const StageSet& uncovered() const { return uncovered_; }
 
  private:
   using Pair = std::array<uint64_t, 2>;  // pgfault (every fault), pgmajfault
@@ -60,7 +60,8 @@ class MemcgFaults {
   // By top: what its nested tops had counted when they went (still in its hierarchical count).
   absl::flat_hash_map<uint64_t, Pair> departed_;
   StageCounters counters_{2};
-  std::set<StageId> uncovered_;
+  std::vector<CgroupCounterSample> samples_;  // counters_'s input, kept for its values' room
+  StageSet uncovered_;
 };
 
 }  // namespace stagewatch

@@ -259,9 +259,11 @@ void MemorySampler::ReadDomains(const std::shared_ptr<const std::vector<NamedCgr
                                  r.quiet ? kQuietFullReadEvery : kFullReadEvery));
   }
   // Oldest cgroup (lowest id) first, so that past the bound the same ones stay watched.
+  // limited_ holds live cgroups only (FindLimited forgets the others).
   std::vector<const NamedCgroup*> limited;
-  for (const NamedCgroup& c : *live) {
-    if (limited_.contains(c.id) && !top_ids.contains(c.id)) limited.push_back(&c);
+  for (uint64_t id : limited_) {
+    auto c = seen_.find(id);
+    if (c != seen_.end() && !top_ids.contains(id)) limited.push_back(c->second);
   }
   std::sort(limited.begin(), limited.end(),
             [](const NamedCgroup* a, const NamedCgroup* b) { return a->id < b->id; });
@@ -389,14 +391,20 @@ void MemorySampler::ReadTopsCpu(const std::vector<NamedCgroup>& tops, Snapshot* 
   }
 }
 
-std::map<StageId, std::optional<double>> MemorySampler::ReadTops(
-    const std::vector<NamedCgroup>& tops, Snapshot* next) {
-  std::map<StageId, std::optional<double>> memory_full;
+StageMap<std::optional<double>> MemorySampler::ReadTops(const std::vector<NamedCgroup>& tops,
+                                                        Snapshot* next) {
+  StageMap<std::optional<double>> memory_full;
   // Assigned over the last sample's, in place: no allocation per top.
   std::vector<CgroupCounterSample>& pressure = top_pressure_samples_;
   std::vector<CgroupCounterSample>& cpu = top_cpu_samples_;
-  pressure.resize(tops.size());
-  cpu.resize(parts_ & kCpuPart ? tops.size() : 0);
+  // While the tops are the same, a still top's readings are its last ones: only the others are
+  // folded again, not every top each sample.
+  const bool same_tops = counted_tops_ == tops_live_;
+  counted_tops_ = tops_live_;
+  if (!same_tops) {
+    pressure.resize(tops.size());
+    cpu.resize(parts_ & kCpuPart ? tops.size() : 0);
+  }
   size_t i = 0;
   for (const NamedCgroup& top : tops) {
     TopReading& r = top_readings_[top.id];
@@ -407,6 +415,7 @@ std::map<StageId, std::optional<double>> MemorySampler::ReadTops(
       memory_full[top.stage.id] =
           memory_full[top.stage.id].value_or(0) + p.memory.full_us.value_or(0) * 1e-6;
     }
+    if (same_tops && r.still) continue;
     const PsiTotals &mem = p.memory, &io = p.io, &cpu_psi = p.cpu;
     CgroupCounterSample& psi = pressure[i];
     psi.cgroup_id = top.id;
@@ -423,17 +432,23 @@ std::map<StageId, std::optional<double>> MemorySampler::ReadTops(
     }
     i++;
   }
-  const auto known = namer_->stages()->KnownStageIds();
-  pressure_.Update(pressure);
-  pressure_.KeepStages(*known);
+  auto update = [&](StageCounters& counters, const std::vector<CgroupCounterSample>& samples) {
+    const absl::Span<const CgroupCounterSample> taken(samples.data(), i);
+    if (same_tops) {
+      counters.UpdateChanged(taken, {});
+    } else {
+      counters.Update(taken);
+    }
+    if (stages_changed_) counters.KeepStages(*known_);
+  };
+  update(pressure_, pressure);
   pressure_.ForEachTotal([next](StageId id, const std::vector<uint64_t>& v) {
     next->pressure.emplace_hint(next->pressure.end(), id,
                                 StagePressure{.memory_some_us = v[0], .memory_full_us = v[1],
                                               .io_some_us = v[2], .io_full_us = v[3]});
   });
   if (parts_ & kCpuPart) {
-    cpu_.Update(cpu);
-    cpu_.KeepStages(*known);
+    update(cpu_, cpu);
     cpu_.ForEachTotal([next](StageId id, const std::vector<uint64_t>& v) {
       next->cpu.emplace_hint(next->cpu.end(), id,
                              StageCpu{.usage_ns = v[0], .periods = v[1], .throttled_periods = v[2],
@@ -448,6 +463,11 @@ void MemorySampler::SampleOnce(absl::Time now) {
   namer_->Refresh();
   const std::shared_ptr<const std::vector<NamedCgroup>> live = namer_->Live();
   const std::vector<NamedCgroup>& tops = Tops(live);
+  // The per-stage state drops forgotten stages only in a sample whose known stages changed (the
+  // refresh above forgets them): a pass over every stage, not needed in the others.
+  std::shared_ptr<const StageResolver::StageIds> known = namer_->stages()->KnownStageIds();
+  stages_changed_ = known != known_;
+  known_ = std::move(known);  // held: a new set cannot take the old one's address
   auto next = std::make_shared<Snapshot>();
   next->taken = now;
   FindTopsThatRan();
@@ -456,7 +476,7 @@ void MemorySampler::SampleOnce(absl::Time now) {
   ReadTopsCpu(tops, next.get());  // first: which tops are still
   ReadDomains(live, tops);
   const std::vector<Domain>& domains = domains_;
-  const std::map<StageId, std::optional<double>> psi = ReadTops(tops, next.get());
+  const StageMap<std::optional<double>> psi = ReadTops(tops, next.get());
   // Every top is a domain. The files and full reads of a removed top or a domain no more go,
   // looked for only when the domains changed.
   bool same_domains = domains.size() == domain_ids_.size();
@@ -492,7 +512,7 @@ void MemorySampler::SampleOnce(absl::Time now) {
       r.pgmajfault = d.stats ? d.stats->pgmajfault : std::nullopt;
     }
     readings.resize(n);
-    memcg_faults_.Update(readings, *namer_->stages()->KnownStageIds());
+    memcg_faults_.Update(readings, *known_);
     next->faults = memcg_faults_.Totals();
     next->faults_uncovered = memcg_faults_.uncovered();
   }
@@ -522,26 +542,48 @@ void MemorySampler::ReadPlacement(const std::vector<NamedCgroup>& tops, Snapshot
   } else {
     next->placement_error = topology_.status();
   }
+  const bool same_tops = placement_tops_ == tops_live_;
+  placement_tops_ = tops_live_;
   if (placements_.size() > tops.size()) {  // a removed top's readings go with it
     absl::erase_if(placements_, [this](const auto& e) { return !top_ids_.contains(e.first); });
   }
+  // Stages a top of which was read again: only theirs are summed again, the others' shared
+  // with the last snapshot (a tenth or less of the stages in a sample).
+  std::vector<StageId>& changed = placement_changed_;
+  changed.clear();
   for (const NamedCgroup& top : tops) {
     TopPlacement& p = placements_[top.id];
+    const bool unread = !p.numa;
     // With its memory.stat, which ReadDomains read in full this sample or kept.
     auto full = full_reads_.find(top.id);
     if (!p.numa || (full != full_reads_.end() && full->second.sample == samples_)) {
       p.numa = reader_.numa(top);
+      changed.push_back(top.stage.id);
     }
-    if (!p.cpuset || (top.id + samples_) % kFullReadEvery == 0) p.cpuset = reader_.cpuset(top);
-    StagePlacement& stage = next->placement[top.stage.id];
+    if (unread || (top.id + samples_) % kFullReadEvery == 0) {
+      p.cpuset = reader_.cpuset(top);
+      changed.push_back(top.stage.id);
+    }
+    if (!p.numa->ok() && next->placement_error.ok()) next->placement_error = p.numa->status();
+    if (!p.cpuset->ok() && next->placement_error.ok()) next->placement_error = p.cpuset->status();
+  }
+  std::sort(changed.begin(), changed.end());
+  changed.erase(std::unique(changed.begin(), changed.end()), changed.end());
+  auto again = [&](StageId stage) {
+    return !same_tops || std::binary_search(changed.begin(), changed.end(), stage);
+  };
+  if (!same_tops) placement_.clear();  // a stage whose tops all went goes too
+  StageMap<StagePlacement> summed;
+  for (const NamedCgroup& top : tops) {
+    if (!again(top.stage.id)) continue;
+    const TopPlacement& p = placements_[top.id];
+    StagePlacement& stage = summed[top.stage.id];
     if (p.numa->ok()) {
       if (!stage.numa) stage.numa.emplace();
       for (const auto& [node, m] : **p.numa) {
         (*stage.numa)[node].anon_bytes += m.anon_bytes;
         (*stage.numa)[node].file_bytes += m.file_bytes;
       }
-    } else if (next->placement_error.ok()) {
-      next->placement_error = p.numa->status();
     }
     if (p.cpuset->ok()) {
       auto join = [](std::optional<std::vector<int>>& into, const std::vector<int>& ids) {
@@ -552,99 +594,121 @@ void MemorySampler::ReadPlacement(const std::vector<NamedCgroup>& tops, Snapshot
       };
       join(stage.cpus, (*p.cpuset)->cpus);
       join(stage.mems, (*p.cpuset)->mems);
-    } else if (next->placement_error.ok()) {
-      next->placement_error = p.cpuset->status();
     }
   }
+  for (auto& [stage, sum] : summed) {
+    placement_[stage] = std::make_shared<const StagePlacement>(std::move(sum));
+  }
+  next->placement = placement_;
 }
 
 struct MemorySampler::StageSum {
-  Stage stage;
   uint64_t usage = 0, working_set = 0, swap = 0, kernel_peak = 0;
   bool has_swap = false, near = false;
   int tops = 0;
   size_t read = 0;
   const Domain* closest = nullptr;  // highest usage / limit
   double closest_fraction = -1;
-  std::vector<DomainMemory> domains;
 };
 
 void MemorySampler::Fold(absl::Time now, const std::vector<Domain>& domains) {
-  std::map<StageId, StageSum> sums;
-  std::vector<CgroupCounterSample> event_samples;
+  // The domains by stage, through a list whose room is kept: each stage's are written over its
+  // last sample's in place (their strings and vectors keep their room), no allocation a stage.
+  std::vector<std::pair<StageId, size_t>>& by_stage = domains_by_stage_;
+  by_stage.clear();
+  for (size_t i = 0; i < domains.size(); i++) by_stage.emplace_back(domains[i].cgroup->stage.id, i);
+  std::sort(by_stage.begin(), by_stage.end());
+  std::vector<CgroupCounterSample>& event_samples = event_samples_;
+  size_t events_taken = 0;
   // v2 memory.events are hierarchical: the tops' count each event once. v1 keeps failcnt and
   // oom_kill per cgroup: every domain's own count is added.
   const bool hierarchical_events = layout_.key == CGROUP_KEY_DEFAULT;
-  for (const Domain& d : domains) {
-    StageSum& s = sums[d.cgroup->stage.id];
-    s.stage = d.cgroup->stage;
-    s.domains.push_back({.id = d.cgroup->id, .path = d.cgroup->path, .top = d.top,
-                         .sampled = d.stats != nullptr, .limit_bytes = d.limit});
-    if (!d.stats) continue;
-    const MemoryCgroupStats& m = *d.stats;
-    DomainMemory& read = s.domains.back();
-    read.usage_bytes = m.usage_bytes;
-    read.working_set_bytes = m.working_set_bytes;
-    read.peak_bytes = m.peak_bytes;
-    // v2 counts the hits of memory.max among its events.
-    if (auto it = m.events.find(hierarchical_events ? "max" : "failcnt"); it != m.events.end()) {
-      read.failcnt = it->second;
+  if (stages_changed_) {
+    // A forgotten stage's peak and near-limit time start again if it comes back.
+    absl::erase_if(stages_, [this](const auto& entry) { return !known_->contains(entry.first); });
+  }
+  auto stage = stages_.begin();  // walked beside by_stage, both in stage order
+  for (size_t begin = 0, end = 0; begin < by_stage.size(); begin = end) {
+    const StageId id = by_stage[begin].first;
+    for (end = begin; end < by_stage.size() && by_stage[end].first == id;) end++;
+    for (; stage != stages_.end() && stage->first < id; ++stage) {
+      stage->second.domains.clear();  // no cgroup left: its domains are gone
     }
-    s.read++;
-    if (d.top) {
-      s.usage += m.usage_bytes;
-      s.working_set += m.working_set_bytes;
-      s.has_swap |= m.swap_bytes.has_value();
-      s.swap += m.swap_bytes.value_or(0);
-      s.kernel_peak = std::max(s.kernel_peak, m.peak_bytes.value_or(0));
-      s.tops++;
-    }
-    if (d.limit) {
-      const double fraction =
-          static_cast<double>(m.usage_bytes) / static_cast<double>(std::max<uint64_t>(*d.limit, 1));
-      s.near |= fraction >= config_.near_limit_fraction;
-      if (fraction > s.closest_fraction) {
-        s.closest_fraction = fraction;
-        s.closest = &d;
+    const bool known = stage != stages_.end() && stage->first == id;
+    if (!known) stage = stages_.try_emplace(stage, id);
+    StageMemory& m = stage->second;
+    StageSum s;
+    m.domains.resize(end - begin);
+    for (size_t k = begin; k < end; k++) {
+      const Domain& d = domains[by_stage[k].second];
+      DomainMemory& read = m.domains[k - begin];
+      read.id = d.cgroup->id;
+      read.path = d.cgroup->path;
+      read.top = d.top;
+      read.sampled = d.stats != nullptr;
+      read.limit_bytes = d.limit;
+      read.usage_bytes = read.working_set_bytes = 0;
+      read.peak_bytes = read.failcnt = std::nullopt;
+      if (!d.stats) continue;
+      const MemoryCgroupStats& ms = *d.stats;
+      read.usage_bytes = ms.usage_bytes;
+      read.working_set_bytes = ms.working_set_bytes;
+      read.peak_bytes = ms.peak_bytes;
+      // v2 counts the hits of memory.max among its events.
+      auto failcnt = ms.events.find(hierarchical_events ? "max" : "failcnt");
+      if (failcnt != ms.events.end()) read.failcnt = failcnt->second;
+      s.read++;
+      if (d.top) {
+        s.usage += ms.usage_bytes;
+        s.working_set += ms.working_set_bytes;
+        s.has_swap |= ms.swap_bytes.has_value();
+        s.swap += ms.swap_bytes.value_or(0);
+        s.kernel_peak = std::max(s.kernel_peak, ms.peak_bytes.value_or(0));
+        s.tops++;
+      }
+      if (d.limit) {
+        const double fraction = static_cast<double>(ms.usage_bytes) /
+                                static_cast<double>(std::max<uint64_t>(*d.limit, 1));
+        s.near |= fraction >= config_.near_limit_fraction;
+        if (fraction > s.closest_fraction) {
+          s.closest_fraction = fraction;
+          s.closest = &d;
+        }
+      }
+      if (d.top || !hierarchical_events) {
+        if (events_taken == event_samples.size()) event_samples.emplace_back();
+        CgroupCounterSample& e = event_samples[events_taken++];
+        e.cgroup_id = d.cgroup->id;
+        e.stage = id;
+        e.values.resize(kMemoryEvents.size());
+        for (size_t i = 0; i < kMemoryEvents.size(); i++) {
+          auto it = ms.events.find(kMemoryEvents[i]);
+          e.values[i] = it == ms.events.end() ? 0 : it->second;
+        }
       }
     }
-    if (d.top || !hierarchical_events) {
-      std::vector<uint64_t> values;
-      for (const char* e : kMemoryEvents) {
-        auto it = m.events.find(e);
-        values.push_back(it == m.events.end() ? 0 : it->second);
-      }
-      event_samples.push_back({d.cgroup->id, d.cgroup->stage.id, std::move(values)});
+    if (s.tops == 0 && !known) {
+      stage = stages_.erase(stage);  // its top vanished mid-sample, and it has no last sample
+    } else {
+      if (s.tops > 0) FoldStage(now, domains[by_stage[begin].second].cgroup->stage, s, m);
+      ++stage;
     }
   }
-
-  const auto known = namer_->stages()->KnownStageIds();
+  for (; stage != stages_.end(); ++stage) stage->second.domains.clear();
+  event_samples.resize(events_taken);
   events_.Update(event_samples);
-  events_.KeepStages(*known);
-  // A forgotten stage's peak and near-limit time start again if it comes back.
-  std::erase_if(stages_, [&known](const auto& entry) { return !known->contains(entry.first); });
-  for (auto& [stage, m] : stages_) {
-    if (!sums.contains(stage)) m.domains.clear();  // no cgroup left: its domains are gone
-  }
-  for (auto& [stage, s] : sums) {
-    if (s.tops == 0) {  // its top vanished mid-sample: keep the last sample
-      if (auto it = stages_.find(stage); it != stages_.end()) {
-        it->second.domains = std::move(s.domains);
-      }
-      continue;
-    }
-    FoldStage(now, s, stages_[stage]);
-  }
-  events_.ForEachTotal([&](StageId stage, const std::vector<uint64_t>& v) {
-    auto sum = sums.find(stage);
-    if (sum == sums.end() || sum->second.tops == 0) return;
-    stages_[stage].events.assign(v.begin(), v.end());  // into its room: no allocation
+  if (stages_changed_) events_.KeepStages(*known_);
+  events_.ForEachTotal([&](StageId id, const std::vector<uint64_t>& v) {
+    auto it = stages_.find(id);
+    // A stage whose top vanished mid-sample keeps its last sample's (as its other figures).
+    if (it == stages_.end() || it->second.sampled_at != now) return;
+    it->second.events.assign(v.begin(), v.end());  // into its room: no allocation
   });
 }
 
-void MemorySampler::FoldStage(absl::Time now, StageSum& s, StageMemory& m) const {
-  m.stage = s.stage;
-  m.domains = std::move(s.domains);
+void MemorySampler::FoldStage(absl::Time now, const Stage& stage, const StageSum& s,
+                              StageMemory& m) const {
+  m.stage = stage;
   // The interval since the last sample counts as near the limit if that sample was.
   if (m.near_limit && m.sampled_at != absl::InfinitePast()) {
     m.near_limit_seconds += absl::ToDoubleSeconds(now - m.sampled_at);

@@ -195,17 +195,17 @@ class MemorySampler {
   void FindTopsThatRan();
   // Pressure of every top (a still one's kept) and its cpu.stat with kCpuPart, folded per
   // stage into `next`; also memory PSI "full" seconds per stage, for the detectors.
-  std::map<StageId, std::optional<double>> ReadTops(const std::vector<NamedCgroup>& tops,
-                                                    Snapshot* next);
+  StageMap<std::optional<double>> ReadTops(const std::vector<NamedCgroup>& tops, Snapshot* next);
   struct TopPressure;
   TopPressure ReadTopPressure(const NamedCgroup& top);
   void Fold(absl::Time now, const std::vector<Domain>& domains);
   // With kPlacementPart: each top's memory.numa_stat (when its memory.stat was read in full
   // this sample) and cpuset (when due), folded per stage into `next`.
   void ReadPlacement(const std::vector<NamedCgroup>& tops, Snapshot* next);
-  // One stage's domains of a sample, summed (the .cc's StageSum), into its StageMemory.
+  // One stage's domains of a sample, summed (the .cc's StageSum), into its StageMemory, whose
+  // domains Fold wrote.
   struct StageSum;
-  void FoldStage(absl::Time now, StageSum& sum, StageMemory& m) const;
+  void FoldStage(absl::Time now, const Stage& stage, const StageSum& sum, StageMemory& m) const;
   // With kOomPart: reads every live cgroup's oom_kill count if due, into oom_kills_.
   void ReadOomKills(absl::Time now, const std::vector<NamedCgroup>& live);
   // Folds oom_cgroups_ into oom_kills_.
@@ -228,6 +228,9 @@ class MemorySampler {
   std::atomic<uint64_t> overflows_{0}, skips_{0};
   // Only SampleOnce touches these.
   uint64_t samples_ = 0;
+  // The known stages as of this sample, and whether they changed since the last.
+  std::shared_ptr<const StageResolver::StageIds> known_;
+  bool stages_changed_ = true;
   // The namer's live cgroups as of the last sample, and each by id.
   std::shared_ptr<const std::vector<NamedCgroup>> seen_list_;
   absl::flat_hash_map<uint64_t, const NamedCgroup*> seen_;  // into seen_list_
@@ -280,7 +283,12 @@ class MemorySampler {
     std::optional<absl::StatusOr<EffectiveCpuset>> cpuset;
   };
   absl::flat_hash_map<uint64_t, TopPlacement> placements_;  // by top
-  std::map<StageId, StageMemory> stages_;
+  StageMap<std::shared_ptr<const StagePlacement>> placement_;  // the last snapshot's
+  std::shared_ptr<const std::vector<NamedCgroup>> placement_tops_;  // the tops_live_ it had
+  std::vector<StageId> placement_changed_;  // of a sample, its room kept
+  StageMap<StageMemory> stages_;
+  std::vector<std::pair<StageId, size_t>> domains_by_stage_;  // Fold's, its room kept
+  std::vector<CgroupCounterSample> event_samples_;            // likewise
   StageCounters events_;    // kMemoryEvents per domain
   StageCounters pressure_;  // memory some, memory full, io some, io full (µs) per top
   StageCounters cpu_;       // usage, periods, throttled periods, throttled ns, PSI some, full
@@ -288,6 +296,7 @@ class MemorySampler {
   std::vector<TopFaultReading> fault_readings_;  // its input, kept for its strings' room
   // pressure_'s and cpu_'s input, kept for their values' room
   std::vector<CgroupCounterSample> top_pressure_samples_, top_cpu_samples_;
+  std::shared_ptr<const std::vector<NamedCgroup>> counted_tops_;  // the tops_live_ they had
   struct OomCount {
     NamedCgroup cgroup;
     uint64_t kills = 0;
@@ -296,7 +305,7 @@ class MemorySampler {
   // last full reading), and their totals from the first reading on.
   absl::flat_hash_map<uint64_t, OomCount> oom_cgroups_;
   StageCounters oom_counts_{1, /*count_from_first_snapshot=*/true};
-  std::map<StageId, uint64_t> oom_kills_;  // oom_counts_'s totals as of oom_kills_read_
+  StageMap<uint64_t> oom_kills_;  // oom_counts_'s totals as of oom_kills_read_
   absl::Time oom_kills_read_ = absl::InfinitePast();
   absl::Time oom_all_read_ = absl::InfinitePast();  // the last reading of every cgroup's
   std::function<uint64_t()> oom_events_dropped_;  // set while kills are traced

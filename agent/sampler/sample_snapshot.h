@@ -5,13 +5,13 @@
 
 #include <array>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
+#include "absl/container/btree_map.h"
+#include "absl/container/btree_set.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "cgroup/numa_stat.h"
@@ -96,30 +96,37 @@ struct StagePlacement {
   std::optional<std::vector<int>> cpus, mems;
 };
 
+// A snapshot's parts by stage: B-trees, whose nodes hold many stages each, so that a sample of
+// 500 stages makes (and its predecessor frees) a few dozen nodes per part, not 500.
+template <typename T>
+using StageMap = absl::btree_map<StageId, T>;
+using StageSet = absl::btree_set<StageId>;
+
 struct Snapshot {
   absl::Time taken = absl::InfinitePast();  // InfinitePast: nothing sampled yet
   // The samples so far in which a task of some stage ran (by the sched probe), or that could
   // not tell: where two snapshots have the same count, no stage's task ran between them.
   uint64_t samples_a_stage_ran = 0;
-  std::map<StageId, StageMemory> memory;
-  std::map<StageId, StagePressure> pressure;  // every stage that had a top
-  std::map<StageId, StageCpu> cpu;            // likewise; empty without kCpuPart
+  StageMap<StageMemory> memory;
+  StageMap<StagePressure> pressure;  // every stage that had a top
+  StageMap<StageCpu> cpu;            // likewise; empty without kCpuPart
   absl::Status cpu_error;  // the first cpu.stat of a top that could not be read, but exists
   // The kernel's own oom_kill counts (v1 memory.oom_control, v2 memory.events.local) of every
   // live cgroup, summed per stage, counted from the sampler's first reading (before the OOM
   // probe attaches): kills before the agent started are the baseline. Read on a slower clock
   // than the rest (see kOomCountsInterval); between readings each snapshot carries the last
   // one. Empty without kOomPart.
-  std::map<StageId, uint64_t> oom_kills;
+  StageMap<uint64_t> oom_kills;
   absl::Time oom_kills_read = absl::InfinitePast();  // when they were read
   // Page faults of each stage whose tops have the memory controller, since each top was made;
   // empty with memory.fault_source: bpf. A top whose usage did not move keeps its last full
   // reading for up to kFullReadEvery samples, its faults too.
-  std::map<StageId, StageFaults> faults;
+  StageMap<StageFaults> faults;
   // Stages with a top that has no memory controller: no memcg figures (BPF counts those).
-  std::set<StageId> faults_uncovered;
-  // Every stage that had a top; empty without kPlacementPart.
-  std::map<StageId, StagePlacement> placement;
+  StageSet faults_uncovered;
+  // Every stage that had a top; empty without kPlacementPart. A stage none of whose tops was
+  // read again shares its placement with the snapshot before.
+  StageMap<std::shared_ptr<const StagePlacement>> placement;
   // The first memory.numa_stat or cpuset of a top that could not be read (NotFound for
   // memory.numa_stat: the kernel has no CONFIG_NUMA), or the host's NUMA topology's error.
   absl::Status placement_error;

@@ -43,7 +43,7 @@ void StageCountersOf<Key>::AddLive(const Live& cgroup) {
 }
 
 template <typename Key>
-void StageCountersOf<Key>::Update(const std::vector<CgroupCounterSampleOf<Key>>& live) {
+void StageCountersOf<Key>::Update(absl::Span<const CgroupCounterSampleOf<Key>> live) {
   // Called once a sample over every cgroup: a cgroup whose values did not move costs a
   // lookup and a comparison, no allocation.
   const uint64_t update = ++updates_;
@@ -61,8 +61,8 @@ void StageCountersOf<Key>::Update(const std::vector<CgroupCounterSampleOf<Key>>&
 }
 
 template <typename Key>
-void StageCountersOf<Key>::UpdateChanged(const std::vector<CgroupCounterSampleOf<Key>>& changed,
-                                         const std::vector<uint64_t>& gone) {
+void StageCountersOf<Key>::UpdateChanged(absl::Span<const CgroupCounterSampleOf<Key>> changed,
+                                         absl::Span<const uint64_t> gone) {
   const uint64_t update = ++updates_;
   for (const CgroupCounterSampleOf<Key>& sample : changed) Apply(sample, update);
   for (uint64_t id : gone) {

@@ -17,6 +17,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/functional/function_ref.h"
+#include "absl/types/span.h"
 #include "stages/stage_id.h"
 
 namespace stagewatch {
@@ -39,14 +40,14 @@ class StageCountersOf {
   explicit StageCountersOf(size_t width, bool count_from_first_snapshot = false);
 
   // Not thread-safe; callers serialise.
-  void Update(const std::vector<CgroupCounterSampleOf<Key>>& live);
+  void Update(absl::Span<const CgroupCounterSampleOf<Key>> live);
 
   // A snapshot of only what may have changed since the last update, for callers that can tell
   // which cgroups did not move: `changed` are taken as in Update(), `gone` are retired (also
   // when in `changed`), and every other live cgroup stays live with its last values. Costs a
   // changed or gone cgroup each, not a live one each.
-  void UpdateChanged(const std::vector<CgroupCounterSampleOf<Key>>& changed,
-                     const std::vector<uint64_t>& gone);
+  void UpdateChanged(absl::Span<const CgroupCounterSampleOf<Key>> changed,
+                     absl::Span<const uint64_t> gone);
 
   // stage → totals (`width` values). Stages stay once seen.
   std::map<Key, std::vector<uint64_t>> Totals() const;

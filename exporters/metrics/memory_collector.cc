@@ -30,7 +30,8 @@ void MemoryCollector::CollectFaults(const std::vector<Stage>& stages,
   auto faults = CounterFamily("stagewatch_page_faults_total",
                               "Page faults of the stage's tasks: major ones waited for I/O.");
   // memory.stat's where the stage has it, else the probe's once it counts minor faults.
-  const std::map<StageId, StageFaults> memcg = s_.sampler->Latest()->faults;
+  const std::shared_ptr<const Snapshot> sampled = s_.sampler->Latest();
+  const StageMap<StageFaults>& memcg = sampled->faults;
   std::map<StageId, MemoryStageTotals> bpf;
   const bool by_bpf = s_.tracker && s_.tracker->counts_minor_faults();
   if (by_bpf) bpf = s_.tracker->Totals();

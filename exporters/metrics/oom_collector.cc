@@ -11,7 +11,7 @@ namespace stagewatch::exporters {
 absl::Status OomCollector::Collect(std::vector<prometheus::MetricFamily>* out) {
   const std::map<StageId, OomStageTotals> totals = tracker_->Totals();
   const std::shared_ptr<const Snapshot> snapshot = sampler_->Latest();
-  const std::map<StageId, uint64_t>& kernel_counts = snapshot->oom_kills;
+  const StageMap<uint64_t>& kernel_counts = snapshot->oom_kills;
   // The kernel's counts are as of their reading: a kill traced since is not a mismatch yet.
   const double read_at = snapshot->oom_kills_read == absl::InfinitePast()
                              ? std::numeric_limits<double>::infinity()

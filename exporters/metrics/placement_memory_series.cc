@@ -29,8 +29,8 @@ void AddSharedCpus(const Snapshot& snapshot, const std::vector<Stage>& stages,
   std::vector<std::pair<const Stage*, const std::vector<int>*>> pinned;
   for (const Stage& stage : stages) {
     auto p = snapshot.placement.find(stage.id);
-    if (p == snapshot.placement.end() || !p->second.cpus) continue;
-    const std::vector<int>& cpus = *p->second.cpus;
+    if (p == snapshot.placement.end() || !p->second->cpus) continue;
+    const std::vector<int>& cpus = *p->second->cpus;
     if (!cpus.empty() && !std::includes(cpus.begin(), cpus.end(), host.begin(), host.end())) {
       pinned.emplace_back(&stage, &cpus);
     }
@@ -75,7 +75,7 @@ void AppendPlacementMemorySeries(const Snapshot& snapshot, const std::vector<Sta
   for (const Stage& stage : stages) {
     auto p = snapshot.placement.find(stage.id);
     if (p == snapshot.placement.end()) continue;
-    const StagePlacement& placement = p->second;
+    const StagePlacement& placement = *p->second;
     if (placement.numa) {
       for (const auto& [node, m] : *placement.numa) {
         const std::string id = std::to_string(node);

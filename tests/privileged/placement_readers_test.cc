@@ -252,12 +252,12 @@ TEST(PlacementReadersTest, SamplerPutsEachStagesNodesAndCpusetInTheSnapshotAndIt
   EXPECT_EQ(s->numa_topology->online_cpus, host->online_cpus);
   auto p = s->placement.find(id);
   ASSERT_NE(p, s->placement.end());
-  ASSERT_TRUE(p->second.numa.has_value()) << s->placement_error;
+  ASSERT_TRUE(p->second->numa.has_value()) << s->placement_error;
   const uint64_t stat_anon = MemoryStatAnon(stage);
-  EXPECT_NEAR(double(AnonOf(*p->second.numa)), double(stat_anon), 0.03 * double(stat_anon));
-  ASSERT_TRUE(p->second.cpus && p->second.mems);
-  EXPECT_EQ(FormatCpuList(*p->second.cpus), StatusField(pid, "Cpus_allowed_list"));
-  EXPECT_EQ(FormatCpuList(*p->second.mems), StatusField(pid, "Mems_allowed_list"));
+  EXPECT_NEAR(double(AnonOf(*p->second->numa)), double(stat_anon), 0.03 * double(stat_anon));
+  ASSERT_TRUE(p->second->cpus && p->second->mems);
+  EXPECT_EQ(FormatCpuList(*p->second->cpus), StatusField(pid, "Cpus_allowed_list"));
+  EXPECT_EQ(FormatCpuList(*p->second->mems), StatusField(pid, "Mems_allowed_list"));
 
   // The families, from this snapshot: the toucher's CPU time (the kernel's, in the first field
   // of /proc/<pid>/schedstat) all ran on `node`, where the kernel put its memory, so little of

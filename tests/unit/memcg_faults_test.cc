@@ -105,7 +105,7 @@ TEST(MemcgFaultsTest, AStageWithoutTheMemoryControllerIsUncoveredAndHasNoFigures
   TopFaultReading none = Top(11, "/eval", kEval, 0, 0);
   none.pgfault = none.pgmajfault = std::nullopt;
   f.Update({Top(10, "/train", kTrain, 100, 0), none}, kKnown);
-  EXPECT_EQ(f.uncovered(), std::set<StageId>{kEval});
+  EXPECT_EQ(f.uncovered(), StageSet{kEval});
   EXPECT_FALSE(f.Totals().contains(kEval));
   EXPECT_TRUE(f.Totals().contains(kTrain));
 }

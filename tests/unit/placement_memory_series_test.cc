@@ -21,7 +21,8 @@ class PlacementMemorySeriesTest : public ::testing::Test {
   }
   Stage AddStage(StageId id, const std::string& name, std::vector<int> cpus,
                  std::vector<int> mems, std::optional<NumaMemory> numa = std::nullopt) {
-    snapshot_.placement[id] = {.numa = std::move(numa), .cpus = cpus, .mems = mems};
+    snapshot_.placement[id] = std::make_shared<const StagePlacement>(
+        StagePlacement{.numa = std::move(numa), .cpus = cpus, .mems = mems});
     return {id, name, ""};
   }
   std::vector<prometheus::MetricFamily> Build(const std::vector<Stage>& stages,

@@ -84,12 +84,12 @@ TEST_F(PlacementSamplingTest, NumaStatWithMemoryStatAndCpusetsOnTheSlowRound) {
   const StageId validate = naming.stages.Resolve(kValidate).id;
   std::shared_ptr<const Snapshot> s = sampler.Latest();
   ASSERT_TRUE(s->placement.contains(train));
-  const StagePlacement& p = s->placement.at(train);
+  const StagePlacement& p = *s->placement.at(train);
   ASSERT_TRUE(p.numa.has_value());
   EXPECT_EQ(p.numa->at(1).anon_bytes, 50 * kMiB);
   EXPECT_EQ(p.numa->at(1).file_bytes, kMiB);
   EXPECT_EQ(*p.cpus, (std::vector<int>{0, 1}));
-  EXPECT_EQ(*s->placement.at(validate).mems, (std::vector<int>{1}));
+  EXPECT_EQ(*s->placement.at(validate)->mems, (std::vector<int>{1}));
   EXPECT_TRUE(s->placement_error.ok()) << s->placement_error;
 
   // Idle: memory.stat, and memory.numa_stat with it, once in kFullReadEvery samples; the
@@ -98,15 +98,47 @@ TEST_F(PlacementSamplingTest, NumaStatWithMemoryStatAndCpusetsOnTheSlowRound) {
   EXPECT_EQ(numa_reads_[kTrain], 2);
   EXPECT_EQ(cpuset_reads_[kTrain], 2);
   EXPECT_EQ(cpuset_reads_[kValidate], 2);
-  EXPECT_EQ(sampler.Latest()->placement.at(train).numa->at(1).anon_bytes, 50 * kMiB);
-  EXPECT_EQ(*sampler.Latest()->placement.at(train).cpus, (std::vector<int>{0, 1}));
+  EXPECT_EQ(sampler.Latest()->placement.at(train)->numa->at(1).anon_bytes, 50 * kMiB);
+  EXPECT_EQ(*sampler.Latest()->placement.at(train)->cpus, (std::vector<int>{0, 1}));
 
   // Memory that moved is read again in the same sample, with its memory.stat.
   usage_[kTrain] = 200 * kMiB;
   sampler.SampleOnce(t0 + absl::Seconds(20));
   EXPECT_EQ(numa_reads_[kTrain], 3);
   EXPECT_EQ(numa_reads_[kValidate], 2);
-  EXPECT_EQ(sampler.Latest()->placement.at(train).numa->at(1).anon_bytes, 100 * kMiB);
+  EXPECT_EQ(sampler.Latest()->placement.at(train)->numa->at(1).anon_bytes, 100 * kMiB);
+}
+
+// With the cgroups unchanged (as the lifecycle events keep them), a stage none of whose tops
+// was read again shares its placement with the last snapshot; one whose top was is summed anew.
+TEST_F(PlacementSamplingTest, OnlyAStageWhoseTopWasReadAgainIsSummedAgain) {
+  CgroupPathCache paths(root_);
+  StageResolver stages({}, DiscoveryConfig{});
+  CgroupNamer namer(&paths, &stages, absl::Hours(1));  // one walk: the same cgroups after it
+  MemorySampler sampler(&namer, layout_, MemoryConfig{}, Reader(), kMemoryPart | kPlacementPart);
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  sampler.SampleOnce(t0);
+  const StageId train = stages.Resolve(kTrain).id;
+  const StageId validate = stages.Resolve(kValidate).id;
+
+  // Two samples, at most one of them on a top's cpuset round (once in kFullReadEvery).
+  bool validate_kept = false;
+  for (uint64_t i = 1; i <= 2; i++) {
+    const std::shared_ptr<const Snapshot> before = sampler.Latest();
+    const int validate_cpusets = cpuset_reads_[kValidate];
+    usage_[kTrain] = 100 * kMiB * i;  // moved: its memory.numa_stat is read again
+    sampler.SampleOnce(t0 + absl::Seconds(i));
+    const std::shared_ptr<const Snapshot> after = sampler.Latest();
+    EXPECT_EQ(after->placement.at(train)->numa->at(1).anon_bytes, 50 * kMiB * i) << i;
+    EXPECT_EQ(*after->placement.at(train)->cpus, (std::vector<int>{0, 1}));
+    EXPECT_EQ(after->placement.at(validate)->numa->at(1).anon_bytes, 25 * kMiB);
+    if (cpuset_reads_[kValidate] == validate_cpusets) {  // nothing of it read again
+      EXPECT_EQ(after->placement.at(validate), before->placement.at(validate)) << i;
+      validate_kept = true;
+    }
+  }
+  EXPECT_EQ(numa_reads_[kValidate], 1);
+  EXPECT_TRUE(validate_kept);
 }
 
 TEST_F(PlacementSamplingTest, WithoutNumaStatTheCpusetsStayAndTheSnapshotSaysWhy) {
@@ -118,8 +150,8 @@ TEST_F(PlacementSamplingTest, WithoutNumaStatTheCpusetsStayAndTheSnapshotSaysWhy
   std::shared_ptr<const Snapshot> s = sampler.Latest();
   const StageId train = naming.stages.Resolve(kTrain).id;
   ASSERT_TRUE(s->placement.contains(train));
-  EXPECT_FALSE(s->placement.at(train).numa.has_value());
-  EXPECT_EQ(*s->placement.at(train).cpus, (std::vector<int>{0, 1}));
+  EXPECT_FALSE(s->placement.at(train)->numa.has_value());
+  EXPECT_EQ(*s->placement.at(train)->cpus, (std::vector<int>{0, 1}));
   EXPECT_TRUE(absl::IsNotFound(s->placement_error)) << s->placement_error;
   EXPECT_TRUE(s->numa_topology);  // the host's, read as the sampler started
 }

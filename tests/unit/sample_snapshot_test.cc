@@ -456,6 +456,46 @@ TEST_F(SampleSnapshotTest, ItCountsTheSamplesInWhichAStagesTaskRanOrThatCouldNot
   EXPECT_EQ(counted(std::vector<uint64_t>{}), 0u);
 }
 
+// The per-stage state drops a forgotten stage in the very sample that forgets it (the only
+// sample whose known stages changed), though the cgroups did not change in that sample.
+TEST_F(SampleSnapshotTest, AForgottenStageLeavesTheSnapshotAndTheDetectorsAtOnce) {
+  absl::Time now = absl::FromUnixSeconds(5000);
+  CgroupPathCache paths(root_);
+  StageResolver stages({}, DiscoveryConfig{.forget_after = absl::Seconds(5)});
+  CgroupNamer namer(&paths, &stages, absl::ZeroDuration(), [&now] { return now; });
+  MemorySampler sampler(&namer, layout_, MemoryConfig{}, Reader());
+  AnomalyEngine engine(AnomalyConfig{}, [](const AnomalyChange&) {});
+  AnomalyFeeder feeder(&engine, &stages, {});
+  auto sample = [&](absl::Duration after) {
+    now += after;
+    sampler.SampleOnce(now);
+    feeder.Feed(now, *sampler.Latest());
+    return sampler.Latest();
+  };
+  Serve(1);
+  sample(absl::ZeroDuration());
+  Serve(2);
+  std::shared_ptr<const Snapshot> s = sample(absl::Seconds(1));
+  ASSERT_EQ(s->memory.size(), 1u);
+  const StageId train = s->memory.begin()->first;
+  ASSERT_TRUE(s->pressure.contains(train) && s->cpu.contains(train));
+  ASSERT_TRUE(engine.Snapshot().contains(train));
+
+  std::filesystem::remove(root_ + kTop);
+  s = sample(absl::Seconds(1));  // gone, not yet forgotten: its totals stay
+  EXPECT_TRUE(s->memory.contains(train) && s->memory.at(train).domains.empty());
+  EXPECT_TRUE(s->pressure.contains(train) && s->cpu.contains(train));
+  s = sample(absl::Seconds(1));  // the cgroups did not change since
+  EXPECT_TRUE(s->pressure.contains(train));
+
+  s = sample(absl::Seconds(5));  // forgotten here
+  EXPECT_FALSE(stages.KnownStageIds()->contains(train));
+  EXPECT_FALSE(s->memory.contains(train));
+  EXPECT_FALSE(s->pressure.contains(train));
+  EXPECT_FALSE(s->cpu.contains(train));
+  EXPECT_FALSE(engine.Snapshot().contains(train));
+}
+
 // While the probe traces the kernel's kills, a kill no event told is one its ring buffer
 // dropped: every cgroup's count is read at the next sample after a drop, else every 10 minutes.
 TEST_F(SampleSnapshotTest, TracedKillsLeaveTheCountsToDroppedEventsAndASlowNet) {

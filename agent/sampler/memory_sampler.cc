@@ -1,6 +1,8 @@
 #include "sampler/memory_sampler.h"
 
 #include <algorithm>
+#include <atomic>
+#include <iterator>
 
 #include "cgroup/limit_files.h"
 #include "cgroup/memcg_counters.h"
@@ -31,7 +33,8 @@ absl::StatusOr<std::shared_ptr<const NumaTopology>> TopologyFor(unsigned parts) 
 // read where no cgroup has one is `topology`'s whole host.
 SampleReader WithCgroupfs(SampleReader reader, const CgroupLayout& layout,
                           OpenCgroupFiles* files,
-                          const absl::StatusOr<std::shared_ptr<const NumaTopology>>& topology) {
+                          const absl::StatusOr<std::shared_ptr<const NumaTopology>>& topology,
+                          CpusetTexts* cpuset_texts) {
   if (!reader.stats) {
     reader.stats = [layout, files](const NamedCgroup& c) {
       return ReadMemoryStats(layout, c.path,
@@ -79,9 +82,11 @@ SampleReader WithCgroupfs(SampleReader reader, const CgroupLayout& layout,
   if (!reader.cpuset) {
     std::shared_ptr<const NumaTopology> host =
         topology.ok() && *topology ? *topology : std::make_shared<const NumaTopology>();
-    reader.cpuset = [layout, files, host](const NamedCgroup& top) {
+    reader.cpuset = [layout, files, host, cpuset_texts](const NamedCgroup& top) {
       return ReadEffectiveCpuset(layout, top.path, *host, [&](const std::string& file) {
-        return files->Read(top.id, file);
+        auto [text, fresh] = cpuset_texts->try_emplace(file, absl::UnknownError("unread"));
+        if (fresh) text->second = files->Read(top.id, file);
+        return text->second;
       });
     };
   }
@@ -98,11 +103,11 @@ MemorySampler::MemorySampler(CgroupNamer* namer, CgroupLayout layout, MemoryConf
       parts_(parts | kMemoryPart),
       topology_(TopologyFor(parts_)),
       limit_watch_(LimitWatchFor(reader, layout_)),
-      reader_(WithCgroupfs(std::move(reader), layout_, &files_, topology_)),
+      reader_(WithCgroupfs(std::move(reader), layout_, &files_, topology_, &cpuset_texts_)),
       events_(kMemoryEvents.size()),
       pressure_(4),
       cpu_(6),
-      latest_(std::make_shared<const Snapshot>()) {}
+      latest_(std::make_shared<Snapshot>()) {}  // not const: a spare is written over
 
 MemorySampler::~MemorySampler() {
   {
@@ -315,18 +320,25 @@ MemorySampler::Domain MemorySampler::ReadDomain(const NamedCgroup& c, bool top, 
 }
 
 // A top without PSI (on a hybrid host, a path only the v1 hierarchies have) counts zero,
-// asked again on the slower round.
-MemorySampler::TopPressure MemorySampler::ReadTopPressure(const NamedCgroup& top) {
+// asked again on the slower round. A file that exists but could not be read keeps the top's
+// last totals: zeros would be taken for a restart, and what it had counted added again at its
+// next read.
+MemorySampler::TopPressure MemorySampler::ReadTopPressure(const NamedCgroup& top,
+                                                          const TopPressure& last) {
   TopPressure p;
   if (no_psi_.contains(top.id) && !InRound(top.id)) return p;
   absl::StatusOr<PsiTotals> m = reader_.pressure(top, "memory");
   if (absl::IsNotFound(m.status())) no_psi_.insert(top.id);
-  if (!m.ok()) return p;
+  if (!m.ok()) return absl::IsNotFound(m.status()) ? p : last;
   no_psi_.erase(top.id);
   p.has_psi = true;
   p.memory = *m;
-  p.io = reader_.pressure(top, "io").value_or(PsiTotals{});
-  if (parts_ & kCpuPart) p.cpu = reader_.pressure(top, "cpu").value_or(PsiTotals{});
+  auto or_last = [](const absl::StatusOr<PsiTotals>& read, const PsiTotals& kept) {
+    if (read.ok()) return *read;
+    return absl::IsNotFound(read.status()) ? PsiTotals{} : kept;
+  };
+  p.io = or_last(reader_.pressure(top, "io"), last.io);
+  if (parts_ & kCpuPart) p.cpu = or_last(reader_.pressure(top, "cpu"), last.cpu);
   return p;
 }
 
@@ -382,10 +394,10 @@ void MemorySampler::ReadTopsCpu(const std::vector<NamedCgroup>& tops, Snapshot* 
       if (r.still) continue;
     }
     absl::StatusOr<CpuCgroupStats> stat = reader_.cpu(top);
-    if (!stat.ok() && !absl::IsNotFound(stat.status()) && next->cpu_error.ok()) {
-      next->cpu_error = stat.status();
-    }
-    r.cpu = stat.value_or(CpuCgroupStats{});
+    const bool unreadable = !stat.ok() && !absl::IsNotFound(stat.status());
+    if (unreadable && next->cpu_error.ok()) next->cpu_error = stat.status();
+    // One that exists keeps its last reading, as its pressure does (ReadTopPressure).
+    if (!unreadable) r.cpu = stat.value_or(CpuCgroupStats{});
     r.still = may_stay && r.cpu.usage_ns == last_time;
     r.quiet |= last_time && !ran_here && r.cpu.usage_ns == last_time;
   }
@@ -408,7 +420,7 @@ StageMap<std::optional<double>> MemorySampler::ReadTops(const std::vector<NamedC
   size_t i = 0;
   for (const NamedCgroup& top : tops) {
     TopReading& r = top_readings_[top.id];
-    if (!r.still) r.pressure = ReadTopPressure(top);
+    if (!r.still) r.pressure = ReadTopPressure(top, r.pressure);
     r.sampled = true;
     const TopPressure& p = r.pressure;
     if (p.has_psi) {
@@ -468,7 +480,7 @@ void MemorySampler::SampleOnce(absl::Time now) {
   std::shared_ptr<const StageResolver::StageIds> known = namer_->stages()->KnownStageIds();
   stages_changed_ = known != known_;
   known_ = std::move(known);  // held: a new set cannot take the old one's address
-  auto next = std::make_shared<Snapshot>();
+  std::shared_ptr<Snapshot> next = FreshSnapshot();
   next->taken = now;
   FindTopsThatRan();
   if (!ran_known_ || !ran_tops_.empty()) samples_a_stage_ran_++;
@@ -520,7 +532,7 @@ void MemorySampler::SampleOnce(absl::Time now) {
     auto it = psi.find(stage);
     m.psi_full_seconds = it == psi.end() ? std::nullopt : it->second;
   }
-  next->memory = stages_;
+  CopyStages(next->memory);
   domains_.clear();  // its cgroups are this sample's; its room stays for the next
   Publish(std::move(next));
 }
@@ -530,10 +542,39 @@ void MemorySampler::Publish(std::shared_ptr<const Snapshot> next) {
     absl::MutexLock lock(&mu_);
     std::swap(latest_, next);
   }
-  // The last one goes here, out of the lock, on the thread whose allocations it holds (other
-  // threads hold a snapshot only while they read it): freed into this thread's malloc caches,
-  // which the next sample's allocations take again, not across threads into its arena.
-  next.reset();
+  // The last one, held by no other thread (they hold a snapshot only while they read it), is
+  // the next sample's to write over: its stages' domains and events keep their room. Only the
+  // sampler's thread made it (never const), and only latest_ hands it out: no other thread can
+  // take it again once it is the only holder here. Else it goes with its last holder.
+  if (next.use_count() == 1) {
+    // Orders the last holder's reads (its release of the count) before the writes over it.
+    std::atomic_thread_fence(std::memory_order_acquire);
+    spare_ = std::const_pointer_cast<Snapshot>(std::move(next));
+  } else {
+    next.reset();
+  }
+}
+
+std::shared_ptr<Snapshot> MemorySampler::FreshSnapshot() {
+  if (!spare_) return std::make_shared<Snapshot>();
+  std::shared_ptr<Snapshot> next = std::move(spare_);
+  StageMap<StageMemory> memory = std::move(next->memory);
+  *next = Snapshot{};
+  next->memory = std::move(memory);
+  return next;
+}
+
+void MemorySampler::CopyStages(StageMap<StageMemory>& into) const {
+  const bool same_stages =
+      into.size() == stages_.size() &&
+      std::equal(into.begin(), into.end(), stages_.begin(),
+                 [](const auto& a, const auto& b) { return a.first == b.first; });
+  if (!same_stages) {
+    into = stages_;
+    return;
+  }
+  auto to = into.begin();
+  for (const auto& [id, m] : stages_) (to++)->second = m;  // into the strings' and vectors' room
 }
 
 void MemorySampler::ReadPlacement(const std::vector<NamedCgroup>& tops, Snapshot* next) {
@@ -551,6 +592,7 @@ void MemorySampler::ReadPlacement(const std::vector<NamedCgroup>& tops, Snapshot
   // with the last snapshot (a tenth or less of the stages in a sample).
   std::vector<StageId>& changed = placement_changed_;
   changed.clear();
+  cpuset_texts_.clear();
   for (const NamedCgroup& top : tops) {
     TopPlacement& p = placements_[top.id];
     const bool unread = !p.numa;
@@ -620,6 +662,11 @@ void MemorySampler::Fold(absl::Time now, const std::vector<Domain>& domains) {
   std::sort(by_stage.begin(), by_stage.end());
   std::vector<CgroupCounterSample>& event_samples = event_samples_;
   size_t events_taken = 0;
+  // The cgroups whose events count, read or not: one not read this sample keeps its last counts
+  // (retired and counted again from zero, what it had counted would be added twice); only one
+  // no longer among them is retired.
+  std::vector<uint64_t>& event_cgroups = event_cgroups_next_;
+  event_cgroups.clear();
   // v2 memory.events are hierarchical: the tops' count each event once. v1 keeps failcnt and
   // oom_kill per cgroup: every domain's own count is added.
   const bool hierarchical_events = layout_.key == CGROUP_KEY_DEFAULT;
@@ -649,6 +696,7 @@ void MemorySampler::Fold(absl::Time now, const std::vector<Domain>& domains) {
       read.limit_bytes = d.limit;
       read.usage_bytes = read.working_set_bytes = 0;
       read.peak_bytes = read.failcnt = std::nullopt;
+      if (d.top || !hierarchical_events) event_cgroups.push_back(d.cgroup->id);
       if (!d.stats) continue;
       const MemoryCgroupStats& ms = *d.stats;
       read.usage_bytes = ms.usage_bytes;
@@ -696,7 +744,12 @@ void MemorySampler::Fold(absl::Time now, const std::vector<Domain>& domains) {
   }
   for (; stage != stages_.end(); ++stage) stage->second.domains.clear();
   event_samples.resize(events_taken);
-  events_.Update(event_samples);
+  std::sort(event_cgroups.begin(), event_cgroups.end());
+  gone_event_cgroups_.clear();
+  std::set_difference(event_cgroups_.begin(), event_cgroups_.end(), event_cgroups.begin(),
+                      event_cgroups.end(), std::back_inserter(gone_event_cgroups_));
+  event_cgroups_.swap(event_cgroups);
+  events_.UpdateChanged(event_samples, gone_event_cgroups_);
   if (stages_changed_) events_.KeepStages(*known_);
   events_.ForEachTotal([&](StageId id, const std::vector<uint64_t>& v) {
     auto it = stages_.find(id);

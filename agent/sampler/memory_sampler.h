@@ -97,6 +97,8 @@ inline constexpr uint64_t kLimitRecheckSamples = 60;
 // time is its only file read in that sample; it keeps its last memory, cpu.stat and pressure
 // readings, read again on its turn of the same round.
 inline constexpr uint64_t kFullReadEvery = 10;
+// The texts of the cpuset files read in one placement pass, by path.
+using CpusetTexts = absl::flat_hash_map<std::string, absl::StatusOr<std::string>>;
 // A top none of whose tasks ran since the last sample (by the sched probe, or its CPU time)
 // is quiet: on its turn of the round its usage and pressure are read, its memory.stat only if
 // the usage moved or after this many samples. Without a task running, what memory.stat holds
@@ -197,7 +199,7 @@ class MemorySampler {
   // stage into `next`; also memory PSI "full" seconds per stage, for the detectors.
   StageMap<std::optional<double>> ReadTops(const std::vector<NamedCgroup>& tops, Snapshot* next);
   struct TopPressure;
-  TopPressure ReadTopPressure(const NamedCgroup& top);
+  TopPressure ReadTopPressure(const NamedCgroup& top, const TopPressure& last);
   void Fold(absl::Time now, const std::vector<Domain>& domains);
   // With kPlacementPart: each top's memory.numa_stat (when its memory.stat was read in full
   // this sample) and cpuset (when due), folded per stage into `next`.
@@ -210,8 +212,13 @@ class MemorySampler {
   void ReadOomKills(absl::Time now, const std::vector<NamedCgroup>& live);
   // Folds oom_cgroups_ into oom_kills_.
   void FoldOomKills(absl::Time now);
-  // Makes `next` the latest snapshot.
+  // Makes `next` the latest snapshot; the one it replaces becomes spare_ if no one holds it.
   void Publish(std::shared_ptr<const Snapshot> next);
+  // An empty snapshot: spare_ written over where there is one.
+  std::shared_ptr<Snapshot> FreshSnapshot();
+  // stages_ into a snapshot's memory, written over a spare's stage by stage when it has the
+  // same stages (no allocation a stage), else copied anew.
+  void CopyStages(StageMap<StageMemory>& into) const;
   // Until the next sample is due (true), a kill event (true) or the destructor (false).
   bool Wait(absl::Time due);
 
@@ -220,6 +227,10 @@ class MemorySampler {
   const MemoryConfig config_;
   const unsigned parts_;
   OpenCgroupFiles files_;  // before reader_, whose cgroupfs fields use it
+  // The cpuset files read in this sample's placement pass, by path: tops without a cpuset of
+  // their own (most, where only the root has one) share their nearest ancestor's, read once a
+  // pass rather than once a top. Before reader_, whose cpuset field uses it.
+  CpusetTexts cpuset_texts_;
   // The host's NUMA nodes (kPlacementPart), before reader_, whose cpuset field uses it.
   const absl::StatusOr<std::shared_ptr<const NumaTopology>> topology_;
   // Watches the limit files where `reader_` reads them from cgroupfs (not a test's reader).
@@ -289,6 +300,9 @@ class MemorySampler {
   StageMap<StageMemory> stages_;
   std::vector<std::pair<StageId, size_t>> domains_by_stage_;  // Fold's, its room kept
   std::vector<CgroupCounterSample> event_samples_;            // likewise
+  // The cgroups whose memory.events count, sorted: the last sample's, this one's, and those
+  // that left between them (retired).
+  std::vector<uint64_t> event_cgroups_, event_cgroups_next_, gone_event_cgroups_;
   StageCounters events_;    // kMemoryEvents per domain
   StageCounters pressure_;  // memory some, memory full, io some, io full (µs) per top
   StageCounters cpu_;       // usage, periods, throttled periods, throttled ns, PSI some, full
@@ -317,6 +331,7 @@ class MemorySampler {
   bool stopping_ ABSL_GUARDED_BY(wake_mu_) = false;
   mutable absl::Mutex mu_;
   std::shared_ptr<const Snapshot> latest_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<Snapshot> spare_;  // the sampler's thread's only
   Observer observer_;
   std::thread thread_;
 };

@@ -3,6 +3,7 @@
 // every kFullReadEvery samples, on a directory tree standing in for the hierarchy and a reader
 // that counts its reads.
 #include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "cgroup/cgroup_namer.h"
@@ -139,6 +140,42 @@ TEST_F(PlacementSamplingTest, OnlyAStageWhoseTopWasReadAgainIsSummedAgain) {
   }
   EXPECT_EQ(numa_reads_[kValidate], 1);
   EXPECT_TRUE(validate_kept);
+}
+
+// Read from the files: a top without a cpuset of its own has its nearest ancestor's (shared by
+// the tops in a pass), and a change there is seen by each on its next round.
+TEST_F(PlacementSamplingTest, TopsWithoutACpusetOfTheirOwnHaveTheirAncestorsAsItChanges) {
+  layout_.v2_root = root_;
+  auto write = [this](const std::string& dir, const char* cpus, const char* mems) {
+    std::ofstream(root_ + dir + "/cpuset.cpus.effective") << cpus << "\n";
+    std::ofstream(root_ + dir + "/cpuset.mems.effective") << mems << "\n";
+  };
+  write("", "0-3", "0-1");
+  write(kTrain, "0-1", "0");
+  constexpr const char* kIngest = "/stagewatch/ingest";
+  std::filesystem::create_directories(root_ + kIngest);
+  usage_[kIngest] = 10 * kMiB;
+  Naming naming(root_);
+  SampleReader reader = Reader();
+  reader.cpuset = nullptr;  // from the files above
+  MemorySampler sampler(&naming.namer, layout_, MemoryConfig{}, reader,
+                        kMemoryPart | kPlacementPart);
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  sampler.SampleOnce(t0);
+  auto cpus = [&](const char* top) {
+    return *sampler.Latest()->placement.at(naming.stages.Resolve(top).id)->cpus;
+  };
+  EXPECT_EQ(cpus(kTrain), (std::vector<int>{0, 1}));
+  EXPECT_EQ(cpus(kValidate), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(cpus(kIngest), (std::vector<int>{0, 1, 2, 3}));
+
+  write("", "2-3", "1");
+  for (int s = 1; s <= int(kFullReadEvery); s++) sampler.SampleOnce(t0 + absl::Seconds(s));
+  EXPECT_EQ(cpus(kTrain), (std::vector<int>{0, 1}));
+  EXPECT_EQ(cpus(kValidate), (std::vector<int>{2, 3}));
+  EXPECT_EQ(cpus(kIngest), (std::vector<int>{2, 3}));
+  EXPECT_EQ(*sampler.Latest()->placement.at(naming.stages.Resolve(kIngest).id)->mems,
+            (std::vector<int>{1}));
 }
 
 TEST_F(PlacementSamplingTest, WithoutNumaStatTheCpusetsStayAndTheSnapshotSaysWhy) {

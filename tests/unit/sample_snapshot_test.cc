@@ -496,6 +496,142 @@ TEST_F(SampleSnapshotTest, AForgottenStageLeavesTheSnapshotAndTheDetectorsAtOnce
   EXPECT_FALSE(engine.Snapshot().contains(train));
 }
 
+// A snapshot no reader holds any longer is the next sample's to write over; one a reader holds
+// stays as it was for as long as it holds it.
+TEST_F(SampleSnapshotTest, AHeldSnapshotStaysAsItWasAndOneNoOneHoldsIsWrittenOver) {
+  CgroupPathCache paths(root_);
+  StageResolver stages({}, DiscoveryConfig{});
+  CgroupNamer namer(&paths, &stages, absl::ZeroDuration());
+  SampleReader reader = Reader();
+  uint64_t usage = 100 << 20;
+  reader.stats = [&](const NamedCgroup&) -> absl::StatusOr<MemoryCgroupStats> {
+    return MemoryCgroupStats{.usage_bytes = usage, .working_set_bytes = usage};
+  };
+  MemorySampler sampler(&namer, layout_, MemoryConfig{}, reader);
+  Serve(1);
+  const absl::Time t0 = absl::FromUnixSeconds(5000);
+  const StageId id = stages.Resolve(kTop).id;
+  auto sample = [&](int s) {  // a task runs in it: read at every sample
+    cpu_.usage_ns = *cpu_.usage_ns + 1000000;
+    usage += 1 << 20;
+    sampler.SampleOnce(t0 + absl::Seconds(s));
+  };
+  sample(0);
+  const Snapshot* first = sampler.Latest().get();
+  sample(1);
+  sample(2);
+  EXPECT_EQ(sampler.Latest().get(), first) << "the first, held by no one, written over";
+  EXPECT_EQ(sampler.Latest()->memory.at(id).usage_bytes, usage);
+  EXPECT_EQ(sampler.Latest()->taken, t0 + absl::Seconds(2));
+
+  const std::shared_ptr<const Snapshot> held = sampler.Latest();
+  const uint64_t held_usage = usage;
+  for (int s = 3; s <= 6; s++) {
+    sample(s);
+    EXPECT_NE(sampler.Latest().get(), held.get());
+  }
+  EXPECT_EQ(held->taken, t0 + absl::Seconds(2));
+  EXPECT_EQ(held->memory.at(id).usage_bytes, held_usage);
+  EXPECT_EQ(held->memory.at(id).domains.at(0).usage_bytes, held_usage);
+  EXPECT_EQ(sampler.Latest()->memory.at(id).usage_bytes, usage);
+}
+
+// A top whose memory files could not be read for a sample keeps what its memory.events counted:
+// the next read adds only what it counted since, not all of it again; a top that went keeps its
+// counts in its stage's.
+TEST_F(SampleSnapshotTest, ATopReadFailingForASampleCountsItsMemoryEventsOnce) {
+  CgroupPathCache paths(root_);
+  StageResolver stages({}, DiscoveryConfig{});
+  CgroupNamer namer(&paths, &stages, absl::ZeroDuration());
+  SampleReader reader = Reader();
+  bool fail = false;
+  uint64_t max_hits = 3;
+  reader.stats = [&](const NamedCgroup&) -> absl::StatusOr<MemoryCgroupStats> {
+    if (fail) return absl::UnavailableError("read failed");
+    MemoryCgroupStats m;
+    m.usage_bytes = m.working_set_bytes = 100 << 20;
+    m.events = {{"max", max_hits}, {"oom_kill", 1}};
+    return m;
+  };
+  MemorySampler sampler(&namer, layout_, MemoryConfig{}, reader);
+  Serve(1);
+  const absl::Time t0 = absl::FromUnixSeconds(5000);
+  const StageId id = stages.Resolve(kTop).id;
+  auto events = [&] { return sampler.Latest()->memory.at(id).events; };
+  auto sample = [&](int s) {  // a task runs in it: read at every sample
+    cpu_.usage_ns = *cpu_.usage_ns + 1000000;
+    sampler.SampleOnce(t0 + absl::Seconds(s));
+  };
+  const size_t max = 2, oom_kill = 4;  // kMemoryEvents' places
+  sample(0);
+  ASSERT_EQ(events()[max], 3u);
+  max_hits = 5;
+  sample(1);
+  ASSERT_EQ(events()[max], 5u);
+  fail = true;
+  sample(2);
+  fail = false;
+  max_hits = 6;
+  sample(3);
+  EXPECT_EQ(events()[max], 6u);
+  EXPECT_EQ(events()[oom_kill], 1u);
+
+  std::filesystem::remove(root_ + kTop);
+  sample(4);
+  EXPECT_EQ(events()[max], 6u) << "a top gone keeps its counts in its stage's";
+  EXPECT_EQ(events()[oom_kill], 1u);
+}
+
+// Likewise its pressure and cpu.stat: a file that exists but could not be read for a sample
+// keeps the top's last totals, not zeros (a restart, whose next read would count it all again).
+TEST_F(SampleSnapshotTest, ATopsPressureOrCpuReadFailingForASampleCountsOnce) {
+  CgroupPathCache paths(root_);
+  StageResolver stages({}, DiscoveryConfig{});
+  CgroupNamer namer(&paths, &stages, absl::ZeroDuration());
+  SampleReader reader = Reader();
+  bool psi_fails = false, cpu_fails = false;
+  reader.pressure = [&, served = reader.pressure](const NamedCgroup& top,
+                                                  std::string_view resource) {
+    return psi_fails ? absl::StatusOr<PsiTotals>(absl::UnavailableError("read failed"))
+                     : served(top, resource);
+  };
+  reader.cpu = [&, served = reader.cpu](const NamedCgroup& top) {
+    return cpu_fails ? absl::StatusOr<CpuCgroupStats>(absl::UnavailableError("read failed"))
+                     : served(top);
+  };
+  MemorySampler sampler(&namer, layout_, MemoryConfig{}, reader);
+  const absl::Time t0 = absl::FromUnixSeconds(5000);
+  const StageId id = stages.Resolve(kTop).id;
+  Serve(1);
+  sampler.SampleOnce(t0);
+  auto memory_some = [&] { return sampler.Latest()->pressure.at(id).memory_some_us; };
+  auto cpu_time = [&] { return sampler.Latest()->cpu.at(id).usage_ns; };
+  Serve(2);
+  sampler.SampleOnce(t0 + absl::Seconds(1));
+  ASSERT_EQ(memory_some(), 6000000u);
+  ASSERT_EQ(cpu_time(), 14000000000u);
+
+  psi_fails = true;
+  Serve(3);
+  sampler.SampleOnce(t0 + absl::Seconds(2));
+  psi_fails = false;
+  Serve(4);
+  sampler.SampleOnce(t0 + absl::Seconds(3));
+  EXPECT_EQ(memory_some(), 12000000u);
+  EXPECT_EQ(sampler.Latest()->pressure.at(id).io_some_us, 2000000u);
+
+  cpu_fails = true;
+  Serve(5);
+  sampler.SampleOnce(t0 + absl::Seconds(4));
+  EXPECT_FALSE(sampler.Latest()->cpu_error.ok()) << "told, as before";
+  cpu_fails = false;
+  Serve(6);
+  sampler.SampleOnce(t0 + absl::Seconds(5));
+  EXPECT_EQ(cpu_time(), 42000000000u);
+  EXPECT_EQ(sampler.Latest()->cpu.at(id).periods, 240u);
+  EXPECT_EQ(memory_some(), 18000000u);
+}
+
 // While the probe traces the kernel's kills, a kill no event told is one its ring buffer
 // dropped: every cgroup's count is read at the next sample after a drop, else every 10 minutes.
 TEST_F(SampleSnapshotTest, TracedKillsLeaveTheCountsToDroppedEventsAndASlowNet) {

@@ -1,10 +1,12 @@
 #include "cgroup/memory_stats.h"
 
 #include <algorithm>
+#include <iterator>
 #include <optional>
 #include <utility>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -57,6 +59,33 @@ absl::StatusOr<uint64_t> UsageIn(CgroupFileRead read, std::string_view dir, bool
   return ReadIn(read, dir, kUsageFile.Of(v2), ParseMemoryValue);
 }
 
+// Each "key value" line of a keyed file (memory.stat, memory.events), every line checked;
+// `take` returns false for a key it already had.
+absl::Status ForEachKeyedLine(std::string_view contents, std::string_view file,
+                              absl::FunctionRef<bool(std::string_view key, uint64_t value)> take) {
+  if (absl::Status complete = CheckCgroupFileComplete(contents, file); !complete.ok()) {
+    return complete;
+  }
+  size_t number = 0;
+  for (std::string_view rest = contents; !rest.empty();) {
+    const size_t end = rest.find('\n');
+    const std::string_view line = rest.substr(0, end);
+    rest.remove_prefix(end + 1);  // CheckCgroupFileComplete guarantees a newline ends every line
+    ++number;
+    auto fail = [&](std::string_view what) {
+      return absl::InvalidArgumentError(absl::StrCat(ToAbsl(file), ": line ", number, " \"",
+                                                     absl::CEscape(ToAbsl(line)),
+                                                     "\": ", ToAbsl(what)));
+    };
+    const size_t space = line.find(' ');
+    if (space == 0 || space == std::string_view::npos) return fail("expected \"key value\"");
+    uint64_t value = 0;
+    if (!ParseDigits(line.substr(space + 1), value)) return fail("value is not a number");
+    if (!take(line.substr(0, space), value)) return fail("key appears twice");
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::optional<uint64_t>> MaxIn(CgroupFileRead read, std::string_view dir,
                                               bool v2) {
   return ReadIn(read, dir, kMaxFile.Of(v2), v2 ? ParseMemoryLimitV2 : ParseMemoryLimitV1);
@@ -80,9 +109,7 @@ absl::Status ReadMemoryStat(CgroupFileRead read, std::string_view dir, MemoryCgr
   const std::string file = Path(dir, "memory.stat");
   absl::StatusOr<std::string> contents = read(file);
   if (!contents.ok()) return contents.status();
-  absl::StatusOr<std::map<std::string, uint64_t>> stat = ParseMemoryKeyedFile(*contents, file);
-  if (!stat.ok()) return stat.status();
-  return ApplyMemoryStat(*stat, file, stats);
+  return ParseMemoryStat(*contents, file, stats);
 }
 
 void FinishWorkingSet(MemoryCgroupStats& stats) {
@@ -158,29 +185,12 @@ absl::StatusOr<std::string> MemoryDir(const CgroupLayout& layout, std::string_vi
 
 absl::StatusOr<std::map<std::string, uint64_t>> ParseMemoryKeyedFile(std::string_view contents,
                                                                      std::string_view file) {
-  if (absl::Status complete = CheckCgroupFileComplete(contents, file); !complete.ok()) {
-    return complete;
-  }
   std::map<std::string, uint64_t> values;
-  size_t number = 0;
-  for (std::string_view rest = contents; !rest.empty();) {
-    const size_t end = rest.find('\n');
-    const std::string_view line = rest.substr(0, end);
-    rest.remove_prefix(end + 1);  // CheckCgroupFileComplete guarantees a newline ends every line
-    ++number;
-    auto fail = [&](std::string_view what) {
-      return absl::InvalidArgumentError(absl::StrCat(ToAbsl(file), ": line ", number, " \"",
-                                                     absl::CEscape(ToAbsl(line)),
-                                                     "\": ", ToAbsl(what)));
-    };
-    const size_t space = line.find(' ');
-    if (space == 0 || space == std::string_view::npos) return fail("expected \"key value\"");
-    uint64_t value = 0;
-    if (!ParseDigits(line.substr(space + 1), value)) return fail("value is not a number");
-    if (!values.emplace(std::string(line.substr(0, space)), value).second) {
-      return fail("key appears twice");
-    }
-  }
+  absl::Status parsed = ForEachKeyedLine(contents, file, [&values](std::string_view key,
+                                                                   uint64_t value) {
+    return values.emplace(std::string(key), value).second;
+  });
+  if (!parsed.ok()) return parsed;
   return values;
 }
 
@@ -213,23 +223,32 @@ absl::StatusOr<std::optional<uint64_t>> ParseMemoryLimitV1(std::string_view cont
   return *value;
 }
 
-absl::Status ApplyMemoryStat(const std::map<std::string, uint64_t>& stat, std::string_view file,
+absl::Status ParseMemoryStat(std::string_view contents, std::string_view file,
                              MemoryCgroupStats& stats) {
   // v1 lists both the cgroup's own (key) and hierarchical (total_key) values; usage is
   // hierarchical, so the totals match it. v2 has only the plain keys, already hierarchical.
-  auto find = [&stat](const std::string& key) -> std::optional<uint64_t> {
-    for (const std::string& name : {"total_" + key, key}) {
-      if (auto it = stat.find(name); it != stat.end()) return it->second;
+  // Scanned for the three keys, not parsed into a map: a sample reads every domain's.
+  static constexpr std::string_view kKeys[] = {"inactive_file", "pgfault", "pgmajfault"};
+  std::optional<uint64_t> found[2][std::size(kKeys)];  // [plain, total_][key]
+  absl::Status parsed = ForEachKeyedLine(contents, file, [&found](std::string_view key,
+                                                                  uint64_t value) {
+    const bool total = key.starts_with("total_");
+    if (total) key.remove_prefix(std::string_view("total_").size());
+    for (size_t i = 0; i < std::size(kKeys); i++) {
+      if (key != kKeys[i]) continue;
+      if (found[total][i]) return false;
+      found[total][i] = value;
     }
-    return std::nullopt;
-  };
-  std::optional<uint64_t> inactive_file = find("inactive_file");
-  if (!inactive_file) {
+    return true;
+  });
+  if (!parsed.ok()) return parsed;
+  auto value = [&found](size_t i) { return found[1][i] ? found[1][i] : found[0][i]; };
+  if (!value(0)) {
     return absl::InvalidArgumentError(absl::StrCat(ToAbsl(file), ": no \"inactive_file\" line"));
   }
-  stats.inactive_file_bytes = *inactive_file;
-  stats.pgfault = find("pgfault");
-  stats.pgmajfault = find("pgmajfault");
+  stats.inactive_file_bytes = *value(0);
+  stats.pgfault = value(1);
+  stats.pgmajfault = value(2);
   return absl::OkStatus();
 }
 

@@ -46,9 +46,10 @@ absl::StatusOr<std::optional<uint64_t>> ParseMemoryLimitV2(std::string_view cont
 absl::StatusOr<std::optional<uint64_t>> ParseMemoryLimitV1(std::string_view contents,
                                                            std::string_view file);
 
-// Fills inactive_file_bytes, pgfault and pgmajfault from parsed memory.stat, preferring v1's
-// hierarchical total_* keys. InvalidArgument when inactive_file is missing.
-absl::Status ApplyMemoryStat(const std::map<std::string, uint64_t>& stat, std::string_view file,
+// Fills inactive_file_bytes, pgfault and pgmajfault from memory.stat's text, preferring v1's
+// hierarchical total_* keys, every line checked as ParseMemoryKeyedFile does. InvalidArgument
+// when inactive_file is missing.
+absl::Status ParseMemoryStat(std::string_view contents, std::string_view file,
                              MemoryCgroupStats& stats);
 
 // The stats of the cgroup at `cgroup_path` in the memory hierarchy: v2 when the layout keys on

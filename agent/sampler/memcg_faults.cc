@@ -119,7 +119,7 @@ void MemcgFaults::Retop(const std::vector<TopFaultReading>& tops) {
 
 StageMap<StageFaults> MemcgFaults::Totals() const {
   StageMap<StageFaults> out;
-  counters_.ForEachTotal([&out](StageId stage, const std::vector<uint64_t>& v) {
+  counters_.ForEachTotal([&out](StageId stage, absl::Span<const uint64_t> v) {
     // pgfault counts every fault, minor and major.
     out.emplace_hint(out.end(), stage,
                      StageFaults{.minor = v[0] > v[1] ? v[0] - v[1] : 0, .major = v[1]});

@@ -454,14 +454,14 @@ StageMap<std::optional<double>> MemorySampler::ReadTops(const std::vector<NamedC
     if (stages_changed_) counters.KeepStages(*known_);
   };
   update(pressure_, pressure);
-  pressure_.ForEachTotal([next](StageId id, const std::vector<uint64_t>& v) {
+  pressure_.ForEachTotal([next](StageId id, absl::Span<const uint64_t> v) {
     next->pressure.emplace_hint(next->pressure.end(), id,
                                 StagePressure{.memory_some_us = v[0], .memory_full_us = v[1],
                                               .io_some_us = v[2], .io_full_us = v[3]});
   });
   if (parts_ & kCpuPart) {
     update(cpu_, cpu);
-    cpu_.ForEachTotal([next](StageId id, const std::vector<uint64_t>& v) {
+    cpu_.ForEachTotal([next](StageId id, absl::Span<const uint64_t> v) {
       next->cpu.emplace_hint(next->cpu.end(), id,
                              StageCpu{.usage_ns = v[0], .periods = v[1], .throttled_periods = v[2],
                                       .throttled_ns = v[3], .pressure_some_us = v[4],
@@ -751,7 +751,7 @@ void MemorySampler::Fold(absl::Time now, const std::vector<Domain>& domains) {
   event_cgroups_.swap(event_cgroups);
   events_.UpdateChanged(event_samples, gone_event_cgroups_);
   if (stages_changed_) events_.KeepStages(*known_);
-  events_.ForEachTotal([&](StageId id, const std::vector<uint64_t>& v) {
+  events_.ForEachTotal([&](StageId id, absl::Span<const uint64_t> v) {
     auto it = stages_.find(id);
     // A stage whose top vanished mid-sample keeps its last sample's (as its other figures).
     if (it == stages_.end() || it->second.sampled_at != now) return;

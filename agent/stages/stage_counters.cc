@@ -1,5 +1,7 @@
 #include "stages/stage_counters.h"
 
+#include <algorithm>
+
 #include "sparse_maps.h"
 namespace stagewatch {
 namespace {
@@ -19,27 +21,14 @@ StageCountersOf<Key>::StageCountersOf(size_t width, bool count_from_first_snapsh
     : width_(width), skip_baseline_(!count_from_first_snapshot) {}
 
 template <typename Key>
-std::vector<uint64_t>& StageCountersOf<Key>::LiveSum(const Key& stage) {
-  std::vector<uint64_t>& sum = live_sums_[stage];
-  sum.resize(width_, 0);
-  return sum;
-}
-
-template <typename Key>
-void StageCountersOf<Key>::Retire(const Live& cgroup) {
-  std::vector<uint64_t>& retired = retired_[cgroup.stage];
-  std::vector<uint64_t>& sum = LiveSum(cgroup.stage);
-  retired.resize(width_, 0);
-  for (size_t i = 0; i < width_; ++i) {
-    retired[i] += cgroup.last[i] - cgroup.baseline[i];
-    sum[i] -= cgroup.last[i] - cgroup.baseline[i];
+uint64_t* StageCountersOf<Key>::Total(const Key& stage) {
+  auto at = std::lower_bound(stages_.begin(), stages_.end(), stage);
+  const size_t i = at - stages_.begin();
+  if (at == stages_.end() || *at != stage) {
+    stages_.insert(at, stage);
+    totals_.insert(totals_.begin() + i * width_, width_, 0);
   }
-}
-
-template <typename Key>
-void StageCountersOf<Key>::AddLive(const Live& cgroup) {
-  std::vector<uint64_t>& sum = LiveSum(cgroup.stage);
-  for (size_t i = 0; i < width_; ++i) sum[i] += cgroup.last[i] - cgroup.baseline[i];
+  return totals_.data() + i * width_;
 }
 
 template <typename Key>
@@ -53,8 +42,7 @@ void StageCountersOf<Key>::Update(absl::Span<const CgroupCounterSampleOf<Key>> l
       ++it;
       continue;
     }
-    Retire(it->second);
-    live_.erase(it++);
+    live_.erase(it++);  // what it counted stays in its stage's total
   }
   ShrinkIfSparse(live_);
   skip_baseline_ = true;
@@ -67,9 +55,7 @@ void StageCountersOf<Key>::UpdateChanged(absl::Span<const CgroupCounterSampleOf<
   for (const CgroupCounterSampleOf<Key>& sample : changed) Apply(sample, update);
   for (uint64_t id : gone) {
     auto it = live_.find(id);
-    if (it == live_.end()) continue;
-    Retire(it->second);
-    live_.erase(it);
+    if (it != live_.end()) live_.erase(it);  // what it counted stays in its stage's total
   }
   ShrinkIfSparse(live_);
   skip_baseline_ = true;
@@ -80,14 +66,14 @@ void StageCountersOf<Key>::Apply(const CgroupCounterSampleOf<Key>& sample, uint6
   auto value = [&](size_t i) { return i < sample.values.size() ? sample.values[i] : 0; };
   auto it = live_.find(sample.cgroup_id);
   if (it == live_.end()) {
-    retired_.try_emplace(sample.stage, width_, 0);  // stages stay once seen
     std::vector<uint64_t> values = Normalised(sample.values, width_);
     // Counts from before the agent started belong to no run we saw: only the first
     // snapshot is baselined, a cgroup born later counts from its birth.
     std::vector<uint64_t> baseline = skip_baseline_ ? std::vector<uint64_t>(width_, 0) : values;
-    AddLive(live_.emplace(sample.cgroup_id,
-                          Live{sample.stage, values, std::move(baseline), update})
-                .first->second);
+    uint64_t* total = Total(sample.stage);  // stages stay once seen
+    for (size_t i = 0; i < width_; ++i) total[i] += values[i] - baseline[i];
+    live_.emplace(sample.cgroup_id, Live{sample.stage, std::move(values), std::move(baseline),
+                                         update});
     return;
   }
   Live& cgroup = it->second;
@@ -96,42 +82,48 @@ void StageCountersOf<Key>::Apply(const CgroupCounterSampleOf<Key>& sample, uint6
   if (cgroup.stage != sample.stage) {
     // What was counted so far stays with the old stage; the new one counts from here. A
     // value that dropped restarted, so all of it is new and belongs to the new stage.
-    retired_.try_emplace(sample.stage, width_, 0);
-    Retire(cgroup);
     std::vector<uint64_t> values = Normalised(sample.values, width_);
+    uint64_t* total = Total(sample.stage);
     for (size_t i = 0; i < width_; ++i) {
       cgroup.baseline[i] = values[i] < cgroup.last[i] ? 0 : values[i];
+      total[i] += values[i] - cgroup.baseline[i];
     }
     cgroup.stage = sample.stage;
     cgroup.last = std::move(values);
-    AddLive(cgroup);
     return;
   }
-  // Per value: one that dropped restarted; keep what it had counted and count anew from 0.
-  std::vector<uint64_t>* retired = nullptr;
-  std::vector<uint64_t>* sum = nullptr;
+  // Per value: one that dropped restarted; what it had counted stays, and it counts anew from 0.
+  uint64_t* total = nullptr;
   for (size_t i = 0; i < width_; ++i) {
     const uint64_t v = value(i);
     if (v == cgroup.last[i]) continue;
-    if (!sum) sum = &LiveSum(cgroup.stage);
-    (*sum)[i] -= cgroup.last[i] - cgroup.baseline[i];
+    if (!total) total = Total(cgroup.stage);
     if (v < cgroup.last[i]) {
-      if (!retired) retired = &retired_[cgroup.stage];
-      retired->resize(width_, 0);
-      (*retired)[i] += cgroup.last[i] - cgroup.baseline[i];
       cgroup.baseline[i] = 0;
+      total[i] += v;
+    } else {
+      total[i] += v - cgroup.last[i];
     }
     cgroup.last[i] = v;
-    (*sum)[i] += cgroup.last[i] - cgroup.baseline[i];
   }
 }
 
 template <typename Key>
 void StageCountersOf<Key>::KeepStages(const std::function<bool(const Key&)>& keep) {
-  // Every live cgroup's stage is in retired_ (stages stay once seen): when none of those goes,
-  // no cgroup does, and the pass over the live ones is saved.
-  if (std::erase_if(retired_, [&](const auto& entry) { return !keep(entry.first); }) == 0) return;
-  std::erase_if(live_sums_, [&](const auto& entry) { return !keep(entry.first); });
+  // Every live cgroup's stage has a total (stages stay once seen): when none of those goes, no
+  // cgroup does, and the pass over the live ones is saved.
+  size_t kept = 0;
+  for (size_t i = 0; i < stages_.size(); ++i) {
+    if (!keep(stages_[i])) continue;
+    if (kept != i) {
+      stages_[kept] = stages_[i];
+      std::copy_n(totals_.begin() + i * width_, width_, totals_.begin() + kept * width_);
+    }
+    kept++;
+  }
+  if (kept == stages_.size()) return;
+  stages_.resize(kept);
+  totals_.resize(kept * width_);
   absl::erase_if(live_, [&](const auto& entry) { return !keep(entry.second.stage); });
 }
 
@@ -145,32 +137,17 @@ void StageCountersOf<Key>::KeepStages(const absl::flat_hash_set<StageId>& known)
 template <typename Key>
 std::map<Key, std::vector<uint64_t>> StageCountersOf<Key>::Totals() const {
   std::map<Key, std::vector<uint64_t>> totals;
-  ForEachTotal([&totals](const Key& stage, const std::vector<uint64_t>& total) {
-    totals.emplace_hint(totals.end(), stage, total);
+  ForEachTotal([&totals](const Key& stage, absl::Span<const uint64_t> total) {
+    totals.emplace_hint(totals.end(), stage, std::vector<uint64_t>(total.begin(), total.end()));
   });
   return totals;
 }
 
 template <typename Key>
 void StageCountersOf<Key>::ForEachTotal(
-    absl::FunctionRef<void(const Key&, const std::vector<uint64_t>&)> fn) const {
-  // Both maps are in stage order: one walk of each.
-  std::vector<uint64_t> total(width_);
-  auto retired = retired_.begin();
-  auto live = live_sums_.begin();
-  while (retired != retired_.end() || live != live_sums_.end()) {
-    const bool from_retired =
-        retired != retired_.end() && (live == live_sums_.end() || !(live->first < retired->first));
-    const bool from_live =
-        live != live_sums_.end() && (retired == retired_.end() || !(retired->first < live->first));
-    const Key& stage = from_retired ? retired->first : live->first;
-    for (size_t i = 0; i < width_; ++i) {
-      total[i] = (from_retired && i < retired->second.size() ? retired->second[i] : 0) +
-                 (from_live ? live->second[i] : 0);
-    }
-    fn(stage, total);
-    if (from_retired) ++retired;
-    if (from_live) ++live;
+    absl::FunctionRef<void(const Key&, absl::Span<const uint64_t>)> fn) const {
+  for (size_t i = 0; i < stages_.size(); ++i) {
+    fn(stages_[i], absl::MakeConstSpan(totals_.data() + i * width_, width_));
   }
 }
 

@@ -2,9 +2,9 @@
 //
 // The kernel side (and cgroupfs) count per cgroup. Cgroups die, their map entries are
 // evicted, and a stage's cgroup is recreated under a new id. Each Update() takes a full
-// snapshot of the live cgroups; a cgroup missing from it is retired: its last values move
-// into its stage's retired totals. A cgroup whose value drops (its counter restarted) is
-// retired and counted again from zero.
+// snapshot of the live cgroups; a cgroup missing from it is retired: what it counted stays in
+// its stage's totals. A cgroup whose value drops (its counter restarted) keeps what it counted
+// and is counted again from zero.
 #pragma once
 
 #include <concepts>
@@ -52,7 +52,7 @@ class StageCountersOf {
   // stage → totals (`width` values). Stages stay once seen.
   std::map<Key, std::vector<uint64_t>> Totals() const;
   // The same, stage by stage in order, without building the map (a per-sample caller's).
-  void ForEachTotal(absl::FunctionRef<void(const Key&, const std::vector<uint64_t>&)> fn) const;
+  void ForEachTotal(absl::FunctionRef<void(const Key&, absl::Span<const uint64_t>)> fn) const;
 
   // Drops every stage `keep` refuses, totals and cgroups: forgotten stages, which count from
   // zero if they come back.
@@ -71,20 +71,20 @@ class StageCountersOf {
   };
   // Takes one cgroup's sample into the update numbered `update`.
   void Apply(const CgroupCounterSampleOf<Key>& sample, uint64_t update);
-  // Moves what a live cgroup counted to its stage's retired totals.
-  void Retire(const Live& cgroup);
-  // Adds what it counted to its stage's live sum.
-  void AddLive(const Live& cgroup);
-  std::vector<uint64_t>& LiveSum(const Key& stage);
+  // The stage's totals (`width_` values), added at zero if it is new. Valid until the next
+  // stage is added.
+  uint64_t* Total(const Key& stage);
 
   const size_t width_;
   bool skip_baseline_;
   uint64_t updates_ = 0;  // Update() calls: marks the cgroups of the current snapshot
   absl::flat_hash_map<uint64_t, Live> live_;
-  std::map<Key, std::vector<uint64_t>> retired_;
-  // What the live cgroups counted, by stage, kept as they change: Totals() costs a stage each,
-  // not a cgroup each.
-  std::map<Key, std::vector<uint64_t>> live_sums_;
+  // Every stage seen, in order, and its totals: what its gone cgroups counted and what its live
+  // ones count now, kept as they change. A cgroup that goes leaves its count there, so only a
+  // change of value moves a total, and a walk of the totals (each sample, over every stage) is
+  // one pass over contiguous memory.
+  std::vector<Key> stages_;
+  std::vector<uint64_t> totals_;  // `width_` a stage, in stages_' order
 };
 
 extern template class StageCountersOf<StageId>;

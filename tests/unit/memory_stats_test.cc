@@ -3,6 +3,7 @@
 #include <map>
 #include <string>
 
+#include "absl/strings/escaping.h"
 #include "cgroupfs_fixtures.h"
 #include "gtest/gtest.h"
 
@@ -69,25 +70,39 @@ TEST(MemoryStatsTest, ParsesValuesAndLimits) {
 
 TEST(MemoryStatsTest, MemoryStatPrefersV1HierarchicalTotals) {
   MemoryCgroupStats stats;
-  const std::map<std::string, uint64_t> v1 = {
-      {"inactive_file", 61440},           {"pgfault", 32140},          {"pgmajfault", 0},
-      {"total_inactive_file", 220348416}, {"total_pgfault", 34452648}, {"total_pgmajfault", 1995}};
-  ASSERT_TRUE(ApplyMemoryStat(v1, "memory.stat", stats).ok());
+  const std::string v1 =
+      "cache 266240\ninactive_file 61440\npgfault 32140\npgmajfault 0\n"
+      "total_inactive_file 220348416\ntotal_pgfault 34452648\ntotal_pgmajfault 1995\n";
+  ASSERT_TRUE(ParseMemoryStat(v1, "memory.stat", stats).ok());
   EXPECT_EQ(stats.inactive_file_bytes, 220348416u);
   EXPECT_EQ(stats.pgfault, 34452648u);
   EXPECT_EQ(stats.pgmajfault, 1995u);
 
   // Without total_* lines (v2, or a v1 kernel that lacks them) the plain keys count.
-  const std::map<std::string, uint64_t> plain = {{"inactive_file", 61440}, {"pgfault", 32140}};
-  ASSERT_TRUE(ApplyMemoryStat(plain, "memory.stat", stats).ok());
+  ASSERT_TRUE(ParseMemoryStat("anon 4096\ninactive_file 61440\npgfault 32140\n", "memory.stat",
+                              stats)
+                  .ok());
   EXPECT_EQ(stats.inactive_file_bytes, 61440u);
   EXPECT_EQ(stats.pgfault, 32140u);
   EXPECT_FALSE(stats.pgmajfault.has_value());
 
-  auto missing = ApplyMemoryStat({{"pgfault", 1}}, "/cg/memory.stat", stats);
+  auto missing = ParseMemoryStat("pgfault 1\n", "/cg/memory.stat", stats);
   ASSERT_FALSE(missing.ok());
   EXPECT_TRUE(Contains(missing.message(), "/cg/memory.stat")) << missing;
   EXPECT_TRUE(Contains(missing.message(), "inactive_file")) << missing;
+}
+
+// Every line is checked, not only the three taken: the same errors as ParseMemoryKeyedFile's.
+TEST(MemoryStatsTest, MemoryStatRejectsWhatTheKeyedParserRejects) {
+  for (const std::string text :
+       {"inactive_file 1\nrss abc\n", "inactive_file 1\nno_value\n", "inactive_file 1\n 2\n",
+        "inactive_file 1\ninactive_file 2\n", "inactive_file 1\nrss 2"}) {
+    MemoryCgroupStats stats;
+    const absl::Status scanned = ParseMemoryStat(text, "/cg/memory.stat", stats);
+    const absl::Status keyed = ParseMemoryKeyedFile(text, "/cg/memory.stat").status();
+    EXPECT_FALSE(scanned.ok()) << absl::CEscape(text);
+    EXPECT_EQ(scanned.message(), keyed.message()) << absl::CEscape(text);
+  }
 }
 
 TEST(MemoryStatsTest, ReadsV1Cgroup) {

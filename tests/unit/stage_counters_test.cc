@@ -49,16 +49,16 @@ TEST(StageCountersTest, DeadCgroupIsFoldedIntoRetiredTotals) {
   EXPECT_EQ(counters.live_cgroups(), 0u);
 }
 
-// ForEachTotal walks the retired and the live sums together, in stage order: a stage only
-// retired, one only live and one with both each come once, summed.
+// ForEachTotal gives each stage once, in stage order, with what its gone and its live cgroups
+// counted: a stage with only gone cgroups, one with only live ones and one with both.
 TEST(StageCountersTest, EachTotalComesOnceInStageOrderFromRetiredAndLive) {
   StageCounters counters(2);
   counters.Update({S(1, "train", {10, 1}), S(2, "eval", {5, 2}), S(3, "ingest", {7, 0}),
                    S(4, "eval", {1, 1})});
   counters.Update({S(2, "eval", {6, 2}), S(3, "ingest", {9, 3}), S(5, "a", {4, 4})});
   std::vector<std::pair<std::string, V>> walked;
-  counters.ForEachTotal([&walked](StageId stage, const V& total) {
-    walked.emplace_back(kNames.at(stage), total);
+  counters.ForEachTotal([&walked](StageId stage, absl::Span<const uint64_t> total) {
+    walked.emplace_back(kNames.at(stage), V(total.begin(), total.end()));
   });
   const std::vector<std::pair<std::string, V>> expected = {
       {"train", {10, 1}}, {"eval", {7, 3}}, {"ingest", {9, 3}}, {"a", {4, 4}}};

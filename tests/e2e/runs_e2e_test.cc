@@ -274,14 +274,19 @@ TEST_F(RunsE2E, APreemptedRunAndItsStageNameTheStageThatPreemptedThem) {
       R"(stagewatch_cpu_preemptions_total{pipeline_stage="swspinner",preempting_stage="swwaker"})";
   const std::string by_spinner =
       R"(stagewatch_cpu_preemptions_total{pipeline_stage="swwaker",preempting_stage="swspinner"})";
-  // The trackers collect every few seconds: wait until a collection has the burst in it.
+  // The trackers collect every few seconds. Both tasks exited before the first scrape, so a
+  // collection that counted both exits read the preemptions after them: its counts are final.
+  // (Two equal scrapes are not enough: both can come from one collection made mid-burst.)
+  const std::string spinner_exits =
+      R"(stagewatch_processes_exited_total{pipeline_stage="swspinner"})";
+  const std::string waker_exits = R"(stagewatch_processes_exited_total{pipeline_stage="swwaker"})";
   double spinner_preempted = 0, waker_preempted = 0;
   ASSERT_TRUE(WaitUntil(
       [&] {
         const testing::Scrape m = ParseExposition(agent->Get("/metrics").value_or(""));
-        const double now = ValueOr(m, by_waker, 0);
+        spinner_preempted = ValueOr(m, by_waker, 0);
         waker_preempted = ValueOr(m, by_spinner, 0);
-        return now > 0 && std::exchange(spinner_preempted, now) == now;
+        return ValueOr(m, spinner_exits, 0) >= 1 && ValueOr(m, waker_exits, 0) >= 1;
       },
       15000))
       << agent->log();

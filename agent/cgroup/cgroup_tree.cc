@@ -8,6 +8,7 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
@@ -40,6 +41,25 @@ absl::Status CheckCgroupFileComplete(std::string_view contents, std::string_view
   if (contents.back() != '\n') {
     return absl::InvalidArgumentError(
         absl::StrCat(ToAbsl(file), ": truncated (the last line has no newline)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ForEachCgroupFileLine(std::string_view contents, std::string_view file,
+                                   absl::FunctionRef<const char*(std::string_view line)> take) {
+  if (absl::Status complete = CheckCgroupFileComplete(contents, file); !complete.ok()) {
+    return complete;
+  }
+  size_t number = 0;
+  for (std::string_view rest = contents; !rest.empty();) {
+    const size_t end = rest.find('\n');
+    const std::string_view line = rest.substr(0, end);
+    rest.remove_prefix(end + 1);  // the check above: a newline ends every line
+    ++number;
+    if (const char* wrong = take(line)) {
+      return absl::InvalidArgumentError(absl::StrCat(ToAbsl(file), ": line ", number, " \"",
+                                                     absl::CEscape(ToAbsl(line)), "\": ", wrong));
+    }
   }
   return absl::OkStatus();
 }

@@ -21,6 +21,12 @@ using CgroupFileRead = absl::FunctionRef<absl::StatusOr<std::string>(const std::
 // its last line has none (it was cut short). `file` names the file in messages.
 absl::Status CheckCgroupFileComplete(std::string_view contents, std::string_view file);
 
+// Each line of a cgroupfs file in order, once CheckCgroupFileComplete passed: `take` returns
+// nullptr for a line it took, else what is wrong with it, which ends the walk with
+// InvalidArgument "<file>: line N \"<line>\": <what>".
+absl::Status ForEachCgroupFileLine(std::string_view contents, std::string_view file,
+                                   absl::FunctionRef<const char*(std::string_view line)> take);
+
 // The value of `key` in a flat keyed file of "key value" lines (memory.events,
 // memory.oom_control, cpu.stat). NotFound when the key is missing, InvalidArgument when its
 // value is not an unsigned number; `file_for_errors` names the file in messages.

@@ -63,27 +63,14 @@ absl::StatusOr<uint64_t> UsageIn(CgroupFileRead read, std::string_view dir, bool
 // `take` returns false for a key it already had.
 absl::Status ForEachKeyedLine(std::string_view contents, std::string_view file,
                               absl::FunctionRef<bool(std::string_view key, uint64_t value)> take) {
-  if (absl::Status complete = CheckCgroupFileComplete(contents, file); !complete.ok()) {
-    return complete;
-  }
-  size_t number = 0;
-  for (std::string_view rest = contents; !rest.empty();) {
-    const size_t end = rest.find('\n');
-    const std::string_view line = rest.substr(0, end);
-    rest.remove_prefix(end + 1);  // CheckCgroupFileComplete guarantees a newline ends every line
-    ++number;
-    auto fail = [&](std::string_view what) {
-      return absl::InvalidArgumentError(absl::StrCat(ToAbsl(file), ": line ", number, " \"",
-                                                     absl::CEscape(ToAbsl(line)),
-                                                     "\": ", ToAbsl(what)));
-    };
+  return ForEachCgroupFileLine(contents, file, [&](std::string_view line) -> const char* {
     const size_t space = line.find(' ');
-    if (space == 0 || space == std::string_view::npos) return fail("expected \"key value\"");
+    if (space == 0 || space == std::string_view::npos) return "expected \"key value\"";
     uint64_t value = 0;
-    if (!ParseDigits(line.substr(space + 1), value)) return fail("value is not a number");
-    if (!take(line.substr(0, space), value)) return fail("key appears twice");
-  }
-  return absl::OkStatus();
+    if (!ParseDigits(line.substr(space + 1), value)) return "value is not a number";
+    if (!take(line.substr(0, space), value)) return "key appears twice";
+    return nullptr;
+  });
 }
 
 absl::StatusOr<std::optional<uint64_t>> MaxIn(CgroupFileRead read, std::string_view dir,

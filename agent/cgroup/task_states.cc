@@ -49,24 +49,12 @@ absl::Status ParseTaskList(std::string_view contents, std::string_view file,
                            std::vector<uint64_t>* tids) {
   tids->clear();
   if (contents.empty()) return absl::OkStatus();  // an empty cgroup
-  if (absl::Status complete = CheckCgroupFileComplete(contents, file); !complete.ok()) {
-    return complete;
-  }
-  size_t number = 0;
-  for (std::string_view rest = contents; !rest.empty();) {
-    const size_t end = rest.find('\n');
-    const std::string_view line = rest.substr(0, end);
-    rest.remove_prefix(end + 1);
-    ++number;
+  return ForEachCgroupFileLine(contents, file, [tids](std::string_view line) -> const char* {
     uint64_t tid = 0;
-    if (!ParseDigits(line, tid)) {
-      return absl::InvalidArgumentError(absl::StrCat(ToAbsl(file), ": line ", number, " \"",
-                                                     absl::CEscape(ToAbsl(line)),
-                                                     "\": not a thread id"));
-    }
+    if (!ParseDigits(line, tid)) return "not a thread id";
     tids->push_back(tid);
-  }
-  return absl::OkStatus();
+    return nullptr;
+  });
 }
 
 // The first task list file that exists in `cgroup_dir`, read into `contents` and parsed.

@@ -1,6 +1,8 @@
 #include "cgroup/cgroup_tree.h"
 
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "cgroup/memcg_counters.h"
 #include "gtest/gtest.h"
@@ -62,6 +64,31 @@ TEST(CgroupTreeTest, NonNumericValueNamesFileAndKey) {
     EXPECT_TRUE(Contains(value.status().message(), "memory.events"));
     EXPECT_TRUE(Contains(value.status().message(), "oom_kill"));
   }
+}
+
+TEST(CgroupTreeTest, LineWalkStopsAtTheFirstBadLineNamingItsNumberAndText) {
+  std::vector<std::string> taken;
+  auto walk = [&taken](std::string_view contents) {
+    taken.clear();
+    return ForEachCgroupFileLine(contents, "/x/cgroup.procs",
+                                 [&taken](std::string_view line) -> const char* {
+                                   if (line.starts_with("bad")) return "not wanted";
+                                   taken.emplace_back(line);
+                                   return nullptr;
+                                 });
+  };
+  ASSERT_TRUE(walk("1\n\n3\n").ok());
+  EXPECT_EQ(taken, (std::vector<std::string>{"1", "", "3"}));
+
+  absl::Status bad = walk("1\nbad\t2\n3\n");
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.message(), "/x/cgroup.procs: line 2 \"bad\\t2\": not wanted");
+  EXPECT_EQ(taken, std::vector<std::string>{"1"});  // nothing after the bad line
+
+  // An incomplete file is refused before any line is taken.
+  EXPECT_EQ(walk("1\n2").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(walk("").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(taken.empty());
 }
 
 TEST(MemcgCountersTest, V2ReadsLocalEvents) {

@@ -9,8 +9,8 @@
 # long until every run is closed in the ledger and every stage forgotten
 # (discovery.forget_after: 5s). Each figure also per 1,000 cgroups.
 # Needs root and a built agent; AGENT_BIN picks the binary (to compare two builds).
-# With IDLE_AFTER=SECONDS, the idle CPU is measured that long after every run was recorded (the
-# steady state), not at once.
+# With IDLE_AFTER=SECONDS, the idle CPU is measured that long after every discovered run had its
+# first sample (the steady state), not at once.
 # With TASK_STATES_PASSES=N, first times N passes of task-state reads over the tree
 # (build/bench/task_states_cost: /proc against the task_states iterator) before the agent.
 # With SMAPS_OUT=DIR, the agent's /proc/<pid>/smaps before the churn and once settled after it
@@ -141,8 +141,19 @@ measure() {  # measure CGROUPS STAGES
   done
   curl -s "$url" >/dev/null  # the first scrape names every stage
   sleep 15
-  # IDLE_AFTER: past the discovered runs' first samples (each new run's first one reads all its
-  # files: 10,000 take the runs' sampler 8-12 minutes at its 100 reads a second).
+  # With IDLE_AFTER, the steady state: past every discovered run's first sample (a new run's
+  # first reads all its files: 10,000 take the runs' sampler about 12 minutes at its 100 reads
+  # a second; the idle ones after it read one or two), then IDLE_AFTER seconds more.
+  local first_sampled="" sampled=0
+  if [ -n "${IDLE_AFTER:-}" ]; then
+    for ((t = 15; t < 3600; t += 15)); do
+      sampled=$(sqlite3 "$ledger_dir/ledger.db" "SELECT count(DISTINCT run_id) FROM run_samples" 2>/dev/null || echo 0)
+      (( sampled >= cgroups )) && { first_sampled=$t; break; }
+      sleep 15
+      curl -s "$url" >/dev/null
+    done
+    [ -n "$first_sampled" ] || echo "warning: only $sampled of $cgroups runs sampled after an hour" >&2
+  fi
   for ((t = 0; t < ${IDLE_AFTER:-0}; t += 15)); do
     sleep 15
     curl -s "$url" >/dev/null
@@ -151,9 +162,15 @@ measure() {  # measure CGROUPS STAGES
   local before threads_before idle_ticks by_thread
   before=$(cpu_ticks)
   threads_before=$(thread_ticks)
-  for ((t = 0; t < idle_seconds; t += 15)); do
+  # Also by minute: a spike in one minute (a pass every 10 minutes, the host's own doings) shows.
+  local minute_start=$before minutes=""
+  for ((t = 15; t <= idle_seconds; t += 15)); do
     sleep 15
     curl -s "$url" >/dev/null
+    if (( t % 60 == 0 )); then
+      minutes+="$(awk -v d=$(( $(cpu_ticks) - minute_start )) -v hz="$hz" 'BEGIN {printf "%.2f ", 100 * d / hz / 60}')"
+      minute_start=$(cpu_ticks)
+    fi
   done
   idle_ticks=$(( $(cpu_ticks) - before ))
   # Idle CPU by thread name (threads of one name summed), largest first.
@@ -257,14 +274,15 @@ measure() {  # measure CGROUPS STAGES
       -v f0="$file_start" -v f2="$file_settled" -v cg="$cgroups" -v stg="$stages" \
       -v closed="$closed_s" -v forgot="$forgotten_s" -v fa="$forget_after" \
       -v copen="$churn_open" -v crows="$churn_rows" -v em="$exits_made" -v km="$kills_made" \
-      -v ec="$exits_counted" -v kc="$kills_counted" -v losses="$losses" -v after="${IDLE_AFTER:-0}" 'BEGIN {
+      -v ec="$exits_counted" -v kc="$kills_counted" -v losses="$losses" -v after="${IDLE_AFTER:-0}" -v sampled="$first_sampled" -v minutes="$minutes" 'BEGIN {
     k = cg / 1000
     printf "%s: %d cgroups in %d stages, %d stage series, %d runs recorded\n", bin, cg, stg, series, runs
     when = ""
-    if (after > 0) when = sprintf(", from %d s after every run was recorded", after)
+    if (sampled != "") when = sprintf(", from %d s after every run had its first sample (%d s after every run was recorded)", after, sampled)
     printf "  idle CPU over %d s%s (scraped every 15 s): %.3f%% of one core (%.4f%% per 1,000 cgroups)\n",
            s, when, 100 * it / hz / s, 100 * it / hz / s / k
     printf "  idle CPU by thread: %s\n", threads
+    if (minutes != "") printf "  idle CPU by minute, %% of one core: %s\n", minutes
     printf "  /metrics median of %d: %.1f ms (%.2f ms per 1,000 cgroups); agent CPU per scrape: %.1f ms\n",
            n, med, med / k, 1000 * st / hz / n
     printf "  one scrape by collector (over 0.5 ms): %s\n", coll

@@ -76,6 +76,16 @@ bool AwaitBlocked(pid_t pid) {
       5000);
 }
 
+// Puts the last switches of reaped children behind the caller. A parent is woken while its
+// child exits, before the child's final switch off its CPU, which the probe counts in the
+// child's cgroup; once a task of ours has run on every CPU, each such switch is done.
+void SwitchOnEveryCpu() {
+  const int cpus = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (int cpu = 0; cpu < cpus; cpu++) {
+    EXPECT_EQ(testing::WaitForChild(testing::SpawnIn({}, "sw-settle", [cpu] { PinTo(cpu); })), 0);
+  }
+}
+
 // The child's schedstat once it has exited: a zombie, not reaped, keeps its final figures.
 TaskCounters ZombieSchedstat(pid_t pid) {
   siginfo_t info{};
@@ -518,6 +528,7 @@ TEST(SchedProbeTest, SlotsInUseAreTheSlotMapsEntries) {
     for (int i = 0; i < 5; i++) usleep(1000);
   });
   ASSERT_EQ(testing::WaitForChild(task), -0);
+  SwitchOnEveryCpu();
   const SlotCounts with = ReadSlots(*probe, slots_map);
   probe->Forget({cgroup.id()});
   const SlotCounts without = ReadSlots(*probe, slots_map);
@@ -752,6 +763,7 @@ TEST(SchedProbeTest, AForgottenCgroupsCountsAreGoneAndItsSlotStartsTheNextFromZe
   };
   exits_in(first, 6);
   ASSERT_EQ(StatsOf(*probe, first.id()).exited_processes, 6u);
+  SwitchOnEveryCpu();  // else a child's last switch could give first a slot again
 
   probe->Forget({first.id()});
   EXPECT_FALSE(probe->ReadCgroups().contains(first.id()));

@@ -288,6 +288,7 @@ void RunWatcher::OnMkdir(uint64_t id, const std::string& path, absl::Time seen) 
     run.ids.insert(id);
     by_cgroup_[id] = watched->second;
     PublishIds(run);
+    AddEarlyOomKills(id);
     return;
   }
   std::optional<Stage> stage = RunStage(path);
@@ -313,6 +314,7 @@ void RunWatcher::OnMkdir(uint64_t id, const std::string& path, absl::Time seen) 
       .ids = {id}});
   PublishIds(run);
   Record(id, false);
+  AddEarlyOomKills(id);
 }
 
 RunWatcher::OpenRun& RunWatcher::AddOpen(uint64_t key, OpenRun run) {
@@ -579,7 +581,10 @@ void RunWatcher::OnOomKill(uint64_t victim_cgroup_id, const OomVictim& victim) {
 
 void RunWatcher::AddOomKill(uint64_t victim_cgroup_id, const OomVictim& victim) {
   auto found = by_cgroup_.find(victim_cgroup_id);
-  if (found == by_cgroup_.end()) return;
+  if (found == by_cgroup_.end()) {
+    KeepEarlyOomKill(victim_cgroup_id, victim);
+    return;
+  }
   OpenRun& run = open_.at(found->second);
   AgentFacts facts;
   facts.oom_victims.push_back(victim);
@@ -589,6 +594,30 @@ void RunWatcher::AddOomKill(uint64_t victim_cgroup_id, const OomVictim& victim) 
     run.kernel_kills++;
   }
   AddFacts(run, facts);
+}
+
+void RunWatcher::KeepEarlyOomKill(uint64_t victim_cgroup_id, const OomVictim& victim) {
+  std::vector<EarlyOomKill>& kills = early_oom_kills_[victim_cgroup_id];
+  // A cgroup killed in over and over, no run's: the last few will do.
+  constexpr size_t kKeptPerCgroup = 16;
+  if (kills.size() == kKeptPerCgroup) kills.erase(kills.begin());
+  kills.push_back({absl::Now(), victim});
+}
+
+void RunWatcher::AddEarlyOomKills(uint64_t cgroup_id) {
+  auto found = early_oom_kills_.find(cgroup_id);
+  if (found == early_oom_kills_.end()) return;
+  const std::vector<EarlyOomKill> kills = std::move(found->second);
+  early_oom_kills_.erase(found);
+  for (const EarlyOomKill& kill : kills) AddOomKill(cgroup_id, kill.victim);
+}
+
+void RunWatcher::DropStaleEarlyOomKills(absl::Time now) {
+  for (auto it = early_oom_kills_.begin(); it != early_oom_kills_.end();) {
+    std::erase_if(it->second,
+                  [now](const EarlyOomKill& k) { return now - k.at > kEarlyOomKillKept; });
+    it = it->second.empty() ? early_oom_kills_.erase(it) : std::next(it);
+  }
 }
 
 void RunWatcher::OnAnomaly(const std::string& stage, const RunAnomaly& anomaly) {
@@ -624,6 +653,7 @@ void RunWatcher::Tick() {
     }
   }
   LookForOrphans();
+  DropStaleEarlyOomKills(absl::Now());
   JudgePaces(absl::Now());
   ForgetForgottenStages();
   // After the records above, so a run recorded now gets its first sample now.

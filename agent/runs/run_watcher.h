@@ -218,6 +218,11 @@ class RunWatcher {
   // Stops watching a run that has ended (by anyone), and counts it.
   void Forget(uint64_t key);
   void AddOomKill(uint64_t victim_cgroup_id, const OomVictim& victim);
+  // Kills in cgroups no run holds yet, kept a while: the OOM and cgroup rings are read on
+  // threads of their own, so a kill can be handled before the mkdir of its run's cgroup.
+  void KeepEarlyOomKill(uint64_t victim_cgroup_id, const OomVictim& victim);
+  void AddEarlyOomKills(uint64_t cgroup_id);
+  void DropStaleEarlyOomKills(absl::Time now);
   void AddAnomaly(const std::string& stage, const RunAnomaly& anomaly);
   // Which ids the deliverers read at rmdir: each run's own cgroup id → its ids.
   void PublishIds(const OpenRun& run);
@@ -290,6 +295,12 @@ class RunWatcher {
   // After the run's recorded, removed or populated changed: puts it where it may now belong.
   void Reindex(uint64_t key);
   std::map<uint64_t, uint64_t> by_cgroup_;  // cgroup id (its own, descendants) → open_ key
+  struct EarlyOomKill {
+    absl::Time at;
+    OomVictim victim;
+  };
+  std::map<uint64_t, std::vector<EarlyOomKill>> early_oom_kills_;  // by victim cgroup id
+  static constexpr absl::Duration kEarlyOomKillKept = absl::Seconds(10);
   // The cgroup path of each open run whose cgroup lives → open_ key: a new cgroup's run is
   // found by its ancestors' paths.
   absl::flat_hash_map<std::string, uint64_t> watched_paths_;

@@ -183,7 +183,27 @@ class RunsE2E : public ::testing::Test {
           return false;
         },
         15000);
+    if (!found) std::printf("no run at %s met the condition; the ledger has: %s\n",
+                            cgroup_path.c_str(), RowsAt(cgroup_path).c_str());
     return found;
+  }
+
+  // The ledger's rows whose cgroup is `cgroup_path`, in brief: what a condition looks at.
+  std::string RowsAt(const std::string& cgroup_path) {
+    absl::StatusOr<std::unique_ptr<Ledger>> ledger = Ledger::OpenForReading(ledger_);
+    if (!ledger.ok()) return ledger.status().ToString();
+    absl::StatusOr<std::vector<RunRecord>> runs = (*ledger)->List({});
+    if (!runs.ok()) return runs.status().ToString();
+    std::string out;
+    for (const RunRecord& r : *runs) {
+      if (r.start.cgroup_path != cgroup_path) continue;
+      absl::StrAppend(&out, "[", r.start.id, ": ", r.end ? "ended" : "open",
+                      ", agent observed ", r.agent_observed ? "yes" : "no",
+                      ", saw end ", r.agent.saw_end ? "yes" : "no",
+                      ", OOM victims ", r.agent.oom_victims.size(), ", run-queue wait ",
+                      r.agent.run_queue_wait_seconds ? "read" : "none", "] ");
+    }
+    return out.empty() ? "no row" : out;
   }
 
   // What is left of the launcher's cgroups beneath `parent`, in any hierarchy.

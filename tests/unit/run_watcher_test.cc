@@ -106,6 +106,30 @@ class RunWatcherTest : public ::testing::Test {
   std::string root_;
 };
 
+// The OOM and cgroup rings are read on threads of their own: a kill handled before the mkdir
+// of its run's cgroup (or of a cgroup within the run) still reaches the run.
+TEST_F(RunWatcherTest, AKillHandledBeforeItsCgroupsMkdirReachesTheRun) {
+  auto watcher = Start();
+  watcher->OnCgroupEvent(Mkdir("/jobs"));
+  watcher->OnCgroupEvent(Mkdir("/jobs/stagewatch"));
+  watcher->OnCgroupEvent(Mkdir("/jobs/stagewatch/train"));
+  const cgroup_event job = Mkdir("/jobs/stagewatch/train/job_7");
+  const cgroup_event step = Mkdir("/jobs/stagewatch/train/job_7/step_0");
+  watcher->OnOomKill(job.cgroup_id, {.pid = 70, .comm = "python3", .kind = "kernel"});
+  watcher->OnOomKill(step.cgroup_id, {.pid = 71, .comm = "torchrun", .kind = "kernel"});
+  watcher->OnCgroupEvent(job);
+  watcher->OnCgroupEvent(step);
+  watcher->OnCgroupEvent(Rmdir(step));
+  watcher->OnCgroupEvent(Rmdir(job));
+  watcher->Flush();
+
+  std::vector<RunRecord> runs = Runs();
+  ASSERT_EQ(runs.size(), 1u);
+  ASSERT_EQ(runs[0].agent.oom_victims.size(), 2u);
+  EXPECT_EQ(runs[0].agent.oom_victims[0].pid, 70);
+  EXPECT_EQ(runs[0].agent.oom_victims[1].pid, 71);
+}
+
 TEST_F(RunWatcherTest, OnlyACgroupDirectlyBeneathAStagesTopIsARunAndItsKillsCount) {
   auto watcher = Start();
   watcher->OnCgroupEvent(Mkdir("/jobs"));

@@ -976,16 +976,16 @@ TEST(SchedProbeTest, CgroupsThatStopSwitchingKeepTheirFiguresUnfoldedAndAreRetir
   // Settled: the sleepers have blocked and the last exit's switch is counted. Unchanged
   // figures alone are not that: under emulation a sleeper may not have run yet, two
   // collections apart.
-  auto all_switched = [&] {
-    return std::ranges::all_of(sleeping, [&](auto& c) { return std::get<0>(figures(*c)) > 0; }) &&
-           std::get<3>(figures(*emptied)) == 3u;
+  auto all_switched = [](const std::vector<Figures>& f) {  // the sleepers', then emptied's
+    const auto ran = [](const Figures& s) { return std::get<0>(s) > 0; };
+    return std::all_of(f.begin(), f.end() - 1, ran) && std::get<3>(f.back()) == 3u;
   };
   std::vector<Figures> before;
   ASSERT_TRUE(testing::WaitUntil(
       [&] {
         tracker.Collect();
         std::vector<Figures> now = all_figures();
-        return std::exchange(before, now) == now && all_switched();
+        return std::exchange(before, now) == now && all_switched(now);
       },
       5000));
   for (auto& cgroup : sleeping) ASSERT_GT(std::get<0>(figures(*cgroup)), 0u) << cgroup->path();
